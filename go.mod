@@ -2,7 +2,4 @@ module github.com/govram/govram
 
 go 1.26.0
 
-require (
-	github.com/goki/vulkan v1.0.8 // indirect
-	golang.org/x/sys v0.50.0 // indirect
-)
+require github.com/goki/vulkan v1.0.8

@@ -1,0 +1,464 @@
+//go:build cgo && linux
+
+package vk
+
+/*
+#cgo LDFLAGS: -ldl -lpthread
+#include <stdlib.h>
+#include "native.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	vulkan "github.com/goki/vulkan"
+)
+
+// Available reports whether this build can use Vulkan at all.
+const Available = true
+
+var (
+	loadOnce sync.Once
+	loadErr  error
+)
+
+// Load opens the Vulkan loader once. It is safe for concurrent use.
+func Load() error {
+	loadOnce.Do(func() {
+		var buf [256]C.char
+		p := C.gv_load(&buf[0], C.size_t(len(buf)))
+		if p == nil {
+			loadErr = errors.New(C.GoString(&buf[0]))
+			return
+		}
+		vulkan.SetGetInstanceProcAddr(p)
+		if err := vulkan.Init(); err != nil {
+			loadErr = err
+		}
+	})
+	return loadErr
+}
+
+// Instance is a VkInstance.
+type Instance struct {
+	h vulkan.Instance
+}
+
+// NewInstance creates an instance for compute and transfer work (no
+// surfaces, no layers).
+func NewInstance() (*Instance, error) {
+	if err := Load(); err != nil {
+		return nil, err
+	}
+	app := vulkan.ApplicationInfo{
+		SType:            vulkan.StructureTypeApplicationInfo,
+		PApplicationName: "govram\x00",
+		PEngineName:      "govram\x00",
+		ApiVersion:       vulkan.MakeVersion(1, 2, 0),
+	}
+	ci := vulkan.InstanceCreateInfo{
+		SType:            vulkan.StructureTypeInstanceCreateInfo,
+		PApplicationInfo: &app,
+	}
+	var h vulkan.Instance
+	if err := check("vkCreateInstance", Result(vulkan.CreateInstance(&ci, nil, &h))); err != nil {
+		return nil, err
+	}
+	if err := vulkan.InitInstance(h); err != nil {
+		vulkan.DestroyInstance(h, nil)
+		return nil, err
+	}
+	return &Instance{h: h}, nil
+}
+
+// Destroy destroys the instance.
+func (i *Instance) Destroy() {
+	if i != nil && i.h != nil {
+		vulkan.DestroyInstance(i.h, nil)
+		i.h = nil
+	}
+}
+
+func cstr(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+// Devices lists the physical devices with their memory, queues and
+// extensions.
+func (i *Instance) Devices() ([]PhysicalDevice, error) {
+	var n uint32
+	if err := check("vkEnumeratePhysicalDevices", Result(vulkan.EnumeratePhysicalDevices(i.h, &n, nil))); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	hs := make([]vulkan.PhysicalDevice, n)
+	if err := check("vkEnumeratePhysicalDevices", Result(vulkan.EnumeratePhysicalDevices(i.h, &n, hs))); err != nil {
+		return nil, err
+	}
+	out := make([]PhysicalDevice, 0, n)
+	for idx, h := range hs[:n] {
+		var props vulkan.PhysicalDeviceProperties
+		vulkan.GetPhysicalDeviceProperties(h, &props)
+		props.Deref()
+		pd := PhysicalDevice{
+			Index:         idx,
+			Name:          cstr(props.DeviceName[:]),
+			Type:          DeviceType(props.DeviceType),
+			VendorID:      props.VendorID,
+			DeviceID:      props.DeviceID,
+			APIVersion:    props.ApiVersion,
+			DriverVersion: props.DriverVersion,
+			Extensions:    map[string]bool{},
+			handle:        uintptr(unsafe.Pointer(h)),
+		}
+		var mp vulkan.PhysicalDeviceMemoryProperties
+		vulkan.GetPhysicalDeviceMemoryProperties(h, &mp)
+		mp.Deref()
+		for t := uint32(0); t < mp.MemoryTypeCount; t++ {
+			mt := mp.MemoryTypes[t]
+			mt.Deref()
+			pd.MemoryTypes = append(pd.MemoryTypes, MemoryType{Flags: uint32(mt.PropertyFlags), Heap: int(mt.HeapIndex)})
+		}
+		for t := uint32(0); t < mp.MemoryHeapCount; t++ {
+			hp := mp.MemoryHeaps[t]
+			hp.Deref()
+			pd.Heaps = append(pd.Heaps, Heap{Size: uint64(hp.Size), DeviceLocal: hp.Flags&1 != 0})
+		}
+		var qn uint32
+		vulkan.GetPhysicalDeviceQueueFamilyProperties(h, &qn, nil)
+		qf := make([]vulkan.QueueFamilyProperties, qn)
+		vulkan.GetPhysicalDeviceQueueFamilyProperties(h, &qn, qf)
+		for _, f := range qf[:qn] {
+			f.Deref()
+			pd.Families = append(pd.Families, Family{Flags: uint32(f.QueueFlags), Count: f.QueueCount})
+		}
+		var en uint32
+		if vulkan.EnumerateDeviceExtensionProperties(h, "", &en, nil) == vulkan.Success && en > 0 {
+			ex := make([]vulkan.ExtensionProperties, en)
+			if vulkan.EnumerateDeviceExtensionProperties(h, "", &en, ex) == vulkan.Success {
+				for _, e := range ex[:en] {
+					e.Deref()
+					pd.Extensions[cstr(e.ExtensionName[:])] = true
+				}
+			}
+		}
+		var p2 C.gv_props2
+		wantDriver := 0
+		if pd.APIVersion >= vulkan.MakeVersion(1, 2, 0) || pd.Extensions["VK_KHR_driver_properties"] {
+			wantDriver = 1
+		}
+		if pd.APIVersion >= vulkan.MakeVersion(1, 1, 0) &&
+			C.gv_query_props2(unsafe.Pointer(i.h), unsafe.Pointer(h), C.int(wantDriver), &p2) != 0 {
+			pd.MaxAllocation = uint64(p2.max_alloc)
+			if wantDriver == 1 {
+				pd.DriverName = C.GoString(&p2.driver_name[0])
+				pd.DriverInfo = C.GoString(&p2.driver_info[0])
+			}
+		}
+		out = append(out, pd)
+	}
+	return out, nil
+}
+
+// Budget returns the driver's per-heap budget and usage (VK_EXT_memory_budget).
+func (i *Instance) Budget(pd *PhysicalDevice) (budget, usage []uint64, ok bool) {
+	if !pd.Extensions["VK_EXT_memory_budget"] {
+		return nil, nil, false
+	}
+	var b, u [16]C.uint64_t
+	if C.gv_query_budget(unsafe.Pointer(i.h), unsafe.Pointer(pd.handle), &b[0], &u[0]) == 0 {
+		return nil, nil, false
+	}
+	for h := range pd.Heaps {
+		budget = append(budget, uint64(b[h]))
+		usage = append(usage, uint64(u[h]))
+	}
+	return budget, usage, true
+}
+
+// Device is a logical device with a transfer queue (the dedicated copy
+// engine where the device has one) and a compute queue.
+type Device struct {
+	inst           *Instance
+	h              vulkan.Device
+	native         *C.gv_device
+	queues         [2]vulkan.Queue
+	families       [2]uint32
+	budgetEnabled  bool
+	TransferFamily int
+	ComputeFamily  int
+}
+
+// Queue indexes for NewStream.
+const (
+	QueueIndexTransfer = 0
+	QueueIndexCompute  = 1
+)
+
+// NewDevice creates a logical device on pd, enabling those of exts the
+// device has.
+func (i *Instance) NewDevice(pd *PhysicalDevice, exts []string) (*Device, error) {
+	compute, transfer := -1, -1
+	for f, fam := range pd.Families {
+		if fam.Count == 0 {
+			continue
+		}
+		if compute < 0 && fam.Flags&QueueCompute != 0 {
+			compute = f
+		}
+		// A family with transfer but neither graphics nor compute is a copy engine.
+		if transfer < 0 && fam.Flags&QueueTransfer != 0 && fam.Flags&(QueueGraphics|QueueCompute) == 0 {
+			transfer = f
+		}
+	}
+	if compute < 0 {
+		return nil, errors.New("device has no compute queue")
+	}
+	if transfer < 0 {
+		transfer = compute
+	}
+	prio := []float32{1, 1}
+	qcis := []vulkan.DeviceQueueCreateInfo{{
+		SType:            vulkan.StructureTypeDeviceQueueCreateInfo,
+		QueueFamilyIndex: uint32(compute),
+		QueueCount:       1,
+		PQueuePriorities: prio[:1],
+	}}
+	if transfer != compute {
+		qcis = append(qcis, vulkan.DeviceQueueCreateInfo{
+			SType:            vulkan.StructureTypeDeviceQueueCreateInfo,
+			QueueFamilyIndex: uint32(transfer),
+			QueueCount:       1,
+			PQueuePriorities: prio[:1],
+		})
+	}
+	var enabled []string
+	for _, e := range exts {
+		if pd.Extensions[e] {
+			enabled = append(enabled, e+"\x00")
+		}
+	}
+	ci := vulkan.DeviceCreateInfo{
+		SType:                   vulkan.StructureTypeDeviceCreateInfo,
+		QueueCreateInfoCount:    uint32(len(qcis)),
+		PQueueCreateInfos:       qcis,
+		EnabledExtensionCount:   uint32(len(enabled)),
+		PpEnabledExtensionNames: enabled,
+	}
+	var h vulkan.Device
+	if err := check("vkCreateDevice", Result(vulkan.CreateDevice(vulkan.PhysicalDevice(unsafe.Pointer(pd.handle)), &ci, nil, &h))); err != nil {
+		return nil, err
+	}
+	nat := C.gv_device_new(unsafe.Pointer(i.h), unsafe.Pointer(h))
+	if nat == nil {
+		vulkan.DestroyDevice(h, nil)
+		return nil, errors.New("vkGetDeviceProcAddr: missing transfer entry points")
+	}
+	d := &Device{inst: i, h: h, native: nat, TransferFamily: transfer, ComputeFamily: compute}
+	d.families = [2]uint32{uint32(transfer), uint32(compute)}
+	// Locals: cgo refuses a pointer into a struct that holds Go pointers.
+	var tq, cq vulkan.Queue
+	vulkan.GetDeviceQueue(h, uint32(transfer), 0, &tq)
+	vulkan.GetDeviceQueue(h, uint32(compute), 0, &cq)
+	d.queues = [2]vulkan.Queue{tq, cq}
+	return d, nil
+}
+
+// Destroy waits for the device to go idle and destroys it. Every Memory and
+// Stream must have been freed.
+func (d *Device) Destroy() {
+	if d == nil || d.h == nil {
+		return
+	}
+	vulkan.DeviceWaitIdle(d.h)
+	C.gv_device_free(d.native)
+	vulkan.DestroyDevice(d.h, nil)
+	d.h = nil
+}
+
+// bufferUsage lets every chunk be a copy source and target and a storage
+// buffer for kernels.
+const bufferUsage = vulkan.BufferUsageFlags(vulkan.BufferUsageTransferSrcBit |
+	vulkan.BufferUsageTransferDstBit | vulkan.BufferUsageStorageBufferBit)
+
+// Allocate allocates size bytes of memory type typ with a buffer over all of
+// it, and maps it when mapIt is set.
+func (d *Device) Allocate(typ int, size uint64, mapIt bool) (*Memory, error) {
+	var buf vulkan.Buffer
+	bci := vulkan.BufferCreateInfo{
+		SType:       vulkan.StructureTypeBufferCreateInfo,
+		Size:        vulkan.DeviceSize(size),
+		Usage:       bufferUsage,
+		SharingMode: vulkan.SharingModeExclusive,
+	}
+	if d.families[0] != d.families[1] {
+		// Both queues touch every buffer; concurrent sharing avoids ownership transfers.
+		bci.SharingMode = vulkan.SharingModeConcurrent
+		bci.QueueFamilyIndexCount = 2
+		bci.PQueueFamilyIndices = d.families[:]
+	}
+	if err := check("vkCreateBuffer", Result(vulkan.CreateBuffer(d.h, &bci, nil, &buf))); err != nil {
+		return nil, err
+	}
+	var req vulkan.MemoryRequirements
+	vulkan.GetBufferMemoryRequirements(d.h, buf, &req)
+	req.Deref()
+	if req.MemoryTypeBits&(1<<uint(typ)) == 0 {
+		vulkan.DestroyBuffer(d.h, buf, nil)
+		return nil, errors.New("vkGetBufferMemoryRequirements: memory type not allowed for buffers")
+	}
+	ai := vulkan.MemoryAllocateInfo{
+		SType:           vulkan.StructureTypeMemoryAllocateInfo,
+		AllocationSize:  req.Size,
+		MemoryTypeIndex: uint32(typ),
+	}
+	var mem vulkan.DeviceMemory
+	if err := check("vkAllocateMemory", Result(vulkan.AllocateMemory(d.h, &ai, nil, &mem))); err != nil {
+		vulkan.DestroyBuffer(d.h, buf, nil)
+		return nil, err
+	}
+	if err := check("vkBindBufferMemory", Result(vulkan.BindBufferMemory(d.h, buf, mem, 0))); err != nil {
+		vulkan.FreeMemory(d.h, mem, nil)
+		vulkan.DestroyBuffer(d.h, buf, nil)
+		return nil, err
+	}
+	m := &Memory{Size: size, Type: typ,
+		mem: uint64(uintptr(unsafe.Pointer(mem))), buf: uint64(uintptr(unsafe.Pointer(buf)))}
+	if mapIt {
+		var p unsafe.Pointer
+		if err := check("vkMapMemory", Result(vulkan.MapMemory(d.h, mem, 0, vulkan.DeviceSize(size), 0, &p))); err != nil {
+			d.Free(m)
+			return nil, err
+		}
+		m.Ptr = p
+	}
+	return m, nil
+}
+
+func (m *Memory) handles() (vulkan.DeviceMemory, vulkan.Buffer) {
+	return vulkan.DeviceMemory(unsafe.Pointer(uintptr(m.mem))), vulkan.Buffer(unsafe.Pointer(uintptr(m.buf)))
+}
+
+// Free unmaps and frees m.
+func (d *Device) Free(m *Memory) {
+	mem, buf := m.handles()
+	if m.Ptr != nil {
+		vulkan.UnmapMemory(d.h, mem)
+		m.Ptr = nil
+	}
+	vulkan.DestroyBuffer(d.h, buf, nil)
+	vulkan.FreeMemory(d.h, mem, nil)
+	m.mem, m.buf = 0, 0
+}
+
+// Stream is a command buffer and fence on one queue. One goroutine uses a
+// Stream at a time; several Streams may submit concurrently.
+type Stream struct {
+	d     *Device
+	q     int
+	pool  vulkan.CommandPool
+	cmd   vulkan.CommandBuffer
+	fence vulkan.Fence
+	ops   []C.gv_op
+}
+
+// NewStream creates a stream on queue QueueIndexTransfer or QueueIndexCompute.
+func (d *Device) NewStream(q int) (*Stream, error) {
+	s := &Stream{d: d, q: q}
+	pci := vulkan.CommandPoolCreateInfo{
+		SType:            vulkan.StructureTypeCommandPoolCreateInfo,
+		Flags:            vulkan.CommandPoolCreateFlags(vulkan.CommandPoolCreateResetCommandBufferBit),
+		QueueFamilyIndex: d.families[q],
+	}
+	var pool vulkan.CommandPool
+	if err := check("vkCreateCommandPool", Result(vulkan.CreateCommandPool(d.h, &pci, nil, &pool))); err != nil {
+		return nil, err
+	}
+	s.pool = pool
+	cbs := make([]vulkan.CommandBuffer, 1)
+	ai := vulkan.CommandBufferAllocateInfo{
+		SType:              vulkan.StructureTypeCommandBufferAllocateInfo,
+		CommandPool:        s.pool,
+		Level:              vulkan.CommandBufferLevelPrimary,
+		CommandBufferCount: 1,
+	}
+	if err := check("vkAllocateCommandBuffers", Result(vulkan.AllocateCommandBuffers(d.h, &ai, cbs))); err != nil {
+		vulkan.DestroyCommandPool(d.h, s.pool, nil)
+		return nil, err
+	}
+	s.cmd = cbs[0]
+	fci := vulkan.FenceCreateInfo{SType: vulkan.StructureTypeFenceCreateInfo}
+	var fence vulkan.Fence
+	if err := check("vkCreateFence", Result(vulkan.CreateFence(d.h, &fci, nil, &fence))); err != nil {
+		vulkan.DestroyCommandPool(d.h, s.pool, nil)
+		return nil, err
+	}
+	s.fence = fence
+	return s, nil
+}
+
+// Destroy frees the stream; it must be idle.
+func (s *Stream) Destroy() {
+	if s.pool == nil {
+		return
+	}
+	vulkan.DestroyFence(s.d.h, s.fence, nil)
+	vulkan.DestroyCommandPool(s.d.h, s.pool, nil)
+	s.pool = nil
+}
+
+// Submit records ops into the stream's command buffer and submits it; data
+// holds the bytes of OpUpdate commands. Wait must follow before the next
+// Submit on this stream.
+func (s *Stream) Submit(ops []Op, data []byte) error {
+	s.ops = s.ops[:0]
+	for _, o := range ops {
+		g := C.gv_op{kind: C.uint32_t(o.Kind), value: C.uint32_t(o.Value),
+			src_off: C.uint64_t(o.SrcOff), dst_off: C.uint64_t(o.DstOff),
+			size: C.uint64_t(o.Size), data_off: C.uint64_t(o.DataOff)}
+		if o.Src != nil {
+			g.src = C.uint64_t(o.Src.buf)
+		}
+		if o.Dst != nil {
+			g.dst = C.uint64_t(o.Dst.buf)
+		}
+		s.ops = append(s.ops, g)
+	}
+	var dp unsafe.Pointer
+	if len(data) > 0 {
+		dp = unsafe.Pointer(&data[0])
+	}
+	var op0 *C.gv_op
+	if len(s.ops) > 0 {
+		op0 = &s.ops[0]
+	}
+	r := C.gv_submit(s.d.native, C.int(s.q), unsafe.Pointer(s.d.queues[s.q]), unsafe.Pointer(s.cmd),
+		C.uint64_t(uintptr(unsafe.Pointer(s.fence))), op0, C.int(len(s.ops)), dp)
+	runtime.KeepAlive(data)
+	return check("vkQueueSubmit", Result(r))
+}
+
+// Wait waits for the last Submit, polling first.
+func (s *Stream) Wait(timeoutNs uint64) error {
+	r := C.gv_wait(s.d.native, C.uint64_t(uintptr(unsafe.Pointer(s.fence))), C.uint64_t(timeoutNs))
+	return check("vkWaitForFences", Result(r))
+}
+
+// Run submits ops and waits for them.
+func (s *Stream) Run(ops []Op, data []byte, timeoutNs uint64) error {
+	if err := s.Submit(ops, data); err != nil {
+		return err
+	}
+	return s.Wait(timeoutNs)
+}

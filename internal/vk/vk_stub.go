@@ -1,0 +1,45 @@
+//go:build !(cgo && linux)
+
+package vk
+
+import "errors"
+
+// Available reports whether this build can use Vulkan at all.
+const Available = false
+
+var errNoCgo = errors.New("built without cgo (CGO_ENABLED=0) or not on Linux: Vulkan is not available")
+
+// Load reports why Vulkan cannot be used in this build.
+func Load() error { return errNoCgo }
+
+// Instance is a VkInstance; this build cannot create one.
+type Instance struct{}
+
+func NewInstance() (*Instance, error)                  { return nil, errNoCgo }
+func (i *Instance) Destroy()                           {}
+func (i *Instance) Devices() ([]PhysicalDevice, error) { return nil, errNoCgo }
+func (i *Instance) Budget(*PhysicalDevice) (budget, usage []uint64, ok bool) {
+	return nil, nil, false
+}
+func (i *Instance) NewDevice(*PhysicalDevice, []string) (*Device, error) { return nil, errNoCgo }
+
+// Device is a logical device; this build cannot create one.
+type Device struct{ TransferFamily, ComputeFamily int }
+
+const (
+	QueueIndexTransfer = 0
+	QueueIndexCompute  = 1
+)
+
+func (d *Device) Destroy()                                    {}
+func (d *Device) Allocate(int, uint64, bool) (*Memory, error) { return nil, errNoCgo }
+func (d *Device) Free(*Memory)                                {}
+func (d *Device) NewStream(int) (*Stream, error)              { return nil, errNoCgo }
+
+// Stream is a command buffer and fence; this build cannot create one.
+type Stream struct{}
+
+func (s *Stream) Destroy()                       {}
+func (s *Stream) Submit([]Op, []byte) error      { return errNoCgo }
+func (s *Stream) Wait(uint64) error              { return errNoCgo }
+func (s *Stream) Run([]Op, []byte, uint64) error { return errNoCgo }

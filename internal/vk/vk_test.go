@@ -1,0 +1,83 @@
+//go:build cgo && linux
+
+package vk
+
+import (
+	"os"
+	"testing"
+	"unsafe"
+)
+
+func TestCopyFillUpdate(t *testing.T) {
+	inst, err := NewInstance()
+	if err != nil {
+		if os.Getenv("VMEM_REQUIRE_VULKAN") == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	defer inst.Destroy()
+	pds, err := inst.Devices()
+	if err != nil || len(pds) == 0 {
+		t.Fatalf("devices: %v %d", err, len(pds))
+	}
+	pd := &pds[0]
+	t.Logf("%s (%s) api %s driver %q %q maxAlloc %d types %+v heaps %+v", pd.Name, pd.Type, pd.APIString(), pd.DriverName, pd.DriverInfo, pd.MaxAllocation, pd.MemoryTypes, pd.Heaps)
+	d, err := inst.NewDevice(pd, []string{"VK_EXT_memory_budget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Destroy()
+	typ := -1
+	for i, mt := range pd.MemoryTypes {
+		if mt.Flags&(HostVisible|HostCoherent) == HostVisible|HostCoherent {
+			typ = i
+			break
+		}
+	}
+	a, err := d.Allocate(typ, 1<<20, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(a)
+	b, err := d.Allocate(typ, 1<<20, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(b)
+	as := unsafe.Slice((*byte)(a.Ptr), a.Size)
+	bs := unsafe.Slice((*byte)(b.Ptr), b.Size)
+	for i := range as {
+		as[i] = byte(i * 7)
+	}
+	s, err := d.NewStream(QueueIndexTransfer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	data := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	ops := []Op{
+		{Kind: OpCopy, Src: a, Dst: b, SrcOff: 64, DstOff: 128, Size: 4096},
+		{Kind: OpFill, Dst: b, DstOff: 8192, Size: 256, Value: 0x01020304},
+		{Kind: OpUpdate, Dst: b, DstOff: 65536, Size: 8, DataOff: 0},
+	}
+	if err := s.Run(ops, data, 5e9); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4096; i++ {
+		if bs[128+i] != as[64+i] {
+			t.Fatalf("copy mismatch at %d", i)
+		}
+	}
+	if bs[8192] != 4 || bs[8195] != 1 || bs[8192+255] != 1 {
+		t.Fatalf("fill: % x", bs[8192:8200])
+	}
+	for i, v := range data {
+		if bs[65536+i] != v {
+			t.Fatalf("update mismatch")
+		}
+	}
+	if bu, us, ok := inst.Budget(pd); ok {
+		t.Logf("budget %v usage %v", bu, us)
+	}
+}
