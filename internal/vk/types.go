@@ -134,7 +134,7 @@ type PhysicalDevice struct {
 	Heaps         []Heap
 	Families      []Family
 	Extensions    map[string]bool
-	handle        uintptr
+	handle        unsafe.Pointer // VkPhysicalDevice
 }
 
 // APIString formats APIVersion as major.minor.patch.
@@ -171,6 +171,6 @@ type Memory struct {
 	Ptr  unsafe.Pointer // nil unless mapped
 	Size uint64
 	Type int
-	mem  uint64
-	buf  uint64
+	mem  unsafe.Pointer // VkDeviceMemory
+	buf  unsafe.Pointer // VkBuffer
 }

@@ -120,7 +120,7 @@ func (i *Instance) Devices() ([]PhysicalDevice, error) {
 			APIVersion:    props.ApiVersion,
 			DriverVersion: props.DriverVersion,
 			Extensions:    map[string]bool{},
-			handle:        uintptr(unsafe.Pointer(h)),
+			handle:        unsafe.Pointer(h),
 		}
 		var mp vulkan.PhysicalDeviceMemoryProperties
 		vulkan.GetPhysicalDeviceMemoryProperties(h, &mp)
@@ -177,7 +177,7 @@ func (i *Instance) Budget(pd *PhysicalDevice) (budget, usage []uint64, ok bool) 
 		return nil, nil, false
 	}
 	var b, u [16]C.uint64_t
-	if C.gv_query_budget(unsafe.Pointer(i.h), unsafe.Pointer(pd.handle), &b[0], &u[0]) == 0 {
+	if C.gv_query_budget(unsafe.Pointer(i.h), pd.handle, &b[0], &u[0]) == 0 {
 		return nil, nil, false
 	}
 	for h := range pd.Heaps {
@@ -257,7 +257,7 @@ func (i *Instance) NewDevice(pd *PhysicalDevice, exts []string) (*Device, error)
 		PpEnabledExtensionNames: enabled,
 	}
 	var h vulkan.Device
-	if err := check("vkCreateDevice", Result(vulkan.CreateDevice(vulkan.PhysicalDevice(unsafe.Pointer(pd.handle)), &ci, nil, &h))); err != nil {
+	if err := check("vkCreateDevice", Result(vulkan.CreateDevice(vulkan.PhysicalDevice(pd.handle), &ci, nil, &h))); err != nil {
 		return nil, err
 	}
 	nat := C.gv_device_new(unsafe.Pointer(i.h), unsafe.Pointer(h))
@@ -334,7 +334,7 @@ func (d *Device) Allocate(typ int, size uint64, mapIt bool) (*Memory, error) {
 		return nil, err
 	}
 	m := &Memory{Size: size, Type: typ,
-		mem: uint64(uintptr(unsafe.Pointer(mem))), buf: uint64(uintptr(unsafe.Pointer(buf)))}
+		mem: unsafe.Pointer(mem), buf: unsafe.Pointer(buf)}
 	if mapIt {
 		var p unsafe.Pointer
 		if err := check("vkMapMemory", Result(vulkan.MapMemory(d.h, mem, 0, vulkan.DeviceSize(size), 0, &p))); err != nil {
@@ -347,7 +347,7 @@ func (d *Device) Allocate(typ int, size uint64, mapIt bool) (*Memory, error) {
 }
 
 func (m *Memory) handles() (vulkan.DeviceMemory, vulkan.Buffer) {
-	return vulkan.DeviceMemory(unsafe.Pointer(uintptr(m.mem))), vulkan.Buffer(unsafe.Pointer(uintptr(m.buf)))
+	return vulkan.DeviceMemory(m.mem), vulkan.Buffer(m.buf)
 }
 
 // Free unmaps and frees m.
@@ -359,7 +359,7 @@ func (d *Device) Free(m *Memory) {
 	}
 	vulkan.DestroyBuffer(d.h, buf, nil)
 	vulkan.FreeMemory(d.h, mem, nil)
-	m.mem, m.buf = 0, 0
+	m.mem, m.buf = nil, nil
 }
 
 // Stream is a command buffer and fence on one queue. One goroutine uses a
@@ -428,10 +428,10 @@ func (s *Stream) Submit(ops []Op, data []byte) error {
 			src_off: C.uint64_t(o.SrcOff), dst_off: C.uint64_t(o.DstOff),
 			size: C.uint64_t(o.Size), data_off: C.uint64_t(o.DataOff)}
 		if o.Src != nil {
-			g.src = C.uint64_t(o.Src.buf)
+			g.src = C.uint64_t(uintptr(o.Src.buf))
 		}
 		if o.Dst != nil {
-			g.dst = C.uint64_t(o.Dst.buf)
+			g.dst = C.uint64_t(uintptr(o.Dst.buf))
 		}
 		s.ops = append(s.ops, g)
 	}

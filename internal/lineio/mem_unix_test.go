@@ -1,0 +1,20 @@
+//go:build unix
+
+package lineio
+
+import (
+	"syscall"
+	"testing"
+)
+
+// mapRegion returns n bytes of anonymous memory outside the Go heap,
+// page-aligned, like a mapping of device memory.
+func mapRegion(tb testing.TB, n int) []byte {
+	tb.Helper()
+	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		tb.Fatalf("mmap %d bytes: %v", n, err)
+	}
+	tb.Cleanup(func() { _ = syscall.Munmap(b) })
+	return b
+}

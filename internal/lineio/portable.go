@@ -1,0 +1,37 @@
+package lineio
+
+import "unsafe"
+
+// The portable twins of the assembly routines: plain Go loads and stores of
+// whole lines. They serve the "generic" variant on every architecture.
+
+func goLoad(dst *[LineSize]byte, src unsafe.Pointer) { *dst = *(*[LineSize]byte)(src) }
+
+// goLoadFloor is reached only through copyCoaligned/copyShifted, which the
+// generic variant never takes (Copy copies exactly instead), so rounding a
+// pointer down here never leaves the memory the caller passed to a
+// streaming variant.
+func goLoadFloor(dst *[LineSize]byte, p unsafe.Pointer) {
+	*dst = *(*[LineSize]byte)(unsafe.Add(p, -int(uintptr(p)&lineMask)))
+}
+
+func goStore(dst unsafe.Pointer, src *[LineSize]byte) { *(*[LineSize]byte)(dst) = *src }
+
+func goLoadLines(dst *byte, src unsafe.Pointer, n int) {
+	copy(unsafe.Slice(dst, n*LineSize), unsafe.Slice((*byte)(src), n*LineSize))
+}
+
+func goStoreLines(dst unsafe.Pointer, src *byte, n int) {
+	copy(unsafe.Slice((*byte)(dst), n*LineSize), unsafe.Slice(src, n*LineSize))
+}
+
+func goGather(dst *byte, srcs *unsafe.Pointer, n int) {
+	d := unsafe.Slice(dst, n*LineSize)
+	for i, p := range unsafe.Slice(srcs, n) {
+		*(*[LineSize]byte)(d[i*LineSize:]) = *(*[LineSize]byte)(p)
+	}
+}
+
+func goCopyLines(dst, src unsafe.Pointer, n int) {
+	copy(unsafe.Slice((*byte)(dst), n*LineSize), unsafe.Slice((*byte)(src), n*LineSize))
+}

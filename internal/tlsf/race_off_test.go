@@ -1,0 +1,5 @@
+//go:build !race
+
+package tlsf
+
+const raceEnabled = false

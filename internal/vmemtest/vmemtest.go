@@ -1,0 +1,67 @@
+// Package vmemtest runs tests on every backend present and fails tests that
+// leak blocks.
+//
+// The host backend always runs. The Vulkan backend runs when a Vulkan
+// device is present (lavapipe counts); otherwise its subtests skip, unless
+// VMEM_REQUIRE_VULKAN=1, which turns the skip into a failure so CI cannot
+// pass silently without the GPU path. VMEM_BACKEND=host limits the run to
+// the host backend.
+package vmemtest
+
+import (
+	"os"
+	"testing"
+
+	"github.com/govram/govram/vmem"
+)
+
+// RequireVulkan reports whether VMEM_REQUIRE_VULKAN=1.
+func RequireVulkan() bool { return os.Getenv("VMEM_REQUIRE_VULKAN") == "1" }
+
+// Backends lists the backends a test should run on.
+func Backends() []vmem.Backend {
+	if b, _ := vmem.ParseBackend(os.Getenv(vmem.EnvBackend)); b == vmem.BackendHost {
+		return []vmem.Backend{vmem.BackendHost}
+	}
+	return []vmem.Backend{vmem.BackendHost, vmem.BackendVulkan}
+}
+
+// Open opens a device of backend b for t, skipping (or failing, see the
+// package comment) when b is Vulkan and no device is present. At cleanup it
+// fails the test if any block is still allocated, then closes the device.
+func Open(t testing.TB, b vmem.Backend, o vmem.Options) *vmem.Device {
+	t.Helper()
+	o.Backend = b
+	d, err := vmem.Open(o)
+	if err != nil {
+		if b == vmem.BackendVulkan && !RequireVulkan() {
+			t.Skipf("no Vulkan device: %v", err)
+		}
+		t.Fatalf("open %s: %v", b, err)
+	}
+	t.Cleanup(func() {
+		CheckNoLeaks(t, d)
+		d.Close()
+	})
+	return d
+}
+
+// CheckNoLeaks fails t if d has blocks in use.
+func CheckNoLeaks(t testing.TB, d *vmem.Device) {
+	t.Helper()
+	for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
+		if st := d.Stats(tier); st.Blocks != 0 || st.InUse != 0 {
+			t.Errorf("%s tier: %d blocks (%d bytes) still allocated", tier, st.Blocks, st.InUse)
+		}
+	}
+}
+
+// Each runs f as a subtest on every backend, on a fresh device.
+func Each(t *testing.T, o vmem.Options, f func(t *testing.T, d *vmem.Device)) {
+	t.Helper()
+	for _, b := range Backends() {
+		t.Run(b.String(), func(t *testing.T) {
+			f(t, Open(t, b, o))
+		})
+	}
+}

@@ -1,0 +1,74 @@
+// Package layout is govram's engine for fast access to mapped VRAM: how
+// records sit on 64-byte lines, how stores are batched, and how reads are
+// planned. It works on memory it is given (an unsafe.Pointer and a size)
+// and knows nothing of devices; vmem and the collections build on it.
+//
+// # The physics
+//
+// The figures are in shared/PHYSICS.md (one H200 over PCIe Gen5). Mapped
+// VRAM is uncached for loads and write-combining (WC) for stores:
+//
+//   - A plain load costs 1.2-1.5 µs, however small. A 64-byte streaming
+//     load (VMOVNTDQA) costs 0.1-0.25 µs and brings the whole line. So the
+//     unit of every read is a line, never a word, and reads go through
+//     internal/lineio, never through Go loads.
+//   - A store costs 72 ns when stores land at random over a large region
+//     (each one a page walk and a lone PCIe write), 11 ns when the same
+//     stores are sorted by address, and less again when each one fills a
+//     whole line, which leaves the CPU as one 64-byte write.
+//   - DMA costs 22 µs before the first byte, then moves 50 GB/s; a GPU
+//     kernel round trip costs about 35 µs and then touches TB/s.
+//
+// # Why records never straddle lines
+//
+// A record that fits in 64 bytes but crosses a line boundary costs two
+// streaming loads to read and two partial lines to write. [Record] places
+// records so that this never happens, and [NodeLayout] packs the arrays of
+// a node (keys, values, counts) so that each is read in the fewest lines
+// and the node takes the fewest lines in all. Each rule says in its
+// comment which line it saves.
+//
+// # Why stores are batched, merged and sorted
+//
+// [Batcher] keeps pending stores in host memory as whole-line images with
+// a mask of the dirty bytes. Stores to one line merge into one image, so a
+// record written field by field still leaves as one line. [Batcher.Flush]
+// sorts the lines by address (a radix sort over the bits in which the
+// lines differ, a few ns a line), writes each fully dirty line with one
+// non-temporal store and each partly dirty line as plain stores of its
+// dirty bytes only (never reading the line: that would cost a
+// microsecond), then issues one SFENCE for the whole batch. Reads through
+// the batcher ([Batcher.Get]) see pending stores without flushing: the
+// line is loaded by one streaming load and the pending bytes are laid over
+// it; if every wanted byte is pending, nothing is loaded.
+//
+// # How the batcher bounds memory
+//
+// A batcher holds at most maxLines pending lines, chosen at construction,
+// and allocates everything then: 64 bytes of image plus about 46 bytes of
+// bookkeeping a line (mask, line number, table, sort buffers). A store to
+// a new line when maxLines are pending flushes the batch first. Nothing is
+// allocated afterwards, so steady-state stores cost no garbage.
+//
+// # Planning reads
+//
+// [Planner] picks streaming loads for a few lines, one DMA for a long
+// contiguous (or dense) span, and a GPU gather for many scattered lines,
+// from thresholds derived from the costs above ([PlannerFor]); vmem can
+// measure the costs on the machine at Open.
+//
+// # Types
+//
+// Values that live in VRAM must hold no Go pointers: the garbage collector
+// cannot see them there. [CheckType] refuses such types and names the
+// field; strings are refused too, and containers that support them test
+// [IsString] and store the bytes themselves.
+//
+// # Caveats
+//
+//   - A Batcher is for one goroutine at a time.
+//   - Pending stores are invisible to anything but the batcher's own Get
+//     (DMA, GPU kernels, other batchers, plain reads): Flush first.
+//   - Plain Go loads of VRAM are correct but about ten times slower than
+//     streaming loads; use Batcher.Get or lineio.
+package layout

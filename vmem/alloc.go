@@ -1,0 +1,222 @@
+package vmem
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/govram/govram/internal/tlsf"
+)
+
+// tierState is one tier's allocator: chunks from the driver, carved by a
+// TLSF allocator (constant-time, bounded waste) whose regions are the chunks.
+type tierState struct {
+	tier      Tier
+	available bool
+	memType   int // Vulkan memory type, -1 on the host backend
+	heap      int
+	capacity  uint64
+	maxChunk  uint64
+	limit     uint64
+
+	mu       sync.Mutex
+	a        *tlsf.Allocator
+	chunks   []*chunk // by region id
+	reserved uint64
+	inUse    uint64
+	blocks   int
+	spare    int // region id of the one empty chunk kept, -1 if none
+}
+
+// MinAlign is the smallest block alignment: one cache line, so a block never
+// shares a line with another and whole-line I/O never touches a neighbour.
+const MinAlign = 64
+
+// Alloc returns a zeroed block of size bytes in tier t, aligned to align (a
+// power of two; values under 64 mean 64). It fails with ErrOutOfMemory when
+// neither the chunks held nor the driver have room (nothing is allocated
+// then), and ErrTooLarge when size exceeds the tier's MaxBlock.
+func (d *Device) Alloc(t Tier, size, align uint64) (Block, error) {
+	if err := d.enter(); err != nil {
+		return Block{}, err
+	}
+	defer d.exit()
+	if t < 0 || t >= NumTiers {
+		return Block{}, fmt.Errorf("vmem: Alloc: unknown tier %d", int(t))
+	}
+	ts := &d.tiers[t]
+	if !ts.available {
+		return Block{}, fmt.Errorf("%w: %s", ErrNoTier, t)
+	}
+	if size == 0 {
+		return Block{}, fmt.Errorf("vmem: Alloc: size 0: %w", ErrRange)
+	}
+	if align < MinAlign {
+		align = MinAlign
+	}
+	if align&(align-1) != 0 {
+		return Block{}, fmt.Errorf("vmem: Alloc: alignment %d is not a power of two", align)
+	}
+	rounded := roundUp(size, tlsf.Granule)
+	if rounded+align-MinAlign > ts.maxChunk || rounded < size {
+		return Block{}, fmt.Errorf("%w: %d bytes in the %s tier (largest block %d)", ErrTooLarge, size, t, ts.maxChunk)
+	}
+	if err := d.faults.alloc(); err != nil {
+		return Block{}, err
+	}
+
+	ts.mu.Lock()
+	h, region, off, ok := ts.a.Alloc(rounded, align)
+	if ok && int(region) == ts.spare {
+		ts.spare = -1
+	}
+	if !ok {
+		if err := d.grow(ts, rounded+align-MinAlign); err != nil {
+			ts.mu.Unlock()
+			return Block{}, d.noteErr(err)
+		}
+		h, region, off, ok = ts.a.Alloc(rounded, align)
+		if !ok {
+			ts.mu.Unlock()
+			panic("vmem: a fresh chunk did not fit the block it was made for")
+		}
+	}
+	c := ts.chunks[region]
+	end := off + rounded
+	dirtyEnd := min(end, c.clean)
+	c.clean = max(c.clean, end)
+	ts.inUse += rounded
+	ts.blocks++
+	ts.mu.Unlock()
+
+	b := Block{c: c, h: h, off: off, size: size}
+	if off < dirtyEnd {
+		// Reused memory: zero it so no block ever shows another's bytes.
+		if err := d.zero(c, off, dirtyEnd-off); err != nil {
+			d.free(b)
+			return Block{}, d.noteErr(err)
+		}
+	}
+	return b, nil
+}
+
+// grow adds a chunk that can hold need bytes. ts.mu is held.
+func (d *Device) grow(ts *tierState, need uint64) error {
+	size := min(d.opts.ChunkSize, ts.maxChunk)
+	if need > size/dedicatedShare {
+		size = roundUp(need, chunkGranule)
+		if size > ts.maxChunk {
+			size = need
+		}
+	}
+	for {
+		if ts.limit > 0 && ts.reserved+size > ts.limit && ts.spare >= 0 {
+			d.dropChunk(ts, uint32(ts.spare))
+			ts.spare = -1
+		}
+		if ts.limit > 0 && ts.reserved+size > ts.limit {
+			if ts.reserved+need > ts.limit {
+				return fmt.Errorf("%w: %s tier limit %d reached (%d reserved, %d more needed)",
+					ErrOutOfMemory, ts.tier, ts.limit, ts.reserved, need)
+			}
+			size = roundUp(need, MinAlign)
+		}
+		c, err := d.newChunk(ts.tier, size)
+		if err == nil {
+			c.region = ts.a.AddRegion(size)
+			for int(c.region) >= len(ts.chunks) {
+				ts.chunks = append(ts.chunks, nil)
+			}
+			ts.chunks[c.region] = c
+			ts.reserved += size
+			return nil
+		}
+		if errors.Is(err, ErrOutOfMemory) && ts.spare >= 0 {
+			// The kept empty chunk was too small for this block: give it back
+			// and try again.
+			d.dropChunk(ts, uint32(ts.spare))
+			ts.spare = -1
+			continue
+		}
+		// Near the end of VRAM a smaller chunk may still fit.
+		if !errors.Is(err, ErrOutOfMemory) || size <= need || size <= chunkGranule {
+			return err
+		}
+		size = max(roundUp(size/2, chunkGranule), roundUp(need, chunkGranule))
+		if size > ts.maxChunk {
+			size = need
+		}
+	}
+}
+
+// Free returns b to its tier. It fails with ErrInvalidBlock when b was not
+// allocated by this device or was already freed; nothing changes then.
+func (d *Device) Free(b Block) error {
+	if b.c == nil || b.c.dev != d {
+		return fmt.Errorf("%w: not a block of this device", ErrInvalidBlock)
+	}
+	if err := d.enterClosedOnly(); err != nil {
+		return err
+	}
+	defer d.exit()
+	return d.free(b)
+}
+
+func (d *Device) free(b Block) error {
+	ts := &d.tiers[b.c.tier]
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	size, region, empty, ok := ts.a.Free(b.h)
+	if !ok {
+		return fmt.Errorf("%w: already freed", ErrInvalidBlock)
+	}
+	ts.inUse -= size
+	ts.blocks--
+	if empty {
+		// Keep one empty standard-size chunk so that a free/alloc cycle at a
+		// chunk boundary does not go back to the driver each time; any other
+		// empty chunk goes back at once.
+		c := ts.chunks[region]
+		if c.size == min(d.opts.ChunkSize, ts.maxChunk) && ts.spare < 0 {
+			ts.spare = int(region)
+			return nil
+		}
+		d.dropChunk(ts, region)
+	}
+	return nil
+}
+
+// dropChunk returns an empty chunk to the driver. ts.mu is held.
+func (d *Device) dropChunk(ts *tierState, region uint32) {
+	c := ts.chunks[region]
+	if !ts.a.RemoveRegion(region) {
+		panic("vmem: allocator refused to remove an empty region")
+	}
+	ts.chunks[region] = nil
+	ts.reserved -= c.size
+	d.releaseChunk(c)
+}
+
+// Trim returns every empty chunk to the driver.
+func (d *Device) Trim() {
+	for t := range d.tiers {
+		ts := &d.tiers[t]
+		ts.mu.Lock()
+		if ts.spare >= 0 {
+			d.dropChunk(ts, uint32(ts.spare))
+			ts.spare = -1
+		}
+		ts.mu.Unlock()
+	}
+}
+
+// enterClosedOnly is enter for Free: freeing still works after device loss,
+// so containers can release what they hold.
+func (d *Device) enterClosedOnly() error {
+	d.mu.RLock()
+	if d.closed.Load() {
+		d.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package vmem
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/govram/govram/internal/hostmem"
+	"github.com/govram/govram/internal/tlsf"
+	"github.com/govram/govram/internal/vk"
+)
+
+// Device is an open GPU (or the host backend) with its memory tiers. All
+// methods are safe for concurrent use. A Device must be closed; Close frees
+// every block still allocated.
+type Device struct {
+	backend Backend
+	opts    Options
+	tiers   [NumTiers]tierState
+	vk      *vkState // nil on the host backend
+	info    Info     // static part, filled at Open
+
+	// mu is held shared by every operation and exclusively by Close, so
+	// Close waits for operations in flight and nothing runs after it.
+	mu     sync.RWMutex
+	closed atomic.Bool
+	lost   atomic.Bool
+	faults faultState
+}
+
+// Open opens a device. With BackendAuto it picks a GPU through Vulkan and
+// falls back to the host backend (Info().Fallback says why); with
+// BackendVulkan it fails with an error matching ErrNoDevice that gives the
+// reason.
+func Open(o Options) (*Device, error) {
+	b := o.Backend
+	if eb, ok, err := envBackend(); err != nil {
+		return nil, err
+	} else if ok {
+		b = eb
+	}
+	if s := os.Getenv("VMEM_DEVICE"); s != "" {
+		o.Device = s
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = defaultTimeout
+	}
+	var fallback string
+	if b == BackendAuto || b == BackendVulkan {
+		d, err := openVulkan(o, b == BackendAuto)
+		if err == nil {
+			return d, nil
+		}
+		if b == BackendVulkan {
+			return nil, err
+		}
+		fallback = err.Error()
+	}
+	d := openHost(o)
+	d.info.Fallback = fallback
+	return d, nil
+}
+
+func noDevice(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrNoDevice, fmt.Sprintf(format, args...))
+}
+
+func newDevice(b Backend, o Options) *Device {
+	if o.ChunkSize == 0 {
+		o.ChunkSize = defaultChunk
+	}
+	o.ChunkSize = roundUp(o.ChunkSize, chunkGranule)
+	d := &Device{backend: b, opts: o}
+	for t := range d.tiers {
+		d.tiers[t] = tierState{tier: Tier(t), a: tlsf.New(), limit: o.Limits[t], memType: -1, spare: -1}
+	}
+	return d
+}
+
+func openHost(o Options) *Device {
+	d := newDevice(BackendHost, o)
+	ram := hostmem.TotalRAM()
+	for t := range d.tiers {
+		ts := &d.tiers[t]
+		ts.available = true
+		ts.capacity = ram
+		ts.maxChunk = tlsf.MaxRegionSize
+	}
+	d.info = Info{Backend: BackendHost, Name: "host memory (anonymous mmap)", Type: "host"}
+	return d
+}
+
+// pickDevice chooses among pds by the Device option, else by type.
+func pickDevice(pds []vk.PhysicalDevice, sel string, auto bool) (*vk.PhysicalDevice, error) {
+	if sel != "" {
+		if i, err := strconv.Atoi(sel); err == nil {
+			if i < 0 || i >= len(pds) {
+				return nil, noDevice("device index %d out of range (%d devices)", i, len(pds))
+			}
+			return &pds[i], nil
+		}
+		for i := range pds {
+			if strings.Contains(strings.ToLower(pds[i].Name), strings.ToLower(sel)) {
+				return &pds[i], nil
+			}
+		}
+		return nil, noDevice("no Vulkan device matches %q", sel)
+	}
+	rank := map[vk.DeviceType]int{vk.TypeDiscrete: 0, vk.TypeIntegrated: 1, vk.TypeVirtual: 2, vk.TypeOther: 3, vk.TypeCPU: 4}
+	var best *vk.PhysicalDevice
+	for i := range pds {
+		p := &pds[i]
+		if auto && p.Type == vk.TypeCPU {
+			continue // software rasterizers are slower than the host backend
+		}
+		if best == nil || rank[p.Type] < rank[best.Type] {
+			best = p
+		}
+	}
+	if best == nil {
+		return nil, noDevice("only software Vulkan devices (%s); use BackendVulkan to run on them", pds[0].Name)
+	}
+	return best, nil
+}
+
+// Close frees every block and the device. It is idempotent. Blocks and
+// containers of the device are invalid afterwards.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed.Swap(true) {
+		return nil
+	}
+	var leaked []string
+	for t := range d.tiers {
+		ts := &d.tiers[t]
+		ts.mu.Lock()
+		if ts.blocks > 0 {
+			leaked = append(leaked, fmt.Sprintf("%d %s blocks (%d bytes)", ts.blocks, ts.tier, ts.inUse))
+		}
+		for _, c := range ts.chunks {
+			if c != nil {
+				d.releaseChunk(c)
+			}
+		}
+		ts.chunks = nil
+		ts.a = tlsf.New()
+		ts.blocks, ts.inUse, ts.reserved, ts.spare = 0, 0, 0, -1
+		ts.mu.Unlock()
+	}
+	if d.vk != nil {
+		d.vk.close()
+	}
+	if len(leaked) > 0 {
+		return &openBlocksError{what: strings.Join(leaked, ", ")}
+	}
+	return nil
+}
+
+// openBlocksError reports blocks that were still allocated at Close; they
+// were freed. It matches ErrOpenBlocks.
+type openBlocksError struct{ what string }
+
+func (e *openBlocksError) Error() string {
+	return "vmem: Close freed blocks still in use: " + e.what
+}
+func (e *openBlocksError) Is(t error) bool { return t == ErrOpenBlocks }
+
+// ErrOpenBlocks is returned (wrapped) by Close when blocks were still
+// allocated; Close freed them, so nothing leaks, but a container was not
+// closed first.
+var ErrOpenBlocks = errors.New("vmem: blocks still allocated at Close")
+
+// enter starts an operation: it fails after Close or device loss.
+func (d *Device) enter() error {
+	d.mu.RLock()
+	if d.closed.Load() {
+		d.mu.RUnlock()
+		return ErrClosed
+	}
+	if d.lost.Load() {
+		d.mu.RUnlock()
+		return ErrDeviceLost
+	}
+	return nil
+}
+
+func (d *Device) exit() { d.mu.RUnlock() }
+
+// noteErr records device loss so every later call reports it.
+func (d *Device) noteErr(err error) error {
+	if errors.Is(err, ErrDeviceLost) {
+		d.lost.Store(true)
+	}
+	return err
+}
+
+// Backend returns the backend in use.
+func (d *Device) Backend() Backend { return d.backend }
+
+// timeoutNs is the GPU wait bound.
+func (d *Device) timeoutNs() uint64 { return uint64(d.opts.Timeout / time.Nanosecond) }
+
+func roundUp(x, a uint64) uint64 { return (x + a - 1) &^ (a - 1) }

@@ -1,0 +1,31 @@
+package vmem
+
+import "time"
+
+// Options configure Open. The zero value picks the best device.
+type Options struct {
+	// Backend: BackendAuto (default), BackendVulkan or BackendHost. The
+	// environment variable VMEM_BACKEND overrides it.
+	Backend Backend
+	// Device picks a Vulkan device: "" chooses (discrete GPUs first), a
+	// number is an index in the driver's order, anything else matches a
+	// substring of the device name. VMEM_DEVICE overrides it.
+	Device string
+	// ChunkSize is how much memory the allocator takes from the driver at a
+	// time (rounded to 64 KiB; default 256 MiB, never more than the device's
+	// maxMemoryAllocationSize). Blocks over half of it get a chunk of their own.
+	ChunkSize uint64
+	// Limits caps the bytes reserved per tier (0: only the device limits).
+	Limits [NumTiers]uint64
+	// Timeout bounds one wait for the GPU (default 60 s); a wait that times
+	// out reports ErrDeviceLost.
+	Timeout time.Duration
+}
+
+const (
+	defaultChunk   = 256 << 20
+	chunkGranule   = 64 << 10
+	defaultTimeout = 60 * time.Second
+	// dedicatedShare: a block larger than ChunkSize/dedicatedShare gets its own chunk.
+	dedicatedShare = 2
+)
