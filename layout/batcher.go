@@ -14,9 +14,18 @@ import (
 // lines, 512 KiB of pending data and about 0.9 MiB of host memory in all.
 const DefaultMaxLines = 8192
 
-// MaxMaxLines bounds maxLines; it keeps slot numbers and packed sort keys
-// small.
-const MaxMaxLines = 1 << 24
+// MaxMaxLines bounds maxLines, and MaxRegion the region's size, so that a
+// line number and a slot number fit together in one 64-bit table entry.
+const (
+	MaxMaxLines = 1<<entrySlotBits - 1
+	MaxRegion   = 1 << (64 - entrySlotBits + 6) // 32 TiB
+)
+
+// A table entry is line<<entrySlotBits | (slot+1); 0 marks an empty one.
+const (
+	entrySlotBits = 25
+	entrySlotMask = 1<<entrySlotBits - 1
+)
 
 const lineMask = LineSize - 1
 
@@ -48,7 +57,7 @@ type Batcher struct {
 	mask  []uint64         // dirty bytes of each image
 	line  []uint64         // line number (offset/64) of each slot
 	pos   []uint32         // table position of each slot
-	table []uint32         // slot+1 per position, 0 when empty
+	table []uint64         // line<<entrySlotBits | slot+1 per position, 0 when empty
 	shift uint             // 64 - log2(len(table))
 	sbits uint             // bits a slot number needs
 	keys  []uint64         // Flush's sort keys
@@ -76,7 +85,7 @@ type BatcherStats struct {
 // which must be 64-byte aligned (ErrAlign otherwise). Offsets given to its
 // methods are relative to base. At most maxLines lines are held pending
 // (0 means DefaultMaxLines); one more and the batch is flushed first. All
-// host memory is allocated here, about 110 bytes a line: Put, Get and
+// host memory is allocated here, about 120 bytes a line: Put, Get and
 // Flush do not allocate.
 //
 // The region is memory the caller keeps mapped for the batcher's life:
@@ -93,6 +102,8 @@ func NewBatcher(base unsafe.Pointer, size uintptr, maxLines int) (*Batcher, erro
 		return nil, fmt.Errorf("layout: NewBatcher: base %p: %w", base, ErrAlign)
 	case maxLines < 0 || maxLines > MaxMaxLines:
 		return nil, fmt.Errorf("layout: NewBatcher: maxLines %d outside [0, %d]", maxLines, MaxMaxLines)
+	case size > MaxRegion:
+		return nil, fmt.Errorf("layout: NewBatcher: region of %d bytes exceeds %d", size, uint64(MaxRegion))
 	case maxLines == 0:
 		maxLines = DefaultMaxLines
 	}
@@ -107,7 +118,7 @@ func NewBatcher(base unsafe.Pointer, size uintptr, maxLines int) (*Batcher, erro
 		mask:     make([]uint64, maxLines),
 		line:     make([]uint64, maxLines),
 		pos:      make([]uint32, maxLines),
-		table:    make([]uint32, 1<<tbits),
+		table:    make([]uint64, 1<<tbits),
 		shift:    uint(64 - tbits),
 		sbits:    uint(bits.Len(uint(maxLines - 1))),
 		keys:     make([]uint64, maxLines),
@@ -137,6 +148,17 @@ func (b *Batcher) Stats() BatcherStats { return b.stats }
 func (b *Batcher) Put(off uintptr, data []byte) error {
 	if err := b.checkRange("Put", off, len(data)); err != nil {
 		return err
+	}
+	if len(data) == LineSize && off&lineMask == 0 {
+		// A whole aligned line, the commonest large store: one slot, no
+		// mask arithmetic, and a fixed-size copy the compiler inlines.
+		s := b.slotFor(uint64(off / LineSize))
+		b.img[s] = [LineSize]byte(data)
+		b.mask[s] = fullMask
+		if invariants {
+			b.check()
+		}
+		return nil
 	}
 	for len(data) > 0 {
 		o := off & lineMask
@@ -300,7 +322,7 @@ func writeDirty(dst unsafe.Pointer, img *[LineSize]byte, m uint64) {
 		if start+run == LineSize {
 			return
 		}
-		m &^= (uint64(1)<<run - 1)
+		m &^= (uint64(1)<<run - 1) << start
 	}
 }
 
@@ -312,7 +334,9 @@ func (b *Batcher) reset() {
 }
 
 // find looks line ln up. It returns its slot if pending, and otherwise the
-// table position where it would go.
+// table position where it would go. The key sits in the table entry
+// itself, so a probe reads consecutive words of one or two cache lines
+// instead of chasing each entry into the slot arrays.
 func (b *Batcher) find(ln uint64) (slot int, pos uint32, ok bool) {
 	tm := uint32(len(b.table) - 1)
 	i := uint32((ln * hashMul) >> b.shift)
@@ -321,8 +345,8 @@ func (b *Batcher) find(ln uint64) (slot int, pos uint32, ok bool) {
 		if e == 0 {
 			return -1, i, false
 		}
-		if b.line[e-1] == ln {
-			return int(e - 1), i, true
+		if e>>entrySlotBits == ln {
+			return int(e&entrySlotMask) - 1, i, true
 		}
 		i = (i + 1) & tm
 	}
@@ -343,7 +367,7 @@ func (b *Batcher) slotFor(ln uint64) int {
 	}
 	s = b.n
 	b.n++
-	b.table[p] = uint32(s + 1)
+	b.table[p] = ln<<entrySlotBits | uint64(s+1)
 	b.line[s] = ln
 	b.pos[s] = p
 	b.mask[s] = 0

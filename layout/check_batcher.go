@@ -20,9 +20,12 @@ func (b *Batcher) check() {
 			continue
 		}
 		used++
-		s := int(e - 1)
-		if s >= b.n {
+		s := int(e&entrySlotMask) - 1
+		if s < 0 || s >= b.n {
 			fail("table[%d] names slot %d of %d", i, s, b.n)
+		}
+		if e>>entrySlotBits != b.line[s] {
+			fail("table[%d] holds line %d, slot %d has line %d", i, e>>entrySlotBits, s, b.line[s])
 		}
 		if b.pos[s] != uint32(i) {
 			fail("slot %d says position %d, found at %d", s, b.pos[s], i)
@@ -40,7 +43,7 @@ func (b *Batcher) check() {
 	}
 	seen := make(map[uint64]bool, b.n)
 	for s := range b.n {
-		if b.table[b.pos[s]] != uint32(s+1) {
+		if b.table[b.pos[s]]&entrySlotMask != uint64(s+1) {
 			fail("slot %d not at its position %d", s, b.pos[s])
 		}
 		if b.mask[s] == 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/govram/govram/internal/vk"
+	"github.com/govram/govram/layout"
 )
 
 // Errors returned by vmem and the containers built on it. Match them with
@@ -26,6 +27,9 @@ var (
 	ErrRange = errors.New("vmem: out of range")
 	// ErrNoTier: the device has no memory for the tier.
 	ErrNoTier = errors.New("vmem: tier not available")
+	// ErrPointerType: an element type holds pointers, which the garbage
+	// collector cannot follow into device memory. The error names the field.
+	ErrPointerType = layout.ErrPointerType
 	// ErrCorrupt: damaged serialized data.
 	ErrCorrupt = errors.New("vmem: corrupt data")
 )

@@ -152,6 +152,16 @@ func FullFence() { mfence() }
 // This is the primitive for reading or writing a few KiB of mapped VRAM;
 // longer spans belong to DMA.
 func Copy(dst, src unsafe.Pointer, n uintptr) {
+	CopyUnfenced(dst, src, n)
+	sfence()
+}
+
+// CopyUnfenced is Copy without the closing Fence, for several copies that
+// share one. The fence waits until the NT stores have left the CPU (about
+// 120 ns after a 64-byte copy to host memory on the development machine,
+// against 10 ns for the copy), which a run of small copies need not pay
+// each time.
+func CopyUnfenced(dst, src unsafe.Pointer, n uintptr) {
 	if n == 0 {
 		return
 	}
@@ -159,7 +169,6 @@ func Copy(dst, src unsafe.Pointer, n uintptr) {
 		// Without streaming loads nothing is gained by whole lines, and
 		// an exact copy never reads outside the caller's range.
 		copy(unsafe.Slice((*byte)(dst), n), unsafe.Slice((*byte)(src), n))
-		sfence()
 		return
 	}
 	if (uintptr(dst)^uintptr(src))&lineMask == 0 {
@@ -167,7 +176,6 @@ func Copy(dst, src unsafe.Pointer, n uintptr) {
 	} else {
 		copyShifted(dst, src, n)
 	}
-	sfence()
 }
 
 // copyCoaligned handles src and dst at the same offset within their lines:

@@ -1,0 +1,296 @@
+package vmem_test
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+
+	"github.com/govram/govram/internal/vmemtest"
+	"github.com/govram/govram/vmem"
+)
+
+type e1 uint8
+type e8 uint64
+type e24 struct {
+	A uint64
+	B [2]uint64
+}
+type e64 [8]uint64
+type e100 [25]uint32
+type e4096 [512]uint64
+
+// mk builds a value of T whose bytes derive from seed.
+func mk[T any](seed uint64) T {
+	var v T
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v))
+	for i := range b {
+		b[i] = byte(seed>>((i%8)*8)) ^ byte(i)
+	}
+	return v
+}
+
+// sliceOps runs a random sequence of operations on a Slice and on a []T
+// model and compares them after every step.
+func sliceOps[T comparable](t *testing.T, d *vmem.Device, ops []byte, segBytes uint64) {
+	t.Helper()
+	s, err := vmem.NewSlice[T](d, 0, vmem.WithSegmentBytes(segBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var model []T
+	w := s.Writer(64)
+	pending := map[int]T{}
+	next := func() int {
+		if len(ops) == 0 {
+			return 0
+		}
+		v := int(ops[0])
+		ops = ops[1:]
+		return v
+	}
+	flush := func() {
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range pending {
+			model[i] = v
+		}
+		clear(pending)
+	}
+	for step := 0; len(ops) > 0; step++ {
+		op := next() % 10
+		arg := next()*256 + next()
+		// Pending writer stores are visible to readers at an unspecified
+		// time before Flush, and other writes must not race them: flush
+		// before anything but a read or another writer store.
+		if op != 4 && op != 6 && op != 7 {
+			flush()
+		}
+		switch op {
+		case 0, 1: // Append a few
+			k := arg%5 + 1
+			vs := make([]T, k)
+			for i := range vs {
+				vs[i] = mk[T](uint64(step*31 + i))
+			}
+			if err := s.Append(vs...); err != nil {
+				t.Fatal(err)
+			}
+			model = append(model, vs...)
+		case 2: // Append many (bulk path)
+			k := arg%70 + 17
+			vs := make([]T, k)
+			for i := range vs {
+				vs[i] = mk[T](uint64(step*7 + i))
+			}
+			if err := s.Append(vs...); err != nil {
+				t.Fatal(err)
+			}
+			model = append(model, vs...)
+		case 3: // Set
+			if len(model) > 0 {
+				i := arg % len(model)
+				v := mk[T](uint64(step))
+				s.Set(i, v)
+				model[i] = v
+			}
+		case 4: // Get
+			if len(model) > 0 {
+				i := arg % len(model)
+				if _, p := pending[i]; p {
+					continue
+				}
+				if got := s.Get(i); got != model[i] {
+					t.Fatalf("step %d: Get(%d) differs", step, i)
+				}
+			}
+		case 5: // CopyFrom a range
+			if len(model) > 0 {
+				at := arg % len(model)
+				k := min(len(model)-at, next()%40)
+				src := make([]T, k)
+				for i := range src {
+					src[i] = mk[T](uint64(step*13 + i))
+				}
+				if err := s.CopyFrom(src, at); err != nil {
+					t.Fatal(err)
+				}
+				copy(model[at:], src)
+			}
+		case 6: // CopyTo a range
+			if len(model) > 0 {
+				at := arg % len(model)
+				k := min(len(model)-at, next()%60)
+				dst := make([]T, k)
+				if err := s.CopyTo(dst, at); err != nil {
+					t.Fatal(err)
+				}
+				for i := range dst {
+					if _, p := pending[at+i]; p {
+						continue
+					}
+					if dst[i] != model[at+i] {
+						t.Fatalf("step %d: CopyTo at %d+%d differs", step, at, i)
+					}
+				}
+			}
+		case 7: // Writer sets, flushed on the next Writer op or at check
+			if len(model) > 0 {
+				i := arg % len(model)
+				v := mk[T](uint64(step * 3))
+				w.Set(i, v)
+				pending[i] = v
+			}
+		case 8: // Flush the writer (done above)
+		case 9: // Resize
+			n := arg % (len(model) + 10)
+			if err := s.Resize(n); err != nil {
+				t.Fatal(err)
+			}
+			if n <= len(model) {
+				model = model[:n]
+			} else {
+				model = append(model, make([]T, n-len(model))...)
+			}
+		}
+		if s.Len() != len(model) {
+			t.Fatalf("step %d: Len %d, model %d", step, s.Len(), len(model))
+		}
+	}
+	flush()
+	n := 0
+	for i, v := range s.All() {
+		if i != n || v != model[i] {
+			t.Fatalf("All: element %d differs", i)
+		}
+		n++
+	}
+	if n != len(model) || s.Err() != nil {
+		t.Fatalf("All visited %d of %d (%v)", n, len(model), s.Err())
+	}
+}
+
+func randomOps(seed uint64, n int) []byte {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}
+
+func TestSliceDifferential(t *testing.T) {
+	n := 6000
+	if testing.Short() {
+		n = 2000
+	}
+	vmemtest.Each(t, vmem.Options{ChunkSize: 4 << 20}, func(t *testing.T, d *vmem.Device) {
+		// Small segments put many segment boundaries in play.
+		t.Run("1", func(t *testing.T) { sliceOps[e1](t, d, randomOps(1, n), 4096) })
+		t.Run("8", func(t *testing.T) { sliceOps[e8](t, d, randomOps(2, n), 4096) })
+		t.Run("24", func(t *testing.T) { sliceOps[e24](t, d, randomOps(3, n), 4096) })
+		t.Run("64", func(t *testing.T) { sliceOps[e64](t, d, randomOps(4, n), 8192) })
+		t.Run("100", func(t *testing.T) { sliceOps[e100](t, d, randomOps(5, n), 16384) })
+		t.Run("4096", func(t *testing.T) { sliceOps[e4096](t, d, randomOps(6, n/2), 65536) })
+		t.Run("8/bigsegments", func(t *testing.T) { sliceOps[e8](t, d, randomOps(7, n), 0) })
+	})
+}
+
+func FuzzSlice(f *testing.F) {
+	f.Add(randomOps(1, 200))
+	f.Add([]byte{2, 0, 9, 9, 1, 1, 4, 0, 0})
+	d, err := vmem.Open(vmem.Options{Backend: vmem.BackendHost})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { d.Close() })
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 4000 {
+			ops = ops[:4000]
+		}
+		sliceOps[e24](t, d, ops, 4096)
+		sliceOps[e8](t, d, ops, 4096)
+	})
+}
+
+func TestSlicePointerTypes(t *testing.T) {
+	d := vmemtest.Open(t, vmem.BackendHost, vmem.Options{})
+	type bad struct {
+		A int
+		B struct{ C []int }
+	}
+	if _, err := vmem.NewSlice[bad](d, 1); !errors.Is(err, vmem.ErrPointerType) {
+		t.Fatalf("slice field accepted: %v", err)
+	}
+	if _, err := vmem.NewSlice[*int](d, 1); !errors.Is(err, vmem.ErrPointerType) {
+		t.Fatalf("pointer accepted: %v", err)
+	}
+	if _, err := vmem.NewSlice[string](d, 1); !errors.Is(err, vmem.ErrPointerType) {
+		t.Fatalf("string accepted: %v", err)
+	}
+}
+
+func TestSliceSpillsToPrivate(t *testing.T) {
+	o := vmem.Options{Limits: [vmem.NumTiers]uint64{vmem.Mapped: 1 << 20}, ChunkSize: 1 << 20}
+	vmemtest.Each(t, o, func(t *testing.T, d *vmem.Device) {
+		s, err := vmem.NewSlice[e64](d, 0, vmem.WithSegmentBytes(256<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		const n = 40000 // 2.5 MiB: more than the mapped tier's 1 MiB
+		vs := make([]e64, n)
+		for i := range vs {
+			vs[i] = mk[e64](uint64(i))
+		}
+		err = s.Append(vs...)
+		if d.Backend() == vmem.BackendHost {
+			// All tiers are host memory; the limit makes the Slice fail cleanly.
+			if !errors.Is(err, vmem.ErrOutOfMemory) || s.Len() != 0 {
+				t.Fatalf("host: want ErrOutOfMemory and an unchanged Slice, got %v, len %d", err, s.Len())
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Stats(vmem.Private).InUse == 0 {
+			t.Fatal("nothing went to the private tier")
+		}
+		for _, i := range []int{0, 1, n / 2, n - 1} {
+			if s.Get(i) != vs[i] {
+				t.Fatalf("Get(%d) differs", i)
+			}
+		}
+		s.Set(n-1, vs[0])
+		if s.Get(n-1) != vs[0] || s.Err() != nil {
+			t.Fatalf("Set on a private segment: %v", s.Err())
+		}
+	})
+}
+
+func TestSliceClose(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		s, err := vmem.NewSlice[e8](d, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Append(1); !errors.Is(err, vmem.ErrClosed) {
+			t.Fatalf("Append after Close: %v", err)
+		}
+		defer func() {
+			if recover() == nil {
+				t.Fatal("Get after Close did not panic")
+			}
+		}()
+		s.Get(0)
+	})
+}

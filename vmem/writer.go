@@ -1,0 +1,110 @@
+package vmem
+
+import (
+	"errors"
+	"unsafe"
+
+	"github.com/govram/govram/layout"
+)
+
+// DefaultWriterLines is the batch a SliceWriter collects per segment before
+// it writes: 65536 lines (4 MiB of pending data). Larger batches sort into
+// denser runs of addresses.
+const DefaultWriterLines = 1 << 16
+
+// SliceWriter batches Sets: stores to mapped VRAM are collected in host
+// memory, merged by line, sorted by address and written as whole lines
+// with non-temporal stores (about 5-11 ns a line on an H200, against 35-72
+// ns for the same stores scattered). Until Flush, a pending store may or
+// may not be visible to readers (on the host backend it is written at
+// once); after Flush it is. Do not change the same elements by other means
+// while they are pending, and Flush before growing the Slice (Append, Grow,
+// Resize): a writer whose segment moved reports an error at Flush. A
+// SliceWriter is for one goroutine and follows the Slice's rule for writers.
+type SliceWriter[T any] struct {
+	s     *Slice[T]
+	lines int
+	bat   []*layout.Batcher // per segment, made on first use
+	err   error
+}
+
+// Writer returns a batch writer with room for lines pending lines per
+// segment (0: DefaultWriterLines).
+func (s *Slice[T]) Writer(lines int) *SliceWriter[T] {
+	if lines <= 0 {
+		lines = DefaultWriterLines
+	}
+	return &SliceWriter[T]{s: s, lines: lines}
+}
+
+// Set records a store of v at i; it panics if i is out of range.
+func (w *SliceWriter[T]) Set(i int, v T) {
+	s := w.s
+	if uint(i) >= uint(s.n) {
+		s.outOfRange(i)
+	}
+	seg := i >> s.shift
+	sg := &s.segs[seg]
+	j := i & (1<<s.shift - 1)
+	switch sg.kind {
+	case segDirect:
+		*(*T)(unsafe.Add(sg.base, s.off(j))) = v
+		return
+	case segDMA:
+		s.set(i, v)
+		return
+	}
+	for len(w.bat) <= seg {
+		w.bat = append(w.bat, nil)
+	}
+	b := w.bat[seg]
+	if b != nil && b.Base() != sg.base {
+		w.stale(b)
+		b = nil
+	}
+	if b == nil {
+		nb, err := layout.NewBatcher(sg.base, uintptr(sg.blk.Size()), w.lines)
+		if err != nil {
+			if w.err == nil {
+				w.err = err
+			}
+			return
+		}
+		w.bat[seg], b = nb, nb
+	}
+	if err := layout.PutValue(b, s.off(j), v); err != nil && w.err == nil {
+		w.err = err
+	}
+}
+
+// stale drops a batcher whose segment moved (the Slice grew) and reports
+// the stores it still held.
+func (w *SliceWriter[T]) stale(b *layout.Batcher) {
+	if b.Pending() > 0 && w.err == nil {
+		w.err = errWriterStale
+	}
+	b.Discard()
+}
+
+var errWriterStale = errors.New("vmem: the Slice grew while a SliceWriter held stores; Flush before Append, Grow or Resize")
+
+// Flush writes every pending store.
+func (w *SliceWriter[T]) Flush() error {
+	s := w.s
+	for seg, b := range w.bat {
+		if b == nil {
+			continue
+		}
+		if seg >= len(s.segs) || s.segs[seg].base != b.Base() {
+			w.stale(b)
+			w.bat[seg] = nil
+			continue
+		}
+		b.Flush()
+	}
+	if err := w.err; err != nil {
+		w.err = nil
+		return err
+	}
+	return w.s.err
+}
