@@ -14,9 +14,9 @@ import (
 const parallelMin = 8 << 20
 
 // parallel runs f over [0, n) in 64-byte-aligned parts of at least minPart
-// bytes, on up to GOMAXPROCS (at most 8) goroutines.
+// bytes, on up to GOMAXPROCS (at most 16) goroutines.
 func parallel(n, minPart uint64, f func(off, size uint64)) {
-	workers := min(uint64(runtime.GOMAXPROCS(0)), 8, n/max(minPart, 1))
+	workers := min(uint64(runtime.GOMAXPROCS(0)), 16, n/max(minPart, 1))
 	if workers <= 1 {
 		f(0, n)
 		return
@@ -40,7 +40,7 @@ func memcpy(dst, src unsafe.Pointer, n uint64) {
 		copy(hostmem.Bytes(dst, n), hostmem.Bytes(src, n))
 		return
 	}
-	parallel(n, parallelMin/2, func(off, size uint64) {
+	parallel(n, 1<<20, func(off, size uint64) {
 		copy(hostmem.Bytes(hostmem.Add(dst, off), size), hostmem.Bytes(hostmem.Add(src, off), size))
 	})
 }

@@ -49,6 +49,12 @@ type Slice[T any] struct {
 	err     error       // sticky DMA error of Get/Set on private segments
 	held    *heldBlocks // what the leak backstop frees
 	tier    Tier        // tier new segments try first
+
+	// Fast path for host memory: elements [0, fastN) are at base0 in Go
+	// array layout. A variable shift and segment lookup per Get cost more
+	// than the load itself when memory is ordinary RAM.
+	fastN uint
+	base0 unsafe.Pointer
 }
 
 type segKind uint8
@@ -159,7 +165,7 @@ func NewSlice[T any](dev *Device, n int, opts ...SliceOption) (*Slice[T], error)
 	if err := s.reserve(cfg.capacity); err != nil {
 		return nil, err
 	}
-	s.n = n
+	s.setLen(n)
 	return s, nil
 }
 
@@ -221,6 +227,16 @@ func (s *Slice[T]) allocSeg(k int) (segment, error) {
 	return sg, nil
 }
 
+// setLen sets n and recomputes the fast path; every change of n or of the
+// segments goes through here.
+func (s *Slice[T]) setLen(n int) {
+	s.n = n
+	s.fastN, s.base0 = 0, nil
+	if len(s.segs) > 0 && s.segs[0].kind == segDirect && s.perLine == 1 && s.group == s.size {
+		s.fastN, s.base0 = uint(min(n, s.segs[0].cap)), s.segs[0].base
+	}
+}
+
 func (s *Slice[T]) syncHeld() {
 	s.held.mu.Lock()
 	s.held.blks = s.held.blks[:0]
@@ -266,6 +282,7 @@ func (s *Slice[T]) reserve(c int) error {
 			s.segs = append(s.segs, ns)
 		}
 		s.syncHeld()
+		s.setLen(s.n)
 	}
 	return nil
 }
@@ -294,7 +311,7 @@ func (s *Slice[T]) Resize(n int) error {
 			return err
 		}
 	}
-	s.n = n
+	s.setLen(n)
 	return nil
 }
 
@@ -307,6 +324,15 @@ func (s *Slice[T]) outOfRange(i int) {
 
 // Get returns element i. It panics if i is out of range, like a slice.
 func (s *Slice[T]) Get(i int) T {
+	// Small enough to inline: on host memory a Get is then one load in the
+	// caller's loop, and loads of successive Gets overlap.
+	if uint(i) < s.fastN {
+		return *(*T)(unsafe.Add(s.base0, uintptr(i)*unsafe.Sizeof(*(*T)(nil))))
+	}
+	return s.get(i)
+}
+
+func (s *Slice[T]) get(i int) T {
 	if uint(i) >= uint(s.n) {
 		s.outOfRange(i)
 	}
@@ -342,6 +368,10 @@ func loadWC[T any](p unsafe.Pointer, size uintptr) T {
 
 // Set stores v at i. It panics if i is out of range.
 func (s *Slice[T]) Set(i int, v T) {
+	if uint(i) < s.fastN {
+		*(*T)(unsafe.Add(s.base0, uintptr(i)*unsafe.Sizeof(v))) = v
+		return
+	}
 	if uint(i) >= uint(s.n) {
 		s.outOfRange(i)
 	}
@@ -379,10 +409,10 @@ func (s *Slice[T]) Append(vs ...T) error {
 		return err
 	}
 	at := s.n
-	s.n += len(vs)
+	s.setLen(at + len(vs))
 	if len(vs) > 16 {
 		if err := s.CopyFrom(vs, at); err != nil {
-			s.n = at
+			s.setLen(at)
 			return err
 		}
 		return nil
@@ -624,7 +654,8 @@ func (s *Slice[T]) Close() error {
 			first = err
 		}
 	}
-	s.segs, s.n = nil, 0
+	s.segs = nil
+	s.setLen(0)
 	s.held.mu.Lock()
 	s.held.blks = nil
 	s.held.mu.Unlock()
