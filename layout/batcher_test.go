@@ -346,39 +346,121 @@ func TestBatcherAllocationFree(t *testing.T) {
 	}
 }
 
-func TestSortedKeys(t *testing.T) {
+func TestFlushOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 3))
+	const spanMin = sortMinSpan / LineSize
 	for _, tc := range []struct {
-		n    int
-		span uint64
-	}{{1, 1}, {2, 2}, {100, 1 << 20}, {radixMin, 1 << 10}, {5000, 1 << 24}, {5000, 1 << 40}, {5000, 5000}, {3000, 1 << 57}} {
-		b, _ := NewBatcher(unsafe.Pointer(&struct{ _ [64]byte }{}), 64, 8192)
+		n      int
+		span   uint64
+		sorted bool
+	}{
+		{1, 1, false},
+		{100, 1 << 10, false},                   // inside sortMinSpan
+		{9000, spanMin - 1, false},              // still inside
+		{8191, spanMin, false},                  // too sparse
+		{8192, spanMin, true},                   // just dense enough: one pass
+		{20000, 1 << 23, true},                  // one pass
+		{70000, 1 << 25, true},                  // two passes
+		{5000, MaxRegion / LineSize / 2, false}, // widest region, sparse
+	} {
+		b, _ := NewBatcher(unsafe.Pointer(&struct{ _ [64]byte }{}), 64, 1<<17)
 		seen := map[uint64]bool{}
 		for len(seen) < tc.n {
-			l := r.Uint64N(tc.span) + 1<<5
+			// Both ends present so that the span is what the case says.
+			l := r.Uint64N(tc.span)
+			switch len(seen) {
+			case 0:
+				l = 0
+			case 1:
+				l = tc.span - 1
+			}
 			if !seen[l] {
 				seen[l] = true
-				b.line[b.n] = l
+				b.line[b.n] = l + 7
 				b.n++
 			}
 		}
-		sm := uint64(1)<<b.sbits - 1
-		keys := b.sortedKeys()
-		var got []uint64
-		for _, k := range keys {
-			got = append(got, b.line[k&sm])
-		}
-		if len(got) != tc.n || !slices.IsSorted(got) {
-			t.Fatalf("n=%d span=%d: not sorted", tc.n, tc.span)
+		keys, mask := b.flushOrder()
+		if got := mask != fullMask; got != tc.sorted {
+			t.Fatalf("n=%d span=%d: sorted = %v, want %v", tc.n, tc.span, got, tc.sorted)
 		}
 		slots := map[uint64]bool{}
-		for _, k := range keys {
-			slots[k&sm] = true
+		prevBucket, prevSlot := uint64(0), -1
+		for i, k := range keys {
+			s := k & mask
+			slots[s] = true
+			if !tc.sorted {
+				if s != uint64(i) {
+					t.Fatalf("n=%d: unsorted order is not insertion order", tc.n)
+				}
+				continue
+			}
+			bucket := (b.line[s] - 7) >> sortBucketShift
+			if i > 0 && (bucket < prevBucket || bucket == prevBucket && int(s) < prevSlot) {
+				t.Fatalf("n=%d span=%d: key %d out of order (bucket %d after %d)", tc.n, tc.span, i, bucket, prevBucket)
+			}
+			prevBucket, prevSlot = bucket, int(s)
 		}
-		if len(slots) != tc.n {
+		if len(slots) != tc.n || len(keys) != tc.n {
 			t.Fatalf("n=%d: slots lost", tc.n)
 		}
 	}
+}
+
+// TestBatcherSortedFlush runs a batch dense enough to be sorted (and so
+// written through the staging buffer) over a 300 MiB region, of which only
+// the pages written are ever backed.
+func TestBatcherSortedFlush(t *testing.T) {
+	const size = 300 << 20
+	mem := mapRegion(t, size)
+	b, err := NewBatcher(ptr(mem), size, 1<<14)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 5))
+	want := map[int][]byte{} // offset -> bytes written there last
+	var buf [LineSize]byte
+	for range 12000 {
+		line := r.IntN(size / LineSize)
+		o, n := 0, LineSize
+		if r.IntN(4) == 0 { // a quarter of the lines partial
+			o = r.IntN(LineSize - 8)
+			n = 1 + r.IntN(LineSize-o)
+		}
+		fill(r, buf[:n])
+		off := line*LineSize + o
+		if err := b.Put(uintptr(off), buf[:n]); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			want[off+i] = []byte{buf[i]}
+		}
+	}
+	// Lines stored twice merge; the batch holds what it holds.
+	if b.Pending() < 11500 || b.Stats().AutoFlushes != 0 {
+		t.Fatalf("pending %d, stats %+v", b.Pending(), b.Stats())
+	}
+	b.Flush()
+	st := b.Stats()
+	if st.SortedFlushes != 1 || st.FullLines == 0 || st.PartialLines == 0 {
+		t.Fatalf("stats %+v: want one sorted flush with full and partial lines", st)
+	}
+	lines := map[int]bool{}
+	for off, v := range want {
+		if mem[off] != v[0] {
+			t.Fatalf("byte %d = %#x, want %#x", off, mem[off], v[0])
+		}
+		lines[off/LineSize] = true
+	}
+	// Bytes of touched lines that were never stored stay zero.
+	for l := range lines {
+		for i := l * LineSize; i < (l+1)*LineSize; i++ {
+			if _, ok := want[i]; !ok && mem[i] != 0 {
+				t.Fatalf("byte %d written though never stored", i)
+			}
+		}
+	}
+	b.check()
 }
 
 func ExampleBatcher() {

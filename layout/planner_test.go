@@ -36,7 +36,7 @@ func TestPlanner(t *testing.T) {
 	if got := off.Plan(1<<20, 64<<20, true); got != Stream {
 		t.Errorf("DMA off: got %v", got)
 	}
-	if got := off.Plan(1<<20, 1<<40, false); got != Stream {
+	if got := off.Plan(1<<20, 1<<30, false); got != Stream {
 		t.Errorf("gather off: got %v", got)
 	}
 	// Overrides.

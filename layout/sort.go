@@ -1,60 +1,74 @@
 package layout
 
-import (
-	"cmp"
-	"math/bits"
-	"slices"
-)
+import "math/bits"
 
-// Sorting the batch by address is what makes a flush cheap on VRAM
-// (PHYSICS.md: 72 ns a line in random order over 1 GiB, 11 ns sorted), so
-// the sort itself must cost a few nanoseconds a line. Each pending line
-// becomes one uint64 key, (line - lowest line) << sbits | slot, and the
-// keys are sorted by an LSD radix sort over only the bits that differ
-// between the lowest and highest line: two passes for a batch spread over
-// 1 GiB, one for a batch inside 16 MiB.
+// Flush's order. What sorting buys is locality for the CPU's page walks,
+// and on the H200 machine (PHYSICS.md, and a probe of this code on mapped
+// VRAM) it buys less than it seems:
+//
+//   - a full-line NT store to a random line of 1 GiB costs 35 ns; the same
+//     stores in address order cost 9.5 ns, but only when dense (1M lines
+//     over 1 GiB, four to a page);
+//   - random stores inside a 64 MiB window already cost 12 ns, and sorted
+//     stores 128 KiB apart gain nothing;
+//   - visiting the slots in address order reads the line images at
+//     random, which is slow once the batch outgrows L2;
+//   - a full radix sort costs 15-20 ns a line on that CPU.
+//
+// So Flush sorts only large, dense batches, and only coarsely: lines are
+// ordered by bucket of sortBucketLines lines (256 KiB, 64 pages, few enough
+// for the TLB to hold while a bucket is written), keeping the order they
+// were stored in within a bucket, which is one radix pass for a batch
+// spread over up to 1 GiB. A batch that spans less than sortMinSpan bytes,
+// or holds fewer than one line per sortDensity bytes of its span, is
+// written in the order it was stored. Measured end to end, the sorted
+// flush won by about a fifth with 65536 lines over 1 GiB and lost
+// elsewhere; these thresholds keep it to the first case.
+
+const (
+	sortBucketShift = 12 // log2 of sortBucketLines
+	sortBucketLines = 1 << sortBucketShift
+	sortMinSpan     = 256 << 20
+	sortDensity     = 32 << 10
+)
 
 // radixBits is the widest digit; 4096 counters (16 KiB) stay in L1.
 const radixBits = 12
 
-// radixMin: below this many keys a comparison sort is cheaper than
-// clearing and summing the counters.
-const radixMin = 256
-
-// sortedKeys returns the pending slots in ascending line order, as keys
-// whose low sbits bits are the slot number.
-func (b *Batcher) sortedKeys() []uint64 {
+// flushOrder returns the pending slots in the order to write them, as keys
+// whose bits under mask are the slot number.
+func (b *Batcher) flushOrder() (keys []uint64, mask uint64) {
 	n := b.n
+	keys = b.keys[:n]
 	lines := b.line[:n]
 	lo, hi := lines[0], lines[0]
 	for _, l := range lines[1:] {
 		lo = min(lo, l)
 		hi = max(hi, l)
 	}
-	r := uint(bits.Len64(hi - lo))
-	keys := b.keys[:n]
-	if r+b.sbits > 64 {
-		// The lines span more than a packed key can say (petabytes):
-		// sort slot numbers by line instead.
+	span := hi - lo + 1
+	if b.unsorted || span*LineSize < sortMinSpan || uint64(n)*(sortDensity/LineSize) < span {
 		for i := range keys {
 			keys[i] = uint64(i)
 		}
-		slices.SortFunc(keys, func(x, y uint64) int { return cmp.Compare(lines[x], lines[y]) })
-		return keys
+		return keys, fullMask
 	}
+	b.stats.SortedFlushes++
+	// Bucket numbers need at most 45-6-12 = 27 bits (MaxRegion) and slot
+	// numbers 25 (MaxMaxLines): the packed key always fits.
+	r := uint(bits.Len64((hi - lo) >> sortBucketShift))
 	for i, l := range lines {
-		keys[i] = (l-lo)<<b.sbits | uint64(i)
+		keys[i] = (l-lo)>>sortBucketShift<<b.sbits | uint64(i)
 	}
-	if n < radixMin {
-		slices.Sort(keys)
-		return keys
-	}
-	return radixSort(keys, b.tmp[:n], b.count[:], b.sbits, r)
+	// The policy above admits only batches of at least
+	// sortMinSpan/sortDensity = 8192 lines, where a radix pass is cheaper
+	// than a comparison sort.
+	return radixSort(keys, b.tmp[:n], b.count[:], b.sbits, r), uint64(1)<<b.sbits - 1
 }
 
-// radixSort sorts keys by bits [low, low+nbits) (all bits above are zero,
-// and keys differ there), using tmp as the second buffer and count for the
-// counters. It returns whichever buffer holds the result.
+// radixSort sorts keys by bits [low, low+nbits) (all bits above are zero),
+// stably, using tmp as the second buffer and count for the counters. It
+// returns whichever buffer holds the result.
 func radixSort(keys, tmp []uint64, count []uint32, low, nbits uint) []uint64 {
 	if nbits == 0 {
 		return keys

@@ -22,3 +22,9 @@ func bytesAt(p unsafe.Pointer, off uintptr, n int) []byte {
 func bytesOf[T any](v *T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))
 }
+
+// stageBytes views the first n staged lines as one byte slice for
+// lineio.Scatter. Valid because the array is contiguous.
+func stageBytes(st *[stageLines][LineSize]byte, n int) []byte {
+	return unsafe.Slice(&st[0][0], n*LineSize)
+}

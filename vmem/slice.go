@@ -55,6 +55,12 @@ type Slice[T any] struct {
 	// than the load itself when memory is ordinary RAM.
 	fastN uint
 	base0 unsafe.Pointer
+	// wcN: elements [0, wcN) are at base0 in mapped VRAM, densely packed
+	// and at most a line each, so a Get is one streaming load with no
+	// segment lookup. Few instructions per Get matter: the CPU overlaps
+	// the ~1 µs loads of successive Gets only as far as its reorder
+	// window reaches.
+	wcN uint
 }
 
 type segKind uint8
@@ -231,9 +237,15 @@ func (s *Slice[T]) allocSeg(k int) (segment, error) {
 // segments goes through here.
 func (s *Slice[T]) setLen(n int) {
 	s.n = n
-	s.fastN, s.base0 = 0, nil
-	if len(s.segs) > 0 && s.segs[0].kind == segDirect && s.perLine == 1 && s.group == s.size {
-		s.fastN, s.base0 = uint(min(n, s.segs[0].cap)), s.segs[0].base
+	s.fastN, s.wcN, s.base0 = 0, 0, nil
+	if len(s.segs) > 0 && s.perLine == 1 && s.group == s.size && s.size > 0 {
+		sg := &s.segs[0]
+		switch {
+		case sg.kind == segDirect:
+			s.fastN, s.base0 = uint(min(n, sg.cap)), sg.base
+		case sg.kind == segWC && s.size <= layout.LineSize:
+			s.wcN, s.base0 = uint(min(n, sg.cap)), sg.base
+		}
 	}
 }
 
@@ -333,6 +345,9 @@ func (s *Slice[T]) Get(i int) T {
 }
 
 func (s *Slice[T]) get(i int) T {
+	if uint(i) < s.wcN {
+		return loadWCSmall[T](unsafe.Add(s.base0, uintptr(i)*unsafe.Sizeof(*(*T)(nil))))
+	}
 	if uint(i) >= uint(s.n) {
 		s.outOfRange(i)
 	}
@@ -342,6 +357,9 @@ func (s *Slice[T]) get(i int) T {
 	case segDirect:
 		return *(*T)(unsafe.Add(sg.base, s.off(j)))
 	case segWC:
+		if s.size <= layout.LineSize {
+			return loadWCSmall[T](unsafe.Add(sg.base, s.off(j)))
+		}
 		return loadWC[T](unsafe.Add(sg.base, s.off(j)), s.size)
 	}
 	var v T
@@ -349,6 +367,28 @@ func (s *Slice[T]) get(i int) T {
 		s.err = err
 	}
 	return v
+}
+
+// loadWCSmall reads a T of at most 64 bytes at p, which lies inside one
+// line (layout.Record guarantees it). Words come back in registers where
+// the record fits in one aligned 16-byte chunk: staging a whole line
+// through a stack buffer would make the CPU wait on that buffer and stop
+// successive reads from overlapping.
+func loadWCSmall[T any](p unsafe.Pointer) T {
+	size := unsafe.Sizeof(*(*T)(nil))
+	a := uintptr(p)
+	switch {
+	case size <= 8 && a&7+size <= 8:
+		w := lineio.LoadWord(unsafe.Add(p, -int(a&7))) >> ((a & 7) * 8)
+		return *(*T)(unsafe.Pointer(&w))
+	case size <= 16 && a&15+size <= 16:
+		var pair [2]uint64
+		pair[0], pair[1] = lineio.LoadPair(unsafe.Add(p, -int(a&15)))
+		return *(*T)(unsafe.Add(unsafe.Pointer(&pair), a&15))
+	}
+	var line [8]uint64 // word-aligned, so the record read from it is aligned
+	lineio.LoadContaining((*[64]byte)(unsafe.Pointer(&line)), p)
+	return *(*T)(unsafe.Add(unsafe.Pointer(&line), a&63))
 }
 
 // loadWC reads a T at p in write-combining memory with streaming loads only.
@@ -660,4 +700,54 @@ func (s *Slice[T]) Close() error {
 	s.held.blks = nil
 	s.held.mu.Unlock()
 	return first
+}
+
+// getManyBatch is how many lines GetMany loads per call into lineio.
+const getManyBatch = 64
+
+// GetMany reads the elements at idx into dst (len(dst) >= len(idx)). On
+// mapped VRAM the lines of many elements are loaded with their streaming
+// loads interleaved, so their latencies overlap: the way to read many
+// scattered elements from one goroutine. It panics on an index out of range.
+func (s *Slice[T]) GetMany(idx []int, dst []T) {
+	if len(dst) < len(idx) {
+		panic("vmem: GetMany: dst shorter than idx")
+	}
+	if s.size > layout.LineSize || s.dev.vk == nil {
+		for k, i := range idx {
+			dst[k] = s.Get(i)
+		}
+		return
+	}
+	var srcs [getManyBatch]unsafe.Pointer
+	var lines [getManyBatch * 8]uint64
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&lines[0])), len(lines)*8)
+	for len(idx) > 0 {
+		m := 0
+		var pos [getManyBatch]uintptr
+		for ; m < len(idx) && m < getManyBatch; m++ {
+			i := idx[m]
+			if uint(i) >= uint(s.n) {
+				s.outOfRange(i)
+			}
+			sg := &s.segs[i>>s.shift]
+			if sg.kind != segWC {
+				break
+			}
+			p := unsafe.Add(sg.base, s.off(i&(1<<s.shift-1)))
+			srcs[m] = unsafe.Pointer(uintptr(p) &^ 63)
+			pos[m] = uintptr(p) & 63
+		}
+		if m == 0 {
+			// A private segment: one element the slow way.
+			dst[0] = s.Get(idx[0])
+			idx, dst = idx[1:], dst[1:]
+			continue
+		}
+		lineio.Gather(buf[:m*64], srcs[:m])
+		for k := 0; k < m; k++ {
+			dst[k] = *(*T)(unsafe.Pointer(&buf[k*64+int(pos[k])]))
+		}
+		idx, dst = idx[m:], dst[m:]
+	}
 }

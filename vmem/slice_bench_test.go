@@ -47,6 +47,27 @@ func BenchmarkSliceGet(b *testing.B) {
 			}
 			sink = sum
 		})
+		b.Run("govram-parallel/"+name, func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				var sum uint64
+				i := rand.IntN(len(idx))
+				for pb.Next() {
+					sum += s.Get(idx[i&(len(idx)-1)])[0]
+					i++
+				}
+				sink += sum
+			})
+		})
+		b.Run("govram-many/"+name, func(b *testing.B) {
+			var sum uint64
+			dst := make([]e64, 256)
+			for i := 0; i < b.N; i += len(dst) {
+				k := i & (len(idx) - 1)
+				s.GetMany(idx[k:k+len(dst)], dst)
+				sum += dst[0][0]
+			}
+			sink = sum
+		})
 		raw := touchedRaw(b, d, nbytes)
 		defer d.Free(raw)
 		base := raw.Ptr()

@@ -105,6 +105,21 @@ func sliceOps[T comparable](t *testing.T, d *vmem.Device, ops []byte, segBytes u
 				if got := s.Get(i); got != model[i] {
 					t.Fatalf("step %d: Get(%d) differs", step, i)
 				}
+				// GetMany over a few indices around i.
+				var idx []int
+				for k := 0; k < 70 && k < len(model); k++ {
+					j := (i + k*37) % len(model)
+					if _, p := pending[j]; !p {
+						idx = append(idx, j)
+					}
+				}
+				got := make([]T, len(idx))
+				s.GetMany(idx, got)
+				for k, j := range idx {
+					if got[k] != model[j] {
+						t.Fatalf("step %d: GetMany element %d (index %d) differs", step, k, j)
+					}
+				}
 			}
 		case 5: // CopyFrom a range
 			if len(model) > 0 {

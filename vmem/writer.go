@@ -8,14 +8,16 @@ import (
 )
 
 // DefaultWriterLines is the batch a SliceWriter collects per segment before
-// it writes: 65536 lines (4 MiB of pending data). Larger batches sort into
-// denser runs of addresses.
+// it writes: 65536 stores. Larger batches sort into denser runs of
+// addresses; smaller ones stay in the CPU's caches.
 const DefaultWriterLines = 1 << 16
 
-// SliceWriter batches Sets: stores to mapped VRAM are collected in host
-// memory, merged by line, sorted by address and written as whole lines
-// with non-temporal stores (about 5-11 ns a line on an H200, against 35-72
-// ns for the same stores scattered). Until Flush, a pending store may or
+// SliceWriter batches Sets: stores to mapped VRAM are appended to a log in
+// host memory (layout.StoreLog), sorted by address with a radix sort at
+// Flush and written in address order, whole-line records with one
+// non-temporal store (sorted stores cost 5-11 ns a line on an H200,
+// against 35-72 ns for the same stores scattered). Records over a line go
+// through a layout.Batcher. Until Flush, a pending store may or
 // may not be visible to readers (on the host backend it is written at
 // once); after Flush it is. Do not change the same elements by other means
 // while they are pending, and Flush before growing the Slice (Append, Grow,
@@ -24,7 +26,8 @@ const DefaultWriterLines = 1 << 16
 type SliceWriter[T any] struct {
 	s     *Slice[T]
 	lines int
-	bat   []*layout.Batcher // per segment, made on first use
+	logs  []*layout.StoreLog[T] // per segment, made on first use (records of a line or less)
+	bat   []*layout.Batcher     // per segment, for records over a line
 	err   error
 }
 
@@ -54,6 +57,10 @@ func (w *SliceWriter[T]) Set(i int, v T) {
 		s.set(i, v)
 		return
 	}
+	if s.size <= layout.LineSize {
+		w.logSet(seg, sg, s.off(j), v)
+		return
+	}
 	for len(w.bat) <= seg {
 		w.bat = append(w.bat, nil)
 	}
@@ -77,6 +84,35 @@ func (w *SliceWriter[T]) Set(i int, v T) {
 	}
 }
 
+// logSet appends a store to the segment's log: no lookup per store, the
+// sorting happens once per batch at flush.
+func (w *SliceWriter[T]) logSet(seg int, sg *segment, off uintptr, v T) {
+	for len(w.logs) <= seg {
+		w.logs = append(w.logs, nil)
+	}
+	l := w.logs[seg]
+	if l != nil && l.Base() != sg.base {
+		if l.Pending() > 0 && w.err == nil {
+			w.err = errWriterStale
+		}
+		l.Discard()
+		l = nil
+	}
+	if l == nil {
+		nl, err := layout.NewStoreLog[T](sg.base, uintptr(sg.blk.Size()), w.lines)
+		if err != nil {
+			if w.err == nil {
+				w.err = err
+			}
+			return
+		}
+		w.logs[seg], l = nl, nl
+	}
+	if err := l.Put(off, v); err != nil && w.err == nil {
+		w.err = err
+	}
+}
+
 // stale drops a batcher whose segment moved (the Slice grew) and reports
 // the stores it still held.
 func (w *SliceWriter[T]) stale(b *layout.Batcher) {
@@ -91,6 +127,20 @@ var errWriterStale = errors.New("vmem: the Slice grew while a SliceWriter held s
 // Flush writes every pending store.
 func (w *SliceWriter[T]) Flush() error {
 	s := w.s
+	for seg, l := range w.logs {
+		if l == nil {
+			continue
+		}
+		if seg >= len(s.segs) || s.segs[seg].base != l.Base() {
+			if l.Pending() > 0 && w.err == nil {
+				w.err = errWriterStale
+			}
+			l.Discard()
+			w.logs[seg] = nil
+			continue
+		}
+		l.Flush()
+	}
 	for seg, b := range w.bat {
 		if b == nil {
 			continue

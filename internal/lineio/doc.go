@@ -20,10 +20,22 @@
 //
 //	avx512   VMOVNTDQA/VMOVNTDQ on Z registers: one instruction a line
 //	avx2     VMOVNTDQA/VMOVNTDQ on Y registers: two a line
-//	sse41    MOVNTDQA/MOVNTDQ on X registers: four a line (the 16-byte
-//	         loads of one line partly serialise: 0.33-0.45 µs a line)
+//	sse41    MOVNTDQA/MOVNTDQ on X registers: four a line
 //	generic  plain Go loads and stores (other architectures, -tags purego,
 //	         or an amd64 without SSE4.1)
+//
+// Measured with this code on 1 GiB of mapped H200 VRAM (one thread,
+// random lines unless said):
+//
+//	           Load, back to back   Gather, 64 lines   LoadLines, sequential
+//	avx512     190-310 ns a line    128 ns a line      0.85 GB/s
+//	avx2       480 ns               200 ns             0.68 GB/s
+//	sse41      570 ns               330 ns             0.50 GB/s
+//	generic    5,500 ns             5,400 ns           0.05 GB/s
+//
+// StoreLines writes 20 GB/s sequentially (6.4 GB/s on the first touch of
+// fresh pages); Copy from host memory 11 GB/s for 4 KiB and 19 GB/s for
+// 64 KiB, into host memory 0.8 GB/s (reads belong to DMA beyond a few KiB).
 //
 // [Kind] names the one in use. The environment variable GOVRAM_LINEIO may
 // name a lesser variant (for measurements); it cannot select one the CPU

@@ -127,6 +127,24 @@ func Gather(dst []byte, srcs []unsafe.Pointer) {
 	gather(&dst[0], &srcs[0], len(srcs))
 }
 
+// Scatter writes src[64*i:64*i+64] to the line at each dsts[i] with
+// non-temporal stores, four lines per loop iteration: the counterpart of
+// Gather, for writing a sorted batch of scattered lines without a call per
+// line. len(src) must be 64*len(dsts); every dsts[i] must be 64-byte
+// aligned. No fence: call [Fence] after the batch.
+func Scatter(dsts []unsafe.Pointer, src []byte) {
+	if len(src) != LineSize*len(dsts) {
+		panic(fmt.Sprintf("lineio: Scatter: len(src) = %d, want 64*len(dsts) = %d", len(src), LineSize*len(dsts)))
+	}
+	if len(dsts) == 0 {
+		return
+	}
+	for _, p := range dsts {
+		checkAligned(p)
+	}
+	scatter(&dsts[0], &src[0], len(dsts))
+}
+
 // Fence makes every earlier non-temporal store (and every store to
 // write-combining memory) globally visible before any later store: SFENCE on
 // amd64. Call it once after a batch, not after every line.

@@ -82,6 +82,15 @@ func gather256(dst *byte, srcs *unsafe.Pointer, n int)
 //go:noescape
 func gather128(dst *byte, srcs *unsafe.Pointer, n int)
 
+//go:noescape
+func scatter512(dsts *unsafe.Pointer, src *byte, n int)
+
+//go:noescape
+func scatter256(dsts *unsafe.Pointer, src *byte, n int)
+
+//go:noescape
+func scatter128(dsts *unsafe.Pointer, src *byte, n int)
+
 // copyLines* move n aligned lines from src to dst: streaming loads straight
 // into NT stores, no host buffer between.
 
@@ -173,6 +182,19 @@ func gather(dst *byte, srcs *unsafe.Pointer, n int) {
 		gather128(dst, srcs, n)
 	default:
 		goGather(dst, srcs, n)
+	}
+}
+
+func scatter(dsts *unsafe.Pointer, src *byte, n int) {
+	switch kind {
+	case kindAVX512:
+		scatter512(dsts, src, n)
+	case kindAVX2:
+		scatter256(dsts, src, n)
+	case kindSSE41:
+		scatter128(dsts, src, n)
+	default:
+		goScatter(dsts, src, n)
 	}
 }
 

@@ -159,6 +159,50 @@ g512done:
 	VZEROUPPER
 	RET
 
+// func scatter512(dsts *unsafe.Pointer, src *byte, n int)
+TEXT ·scatter512(SB), NOSPLIT, $0-24
+	MOVQ dsts+0(FP), SI
+	MOVQ src+8(FP), DI
+	MOVQ n+16(FP), CX
+	CMPQ CX, $4
+	JB   s512one
+
+s512four:
+	MOVQ      0(SI), AX
+	MOVQ      8(SI), BX
+	MOVQ      16(SI), DX
+	MOVQ      24(SI), R8
+	VMOVDQU64 0(DI), Z0
+	VMOVDQU64 64(DI), Z1
+	VMOVDQU64 128(DI), Z2
+	VMOVDQU64 192(DI), Z3
+	VMOVNTDQ  Z0, (AX)
+	VMOVNTDQ  Z1, (BX)
+	VMOVNTDQ  Z2, (DX)
+	VMOVNTDQ  Z3, (R8)
+	ADDQ      $32, SI
+	ADDQ      $256, DI
+	SUBQ      $4, CX
+	CMPQ      CX, $4
+	JAE       s512four
+
+s512one:
+	TESTQ CX, CX
+	JZ    s512done
+
+s512loop:
+	MOVQ      (SI), AX
+	VMOVDQU64 (DI), Z0
+	VMOVNTDQ  Z0, (AX)
+	ADDQ      $8, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       s512loop
+
+s512done:
+	VZEROUPPER
+	RET
+
 // func copyLines512(dst, src unsafe.Pointer, n int)
 TEXT ·copyLines512(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
@@ -386,6 +430,29 @@ g256done:
 	VZEROUPPER
 	RET
 
+// func scatter256(dsts *unsafe.Pointer, src *byte, n int)
+TEXT ·scatter256(SB), NOSPLIT, $0-24
+	MOVQ dsts+0(FP), SI
+	MOVQ src+8(FP), DI
+	MOVQ n+16(FP), CX
+	TESTQ CX, CX
+	JZ   s256done
+
+s256loop:
+	MOVQ     (SI), AX
+	VMOVDQU  0(DI), Y0
+	VMOVDQU  32(DI), Y1
+	VMOVNTDQ Y0, 0(AX)
+	VMOVNTDQ Y1, 32(AX)
+	ADDQ     $8, SI
+	ADDQ     $64, DI
+	DECQ     CX
+	JNZ      s256loop
+
+s256done:
+	VZEROUPPER
+	RET
+
 // func copyLines256(dst, src unsafe.Pointer, n int)
 TEXT ·copyLines256(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
@@ -601,6 +668,32 @@ g128one:
 	MOVOU    X3, 48(DI)
 
 g128done:
+	RET
+
+// func scatter128(dsts *unsafe.Pointer, src *byte, n int)
+TEXT ·scatter128(SB), NOSPLIT, $0-24
+	MOVQ dsts+0(FP), SI
+	MOVQ src+8(FP), DI
+	MOVQ n+16(FP), CX
+	TESTQ CX, CX
+	JZ   s128done
+
+s128loop:
+	MOVQ   (SI), AX
+	MOVOU  0(DI), X0
+	MOVOU  16(DI), X1
+	MOVOU  32(DI), X2
+	MOVOU  48(DI), X3
+	MOVNTO X0, 0(AX)
+	MOVNTO X1, 16(AX)
+	MOVNTO X2, 32(AX)
+	MOVNTO X3, 48(AX)
+	ADDQ   $8, SI
+	ADDQ   $64, DI
+	DECQ   CX
+	JNZ    s128loop
+
+s128done:
 	RET
 
 // func copyLines128(dst, src unsafe.Pointer, n int)

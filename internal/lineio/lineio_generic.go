@@ -18,6 +18,7 @@ func loadLines(dst *byte, src unsafe.Pointer, n int)  { goLoadLines(dst, src, n)
 func storeLines(dst unsafe.Pointer, src *byte, n int) { goStoreLines(dst, src, n) }
 func gather(dst *byte, srcs *unsafe.Pointer, n int)   { goGather(dst, srcs, n) }
 func copyLines(dst, src unsafe.Pointer, n int)        { goCopyLines(dst, src, n) }
+func scatter(dsts *unsafe.Pointer, src *byte, n int)  { goScatter(dsts, src, n) }
 
 var fenceWord atomic.Uint32
 

@@ -126,6 +126,29 @@ func TestGather(t *testing.T) {
 	})
 }
 
+func TestScatter(t *testing.T) {
+	forEachKind(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(13, 14))
+		mem := mapRegion(t, 256*LineSize)
+		for n := 0; n <= 13; n++ {
+			fill(r, mem)
+			want := slices.Clone(mem)
+			src := make([]byte, n*LineSize+3)[3:] // unaligned host buffer
+			fill(r, src)
+			dsts := make([]unsafe.Pointer, n)
+			for i, l := range r.Perm(256)[:n] {
+				dsts[i] = ptr(mem[l*LineSize:])
+				copy(want[l*LineSize:(l+1)*LineSize], src[i*LineSize:])
+			}
+			Scatter(dsts, src)
+			Fence()
+			if !bytes.Equal(mem, want) {
+				t.Fatalf("Scatter n=%d: memory differs", n)
+			}
+		}
+	})
+}
+
 // copyCase checks one Copy against copy() and that no byte outside the
 // destination range changed.
 func copyCase(t *testing.T, r *rand.Rand, src, dst []byte, so, do, n int) {
@@ -197,6 +220,8 @@ func TestMisuse(t *testing.T) {
 		"StoreLines unaligned": func() { StoreLines(ptr(mem[32:]), make([]byte, 64)) },
 		"Gather wrong length":  func() { Gather(make([]byte, 64), nil) },
 		"Gather unaligned":     func() { Gather(make([]byte, 64), []unsafe.Pointer{ptr(mem[4:])}) },
+		"Scatter wrong length": func() { Scatter(nil, make([]byte, 64)) },
+		"Scatter unaligned":    func() { Scatter([]unsafe.Pointer{ptr(mem[4:])}, make([]byte, 64)) },
 	}
 	for name, f := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -343,6 +368,25 @@ func BenchmarkGather(b *testing.B) {
 		for b.Loop() {
 			Gather(dst, srcs)
 		}
+	})
+}
+
+func BenchmarkScatter(b *testing.B) {
+	mem := faultedRegion(b)
+	r := rand.New(rand.NewPCG(3, 3))
+	dsts := make([]unsafe.Pointer, 64)
+	benchKinds(b, func(b *testing.B) {
+		src := make([]byte, len(dsts)*LineSize)
+		b.SetBytes(int64(len(src)))
+		for b.Loop() {
+			b.StopTimer()
+			for i := range dsts {
+				dsts[i] = ptr(mem[r.IntN(benchRegion/LineSize)*LineSize:])
+			}
+			b.StartTimer()
+			Scatter(dsts, src)
+		}
+		Fence()
 	})
 }
 

@@ -7,10 +7,9 @@ import "unsafe"
 
 func goLoad(dst *[LineSize]byte, src unsafe.Pointer) { *dst = *(*[LineSize]byte)(src) }
 
-// goLoadFloor is reached only through copyCoaligned/copyShifted, which the
-// generic variant never takes (Copy copies exactly instead), so rounding a
-// pointer down here never leaves the memory the caller passed to a
-// streaming variant.
+// goLoadFloor reads the line containing p. Copy never reaches it in the
+// generic variant (it copies exactly instead); LoadContaining does, and
+// its callers vouch for the whole line.
 func goLoadFloor(dst *[LineSize]byte, p unsafe.Pointer) {
 	*dst = *(*[LineSize]byte)(unsafe.Add(p, -int(uintptr(p)&lineMask)))
 }
@@ -29,6 +28,13 @@ func goGather(dst *byte, srcs *unsafe.Pointer, n int) {
 	d := unsafe.Slice(dst, n*LineSize)
 	for i, p := range unsafe.Slice(srcs, n) {
 		*(*[LineSize]byte)(d[i*LineSize:]) = *(*[LineSize]byte)(p)
+	}
+}
+
+func goScatter(dsts *unsafe.Pointer, src *byte, n int) {
+	s := unsafe.Slice(src, n*LineSize)
+	for i, p := range unsafe.Slice(dsts, n) {
+		*(*[LineSize]byte)(p) = *(*[LineSize]byte)(s[i*LineSize:])
 	}
 }
 
