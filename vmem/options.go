@@ -1,6 +1,10 @@
 package vmem
 
-import "time"
+import (
+	"time"
+
+	"github.com/govram/govram/layout"
+)
 
 // Options configure Open. The zero value picks the best device.
 type Options struct {
@@ -20,6 +24,11 @@ type Options struct {
 	// Timeout bounds one wait for the GPU (default 60 s); a wait that times
 	// out reports ErrDeviceLost.
 	Timeout time.Duration
+	// Planner chooses between streaming loads, DMA and GPU gathers for
+	// reads of mapped VRAM. The zero value uses thresholds derived from
+	// the H200's measured costs (layout.DefaultPlanner); set fields to
+	// override them for other hardware.
+	Planner layout.Planner
 }
 
 const (

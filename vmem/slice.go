@@ -599,6 +599,9 @@ func (s *Slice[T]) fillRange(lo, hi int, v T) error {
 	if hi <= lo {
 		return nil
 	}
+	if gpu, err := s.fillKernel(lo, hi, v); gpu {
+		return err // large ranges on a GPU (slice_gpu.go)
+	}
 	chunk := min(hi-lo, 1<<20/int(max(s.size, 1))+s.perLine)
 	pat := make([]T, chunk)
 	for i := range pat {

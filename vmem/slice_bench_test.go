@@ -137,16 +137,18 @@ func BenchmarkSliceSet(b *testing.B) {
 		defer s.Close()
 		name := sizeName(uint64(nbytes))
 		v := e64{1, 2, 3, 4, 5, 6, 7, 8}
-		b.Run("writer/"+name, func(b *testing.B) {
-			w := s.Writer(1 << 18)
-			for i := 0; i < b.N; i++ {
-				v[0] = uint64(i)
-				w.Set(idx[i&(len(idx)-1)], v)
-			}
-			if err := w.Flush(); err != nil {
-				b.Fatal(err)
-			}
-		})
+		for _, batch := range []int{1 << 16, 1 << 20} {
+			b.Run(fmt.Sprintf("writer/%s/batch%dK", name, batch>>10), func(b *testing.B) {
+				w := s.Writer(batch)
+				for i := 0; i < b.N; i++ {
+					v[0] = uint64(i)
+					w.Set(idx[i&(len(idx)-1)], v)
+				}
+				if err := w.Flush(); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
 		b.Run("set/"+name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				v[0] = uint64(i)

@@ -6,12 +6,17 @@ import (
 
 	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/vk"
+	"github.com/govram/govram/layout"
 )
 
-// StreamReadMax: mapped-tier reads up to this size use whole-line streaming
-// loads (0.1-0.25 µs a line); larger ones use DMA (about 25 µs to start,
-// then 50 GB/s). The crossover on an H200 is near 8 KiB.
-const StreamReadMax = 4 << 10
+// streams asks the planner whether a mapped read of n bytes at p is
+// cheaper by streaming loads (a few lines: no fixed cost) than by DMA
+// (about 20 µs to start, then 50 GB/s).
+func (d *Device) streams(p unsafe.Pointer, n uint64) bool {
+	first := uintptr(p) &^ 63
+	span := (uintptr(p)+uintptr(n)+63)&^63 - first
+	return d.opts.Planner.Plan(int(span/64), int(span), true) == layout.Stream
+}
 
 // checkRange validates [off, off+n) inside b.
 func (d *Device) checkRange(b Block, off, n uint64) error {
@@ -94,7 +99,7 @@ func (d *Device) Read(dst []byte, src Block, off uint64) error {
 		return nil
 	}
 	p := src.cpu(off)
-	if p != nil && (d.vk == nil || src.c.tier == Host || n <= StreamReadMax || d.backendCPUType()) {
+	if p != nil && (d.vk == nil || src.c.tier == Host || d.backendCPUType() || d.streams(p, n)) {
 		if err := d.faults.submit(); err != nil {
 			return d.noteErr(err)
 		}

@@ -36,6 +36,8 @@ type vkState struct {
 	// needs no staging copy. Replaced whole on change (copy on write).
 	cpuChunks atomic.Pointer[[]*chunk]
 	idxMu     sync.Mutex
+
+	kern kernState // compute kernels (kernel.go)
 }
 
 // lane is a pair of streams with a staging buffer each.
@@ -169,6 +171,7 @@ func (v *vkState) close() {
 	}
 	v.idle = nil
 	v.mu.Unlock()
+	v.kern.close(v.dev)
 	v.dev.Destroy()
 	v.inst.Destroy()
 }

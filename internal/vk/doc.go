@@ -4,6 +4,12 @@
 // property and memory-budget queries, and the transfer hot path, which
 // records, submits and polls a fence in one cgo call.
 //
+// Compute (compute.go, compute.c): devices with Vulkan 1.2's buffer device
+// addresses and 64-bit shader integers get Device.Kernels; every buffer then
+// has a device address (Memory.Addr), NewPipeline builds a compute pipeline
+// whose only interface is push constants, and OpDispatch runs it within a
+// Stream's ops, between barriers, like a copy.
+//
 // The loader is opened at run time (libvulkan.so.1, the runtime package's
 // name; libvulkan.so only exists with the -dev package), so a binary starts
 // on machines without Vulkan and the caller falls back to host memory.

@@ -5,12 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "native_internal.h"
 
-typedef void (*gv_pfn)(void);
-typedef gv_pfn (*gv_gipa_t)(void* instance, const char* name);
-typedef gv_pfn (*gv_gdpa_t)(void* device, const char* name);
-
-static gv_gipa_t gv_gipa;
+gv_gipa_t gv_gipa;
 
 void* gv_load(char* err, size_t errlen) {
 	const char* names[] = {"libvulkan.so.1", "libvulkan.so"};
@@ -91,34 +88,6 @@ int gv_query_budget(void* instance, void* phys, uint64_t* budget, uint64_t* usag
 	return 1;
 }
 
-// Device-level entry points used on the hot path.
-typedef struct { uint32_t sType; const void* pNext; uint32_t flags; const void* inh; } gv_begin_info;
-typedef struct {
-	uint32_t sType; const void* pNext;
-	uint32_t waitCount; const void* waits; const uint32_t* waitStages;
-	uint32_t cmdCount; void* const* cmds;
-	uint32_t signalCount; const void* signals;
-} gv_submit_info;
-typedef struct { uint64_t src, dst, size; } gv_copy_region;
-typedef struct { uint32_t sType; const void* pNext; uint32_t src, dst; } gv_mem_barrier;
-
-struct gv_device {
-	void* device;
-	int32_t (*ResetFences)(void*, uint32_t, const uint64_t*);
-	int32_t (*GetFenceStatus)(void*, uint64_t);
-	int32_t (*WaitForFences)(void*, uint32_t, const uint64_t*, uint32_t, uint64_t);
-	int32_t (*ResetCommandBuffer)(void*, uint32_t);
-	int32_t (*BeginCommandBuffer)(void*, const gv_begin_info*);
-	int32_t (*EndCommandBuffer)(void*);
-	void (*CmdCopyBuffer)(void*, uint64_t, uint64_t, uint32_t, const gv_copy_region*);
-	void (*CmdFillBuffer)(void*, uint64_t, uint64_t, uint64_t, uint32_t);
-	void (*CmdUpdateBuffer)(void*, uint64_t, uint64_t, uint64_t, const void*);
-	void (*CmdPipelineBarrier)(void*, uint32_t, uint32_t, uint32_t, uint32_t, const gv_mem_barrier*,
-	                           uint32_t, const void*, uint32_t, const void*);
-	int32_t (*QueueSubmit)(void*, uint32_t, const gv_submit_info*, uint64_t);
-	pthread_mutex_t qlock[2];
-};
-
 gv_device* gv_device_new(void* instance, void* device) {
 	gv_gdpa_t gdpa = (gv_gdpa_t)gv_gipa(instance, "vkGetDeviceProcAddr");
 	if (gdpa == NULL) return NULL;
@@ -137,7 +106,17 @@ gv_device* gv_device_new(void* instance, void* device) {
 	GV_LOAD(CmdUpdateBuffer, "vkCmdUpdateBuffer");
 	GV_LOAD(CmdPipelineBarrier, "vkCmdPipelineBarrier");
 	GV_LOAD(QueueSubmit, "vkQueueSubmit");
+	GV_LOAD(CmdBindPipeline, "vkCmdBindPipeline");
+	GV_LOAD(CmdPushConstants, "vkCmdPushConstants");
+	GV_LOAD(CmdDispatch, "vkCmdDispatch");
+	GV_LOAD(CreateShaderModule, "vkCreateShaderModule");
+	GV_LOAD(DestroyShaderModule, "vkDestroyShaderModule");
+	GV_LOAD(CreatePipelineLayout, "vkCreatePipelineLayout");
+	GV_LOAD(DestroyPipelineLayout, "vkDestroyPipelineLayout");
+	GV_LOAD(CreateComputePipelines, "vkCreateComputePipelines");
+	GV_LOAD(DestroyPipeline, "vkDestroyPipeline");
 #undef GV_LOAD
+	d->GetBufferDeviceAddress = (void*)gdpa(device, "vkGetBufferDeviceAddress");
 	pthread_mutex_init(&d->qlock[0], NULL);
 	pthread_mutex_init(&d->qlock[1], NULL);
 	return d;
@@ -166,6 +145,8 @@ static void gv_barrier(gv_device* d, void* cmd, uint32_t srcStage, uint32_t dstS
 	d->CmdPipelineBarrier(cmd, srcStage, dstStage, 0, 1, &b, 0, NULL, 0, NULL);
 }
 
+void gv_record_dispatch(gv_device* d, void* cmd, const gv_op* op, const void* data);
+
 int32_t gv_submit(gv_device* d, int q, void* queue, void* cmd, uint64_t fence,
                   const gv_op* ops, int n, const void* data) {
 	int32_t r = d->ResetFences(d->device, 1, &fence);
@@ -189,6 +170,9 @@ int32_t gv_submit(gv_device* d, int q, void* queue, void* cmd, uint64_t fence,
 		case GV_OP_UPDATE:
 			d->CmdUpdateBuffer(cmd, op->dst, op->dst_off, op->size, (const char*)data + op->data_off);
 			break;
+		case GV_OP_DISPATCH:
+			gv_record_dispatch(d, cmd, op, data);
+			break;
 		case GV_OP_BARRIER: {
 			// A transfer-only queue may not name the compute stage.
 			uint32_t st = q == 0 ? STAGE_TRANSFER : (STAGE_TRANSFER | STAGE_COMPUTE);
@@ -208,9 +192,10 @@ int32_t gv_submit(gv_device* d, int q, void* queue, void* cmd, uint64_t fence,
 	si.sType = ST_SUBMIT_INFO;
 	si.cmdCount = 1;
 	si.cmds = &cmd;
-	pthread_mutex_lock(&d->qlock[q & 1]);
+	pthread_mutex_t* lock = &d->qlock[d->shared_queue ? 0 : (q & 1)];
+	pthread_mutex_lock(lock);
 	r = d->QueueSubmit(queue, 1, &si, fence);
-	pthread_mutex_unlock(&d->qlock[q & 1]);
+	pthread_mutex_unlock(lock);
 	return r;
 }
 

@@ -1,6 +1,6 @@
 // Hand-written C for the few Vulkan calls the Go bindings lack (Vulkan 1.1+
-// queries) and for the DMA hot path, which records, submits and polls in one
-// cgo call. Only the struct layouts used here are declared, so no Vulkan
+// queries, device addresses, compute pipelines) and for the hot path, which
+// records copies and dispatches, submits and polls in one cgo call. Only the struct layouts used here are declared, so no Vulkan
 // headers are needed at build time.
 #ifndef GOVRAM_VK_NATIVE_H
 #define GOVRAM_VK_NATIVE_H
@@ -27,17 +27,40 @@ typedef struct gv_device gv_device;
 gv_device* gv_device_new(void* instance, void* device);
 void gv_device_free(gv_device* d);
 
-enum { GV_OP_COPY = 0, GV_OP_FILL = 1, GV_OP_UPDATE = 2, GV_OP_BARRIER = 3 };
+enum { GV_OP_COPY = 0, GV_OP_FILL = 1, GV_OP_UPDATE = 2, GV_OP_BARRIER = 3, GV_OP_DISPATCH = 4 };
 
 // gv_op is one command. For GV_OP_UPDATE, data_off indexes the data blob
-// passed to gv_submit (vkCmdUpdateBuffer copies it at record time).
+// passed to gv_submit (vkCmdUpdateBuffer copies it at record time). For
+// GV_OP_DISPATCH, src is a gv_pipeline*, the push constants are size bytes
+// of the blob at data_off, and groups the workgroup counts.
 typedef struct {
 	uint32_t kind;
 	uint32_t value;
 	uint64_t src, dst;        // VkBuffer handles
 	uint64_t src_off, dst_off, size;
 	uint64_t data_off;
+	uint32_t groups[3];
 } gv_op;
+
+// Compute: features, device addresses and pipelines (compute.go).
+typedef struct {
+	int buffer_device_address;
+} gv_features;
+
+int gv_query_features(void* instance, void* phys, gv_features* out);
+// gv_bda_features is a VkPhysicalDeviceBufferDeviceAddressFeatures with the
+// feature on, for VkDeviceCreateInfo.pNext; gv_alloc_flags is a
+// VkMemoryAllocateFlagsInfo asking for device addresses. Both are static.
+const void* gv_bda_features(void);
+const void* gv_alloc_flags(void);
+int gv_device_has_bda(gv_device* d);
+void gv_device_share_queue(gv_device* d);
+uint64_t gv_buffer_address(gv_device* d, uint64_t buffer);
+
+typedef struct gv_pipeline gv_pipeline;
+int32_t gv_pipeline_new(gv_device* d, const uint32_t* code, size_t size, uint32_t push,
+                        const uint32_t* spec, uint32_t nspec, gv_pipeline** out);
+void gv_pipeline_free(gv_device* d, gv_pipeline* p);
 
 int32_t gv_submit(gv_device* d, int q, void* queue, void* cmd, uint64_t fence,
                   const gv_op* ops, int n, const void* data);

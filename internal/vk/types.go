@@ -134,7 +134,26 @@ type PhysicalDevice struct {
 	Heaps         []Heap
 	Families      []Family
 	Extensions    map[string]bool
+	Compute       ComputeInfo
 	handle        unsafe.Pointer // VkPhysicalDevice
+}
+
+// ComputeInfo is what a device offers compute kernels: the features
+// govram's kernels need and the limits they must respect.
+type ComputeInfo struct {
+	// BufferDeviceAddress: kernels can address buffers by 64-bit pointers
+	// (Vulkan 1.2 bufferDeviceAddress feature).
+	BufferDeviceAddress bool
+	ShaderInt64         bool
+	ShaderFloat64       bool
+	MaxPushConstants    uint32
+	MaxSharedMemory     uint32 // maxComputeSharedMemorySize
+	MaxGroupInvocations uint32 // maxComputeWorkGroupInvocations
+	MaxGroupSize        [3]uint32
+	MaxGroupCount       [3]uint32
+	// MaxStorageBufferRange bounds a descriptor's range; kernels that use
+	// device addresses are not bound by it.
+	MaxStorageBufferRange uint32
 }
 
 // APIString formats APIVersion as major.minor.patch.
@@ -149,6 +168,9 @@ const (
 	OpFill    = 1
 	OpUpdate  = 2 // inline data, at most MaxUpdate bytes, size a multiple of 4
 	OpBarrier = 3 // orders the ops before it against those after it
+	// OpDispatch runs Pipeline over Groups workgroups with push constants
+	// data[DataOff:DataOff+Size]; compute queue only.
+	OpDispatch = 4
 )
 
 // MaxUpdate is the largest OpUpdate (vkCmdUpdateBuffer's limit).
@@ -162,7 +184,9 @@ type Op struct {
 	SrcOff, DstOff uint64
 	Size           uint64
 	Value          uint32 // Fill: the 32-bit pattern
-	DataOff        uint64 // Update: offset into Run's data
+	DataOff        uint64 // Update, Dispatch: offset into Run's data
+	Pipeline       *Pipeline
+	Groups         [3]uint32 // Dispatch: workgroups in x, y, z
 }
 
 // Memory is one VkDeviceMemory with a VkBuffer bound over all of it, mapped
@@ -171,6 +195,9 @@ type Memory struct {
 	Ptr  unsafe.Pointer // nil unless mapped
 	Size uint64
 	Type int
+	// Addr is the buffer's device address, which kernels use to reach it;
+	// 0 unless the device has Kernels.
+	Addr uint64
 	mem  unsafe.Pointer // VkDeviceMemory
 	buf  unsafe.Pointer // VkBuffer
 }

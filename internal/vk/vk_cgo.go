@@ -122,6 +122,7 @@ func (i *Instance) Devices() ([]PhysicalDevice, error) {
 			Extensions:    map[string]bool{},
 			handle:        unsafe.Pointer(h),
 		}
+		pd.Compute = computeInfo(i.h, h, &props)
 		var mp vulkan.PhysicalDeviceMemoryProperties
 		vulkan.GetPhysicalDeviceMemoryProperties(h, &mp)
 		mp.Deref()
@@ -198,6 +199,9 @@ type Device struct {
 	budgetEnabled  bool
 	TransferFamily int
 	ComputeFamily  int
+	// Kernels: buffer device addresses and 64-bit integers are enabled, so
+	// govram's compute kernels can run (see NewPipeline).
+	Kernels bool
 }
 
 // Queue indexes for NewStream.
@@ -256,8 +260,24 @@ func (i *Instance) NewDevice(pd *PhysicalDevice, exts []string) (*Device, error)
 		EnabledExtensionCount:   uint32(len(enabled)),
 		PpEnabledExtensionNames: enabled,
 	}
+	kernels := kernelsPossible(pd)
+	if kernels {
+		ci.PNext = kernelFeatures()
+		feats := vulkan.PhysicalDeviceFeatures{ShaderInt64: vulkan.True}
+		if pd.Compute.ShaderFloat64 {
+			feats.ShaderFloat64 = vulkan.True
+		}
+		ci.PEnabledFeatures = []vulkan.PhysicalDeviceFeatures{feats}
+	}
 	var h vulkan.Device
-	if err := check("vkCreateDevice", Result(vulkan.CreateDevice(vulkan.PhysicalDevice(pd.handle), &ci, nil, &h))); err != nil {
+	r := Result(vulkan.CreateDevice(vulkan.PhysicalDevice(pd.handle), &ci, nil, &h))
+	if r != Success && kernels {
+		// A driver that refuses the kernel features still serves memory.
+		kernels = false
+		ci.PNext, ci.PEnabledFeatures = nil, nil
+		r = Result(vulkan.CreateDevice(vulkan.PhysicalDevice(pd.handle), &ci, nil, &h))
+	}
+	if err := check("vkCreateDevice", r); err != nil {
 		return nil, err
 	}
 	nat := C.gv_device_new(unsafe.Pointer(i.h), unsafe.Pointer(h))
@@ -265,13 +285,18 @@ func (i *Instance) NewDevice(pd *PhysicalDevice, exts []string) (*Device, error)
 		vulkan.DestroyDevice(h, nil)
 		return nil, errors.New("vkGetDeviceProcAddr: missing transfer entry points")
 	}
-	d := &Device{inst: i, h: h, native: nat, TransferFamily: transfer, ComputeFamily: compute}
+	d := &Device{inst: i, h: h, native: nat, TransferFamily: transfer, ComputeFamily: compute,
+		Kernels: kernels && C.gv_device_has_bda(nat) != 0}
 	d.families = [2]uint32{uint32(transfer), uint32(compute)}
 	// Locals: cgo refuses a pointer into a struct that holds Go pointers.
 	var tq, cq vulkan.Queue
 	vulkan.GetDeviceQueue(h, uint32(transfer), 0, &tq)
 	vulkan.GetDeviceQueue(h, uint32(compute), 0, &cq)
 	d.queues = [2]vulkan.Queue{tq, cq}
+	if tq == cq {
+		// One VkQueue for both indexes: vkQueueSubmit needs one lock for it.
+		C.gv_device_share_queue(nat)
+	}
 	return d, nil
 }
 
@@ -296,10 +321,14 @@ const bufferUsage = vulkan.BufferUsageFlags(vulkan.BufferUsageTransferSrcBit |
 // it, and maps it when mapIt is set.
 func (d *Device) Allocate(typ int, size uint64, mapIt bool) (*Memory, error) {
 	var buf vulkan.Buffer
+	usage := bufferUsage
+	if d.Kernels {
+		usage |= usageDeviceAddress
+	}
 	bci := vulkan.BufferCreateInfo{
 		SType:       vulkan.StructureTypeBufferCreateInfo,
 		Size:        vulkan.DeviceSize(size),
-		Usage:       bufferUsage,
+		Usage:       usage,
 		SharingMode: vulkan.SharingModeExclusive,
 	}
 	if d.families[0] != d.families[1] {
@@ -323,6 +352,9 @@ func (d *Device) Allocate(typ int, size uint64, mapIt bool) (*Memory, error) {
 		AllocationSize:  req.Size,
 		MemoryTypeIndex: uint32(typ),
 	}
+	if d.Kernels {
+		ai.PNext = allocFlags()
+	}
 	var mem vulkan.DeviceMemory
 	if err := check("vkAllocateMemory", Result(vulkan.AllocateMemory(d.h, &ai, nil, &mem))); err != nil {
 		vulkan.DestroyBuffer(d.h, buf, nil)
@@ -335,6 +367,9 @@ func (d *Device) Allocate(typ int, size uint64, mapIt bool) (*Memory, error) {
 	}
 	m := &Memory{Size: size, Type: typ,
 		mem: unsafe.Pointer(mem), buf: unsafe.Pointer(buf)}
+	if d.Kernels {
+		m.Addr = d.bufferAddress(buf)
+	}
 	if mapIt {
 		var p unsafe.Pointer
 		if err := check("vkMapMemory", Result(vulkan.MapMemory(d.h, mem, 0, vulkan.DeviceSize(size), 0, &p))); err != nil {
@@ -432,6 +467,16 @@ func (s *Stream) Submit(ops []Op, data []byte) error {
 		}
 		if o.Dst != nil {
 			g.dst = C.uint64_t(uintptr(o.Dst.buf))
+		}
+		if o.Kind == OpDispatch {
+			if o.Pipeline == nil || o.Pipeline.p == nil {
+				return errors.New("vkCmdDispatch: no pipeline")
+			}
+			if o.Size > 0 && o.DataOff+o.Size > uint64(len(data)) {
+				return errors.New("vkCmdPushConstants: push constants outside the data")
+			}
+			g.src = C.uint64_t(uintptr(unsafe.Pointer(o.Pipeline.p)))
+			g.groups = [3]C.uint32_t{C.uint32_t(o.Groups[0]), C.uint32_t(o.Groups[1]), C.uint32_t(o.Groups[2])}
 		}
 		s.ops = append(s.ops, g)
 	}

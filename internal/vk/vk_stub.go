@@ -24,7 +24,10 @@ func (i *Instance) Budget(*PhysicalDevice) (budget, usage []uint64, ok bool) {
 func (i *Instance) NewDevice(*PhysicalDevice, []string) (*Device, error) { return nil, errNoCgo }
 
 // Device is a logical device; this build cannot create one.
-type Device struct{ TransferFamily, ComputeFamily int }
+type Device struct {
+	TransferFamily, ComputeFamily int
+	Kernels                       bool
+}
 
 const (
 	QueueIndexTransfer = 0
@@ -43,3 +46,9 @@ func (s *Stream) Destroy()                       {}
 func (s *Stream) Submit([]Op, []byte) error      { return errNoCgo }
 func (s *Stream) Wait(uint64) error              { return errNoCgo }
 func (s *Stream) Run([]Op, []byte, uint64) error { return errNoCgo }
+
+// Pipeline is a compute pipeline; this build cannot create one.
+type Pipeline struct{ Push uint32 }
+
+func (d *Device) NewPipeline([]byte, uint32, []uint32) (*Pipeline, error) { return nil, errNoCgo }
+func (d *Device) DestroyPipeline(*Pipeline)                               {}

@@ -1,0 +1,464 @@
+package vmem
+
+// GPU compute kernels: how vmem runs the SPIR-V of package shaders.
+//
+// Why kernels: data in VRAM sits next to a processor that moves 2 TB/s,
+// while the CPU reaches it at 0.3-50 GB/s and each GPU round trip costs
+// 22-35 µs (PHYSICS.md). Whole-slice passes (sort, fill, sum) and scattered
+// reads (gather) therefore run as kernels, and each operation is recorded
+// into one command buffer so that it pays one round trip (a sort two), not
+// one per step.
+//
+// How kernels reach memory: through buffer device addresses (Vulkan 1.2).
+// Every chunk's VkBuffer has a 64-bit address (vk.Memory.Addr), a block is
+// that address plus its offset, and kernels take addresses in push
+// constants. No descriptor sets are bound, so one dispatch can touch any
+// number of blocks in any chunks (a gather across segments, say), and the
+// descriptor range limit (maxStorageBufferRange, 128 MiB on lavapipe) does
+// not apply. Devices without buffer device addresses or 64-bit shader
+// integers run none of this: every operation has a CPU path.
+//
+// Where they run: on the compute queue, each operation as a kernBatch of
+// ops (dispatches, copies, inline updates) separated by barriers, submitted
+// on a compute stream and waited for by polling, like DMA on the transfer
+// queue. Pipelines are made on first use and kept until Close.
+//
+// Adding a kernel:
+//
+//  1. Write vmem/shaders/<name>.comp (#include "common.glsl" for the
+//     address helpers and the workgroup size); declare its push constants
+//     with every 64-bit field before the 32-bit ones, so that a Go struct of
+//     the same fields has the same layout.
+//  2. Run go generate ./vmem/shaders and commit the .spv.
+//  3. Declare the push struct here and var kernFoo = newKernel("name",
+//     kernFooPush{}, needsFloat64); TestKernelPushLayouts checks the struct
+//     against the SPIR-V's push-constant block.
+//  4. Take k := d.kern() (nil: no kernels here, use the CPU path), build a
+//     kernBatch with d.newKernBatch(k), add dispatch/barrier/copy ops, and
+//     d.kernRun it (or kernSubmit and wait, to overlap CPU work). Blocks give their addresses with Block.kaddr;
+//     temporary buffers come from kernTakeScratch (or Alloc, to count against
+//     the tier's limits).
+//
+// Scratch memory: small temporary buffers (staging for gathers, sum
+// partials) are raw allocations kept for reuse per device (at most
+// kernScratchKeep bytes each, two per kind), so that a batch read does not
+// zero a fresh block each time. They are not counted in Stats; Close frees
+// them. Large temporaries (the sort's key arrays) are ordinary blocks.
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"os"
+	"reflect"
+	"sync"
+	"sync/atomic"
+
+	"github.com/govram/govram/internal/vk"
+	"github.com/govram/govram/vmem/shaders"
+)
+
+// kernWG is every kernel's workgroup size (WG in common.glsl).
+const kernWG = 256
+
+// kernel is one compute kernel of package shaders.
+type kernel struct {
+	name     string       // shaders/<name>.spv
+	push     uint32       // bytes of push constants
+	pushType reflect.Type // the Go struct that mirrors them
+	f64      bool         // needs shaderFloat64
+	id       int          // index into kernState.pipes
+}
+
+var kernList []*kernel
+
+// newKernel declares a kernel; push is a zero value of its push-constant
+// struct (a test checks it against the SPIR-V's block, member by member).
+func newKernel(name string, push any, f64 bool) *kernel {
+	pt := reflect.TypeOf(push)
+	if pt.Size()%4 != 0 || pt.Size() > 128 {
+		panic("vmem: kernel " + name + ": push constants must be a multiple of 4 bytes, at most 128")
+	}
+	k := &kernel{name: name, push: uint32(pt.Size()), pushType: pt, f64: f64, id: len(kernList)}
+	kernList = append(kernList, k)
+	return k
+}
+
+// Push-constant blocks. Each mirrors its kernel's layout(push_constant)
+// block (std430, 64-bit fields first), so the Go layout is the GLSL one.
+type (
+	kernFillPush struct {
+		dst       uint64
+		n, period uint32
+	}
+	kernGatherPush struct {
+		addrs, dst     uint64
+		n, esize, mode uint32
+		_              uint32
+	}
+	kernSortKeysPush struct {
+		src, keys, vals, bits                                 uint64
+		n, first, perLine, group, stride, field, kbytes, kind uint32
+	}
+	kernSortHistPush struct {
+		keys, hist          uint64
+		n, tiles, shift, kw uint32
+	}
+	kernScanPush struct {
+		data, part uint64
+		n, phase   uint32
+	}
+	kernSortScatterPush struct {
+		kin, kout, vin, vout, hist uint64
+		n, tiles, shift, kw        uint32
+	}
+	kernSortStorePush struct {
+		keys, dst             uint64
+		n, first, esize, kind uint32
+	}
+	kernSortPermutePush struct {
+		src, perm, dst, segBytes                       uint64
+		n, first, words, perLine, group, stride, shift uint32
+		_                                              uint32
+	}
+	kernReducePush struct {
+		src, dst      uint64
+		n, kind, slot uint32
+		_             uint32
+	}
+)
+
+var (
+	kernFill        = newKernel("fill", kernFillPush{}, false)
+	kernGather      = newKernel("gather", kernGatherPush{}, false)
+	kernSortKeys    = newKernel("sort_keys", kernSortKeysPush{}, false)
+	kernSortHist    = newKernel("sort_hist", kernSortHistPush{}, false)
+	kernScan        = newKernel("scan", kernScanPush{}, false)
+	kernSortScatter = newKernel("sort_scatter", kernSortScatterPush{}, false)
+	kernSortStore   = newKernel("sort_store", kernSortStorePush{}, false)
+	kernSortPermute = newKernel("sort_permute", kernSortPermutePush{}, false)
+	kernReduce      = newKernel("reduce", kernReducePush{}, false)
+	kernReduceF64   = newKernel("reduce_f64", kernReducePush{}, true)
+)
+
+// EnvKernels is the environment variable that, set to 0, keeps every
+// operation on its CPU path (for comparisons and for ruling kernels out).
+const EnvKernels = "GOVRAM_KERNELS"
+
+// kernState is a device's kernel machinery: lazily made pipelines, idle
+// compute streams, and kept scratch buffers.
+type kernState struct {
+	once      sync.Once
+	err       error // why kernels cannot run; nil when they can
+	f64       bool
+	maxGroups uint32
+
+	mu      sync.Mutex
+	pipes   []*vk.Pipeline
+	idle    []*vk.Stream
+	scratch [2][]*vk.Memory
+
+	dispatches atomic.Int64 // dispatches submitted, for tests
+}
+
+// Scratch kinds.
+const (
+	kernScratchHost   = iota // host-visible, mapped: the CPU fills or reads it, kernels reach it over the bus
+	kernScratchDevice        // device-local: kernels only
+)
+
+// kernScratchKeep: scratch buffers up to this size are kept for the next
+// operation; larger ones are returned to the driver at once.
+const kernScratchKeep = 64 << 20
+
+// errKernUnavailable is returned by kernel paths on devices that cannot run
+// them, or when a kernel's pipeline cannot be made (before anything was
+// submitted); callers then take their CPU path.
+var errKernUnavailable = errors.New("vmem: compute kernels are not available on this device")
+
+// kern returns the device's kernel state, or nil when kernels cannot run
+// (host backend, missing features, GOVRAM_KERNELS=0).
+func (d *Device) kern() *kernState {
+	if d.vk == nil {
+		return nil
+	}
+	k := &d.vk.kern
+	k.once.Do(func() { k.init(d) })
+	if k.err != nil {
+		return nil
+	}
+	return k
+}
+
+func (k *kernState) init(d *Device) {
+	c := &d.vk.pd.Compute
+	switch {
+	case os.Getenv(EnvKernels) == "0":
+		k.err = fmt.Errorf("%w: %s=0", errKernUnavailable, EnvKernels)
+	case !d.vk.dev.Kernels:
+		k.err = fmt.Errorf("%w: no buffer device addresses or 64-bit shader integers", errKernUnavailable)
+	case c.MaxSharedMemory < 16<<10:
+		k.err = fmt.Errorf("%w: %d bytes of shared memory", errKernUnavailable, c.MaxSharedMemory)
+	}
+	k.f64 = c.ShaderFloat64
+	k.maxGroups = min(65535, max(c.MaxGroupCount[0], 1))
+	k.pipes = make([]*vk.Pipeline, len(kernList))
+}
+
+// close frees what the kernels hold; the device is idle (Close holds it).
+func (k *kernState) close(dev *vk.Device) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for i, p := range k.pipes {
+		if p != nil {
+			dev.DestroyPipeline(p)
+			k.pipes[i] = nil
+		}
+	}
+	for _, s := range k.idle {
+		s.Destroy()
+	}
+	k.idle = nil
+	for kind := range k.scratch {
+		for _, m := range k.scratch[kind] {
+			dev.Free(m)
+		}
+		k.scratch[kind] = nil
+	}
+}
+
+// groups is the workgroup count for a grid-stride kernel over items items.
+func (k *kernState) groups(items uint64) uint32 {
+	g := (items + kernWG - 1) / kernWG
+	return uint32(max(min(g, uint64(k.maxGroups)), 1))
+}
+
+// kernPipeline returns kn's pipeline, making it on first use.
+func (d *Device) kernPipeline(kn *kernel) (*vk.Pipeline, error) {
+	k := &d.vk.kern
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if p := k.pipes[kn.id]; p != nil {
+		return p, nil
+	}
+	if kn.f64 && !k.f64 {
+		return nil, fmt.Errorf("%w: kernel %s needs shaderFloat64", errKernUnavailable, kn.name)
+	}
+	code, err := shaders.FS.ReadFile(kn.name + ".spv")
+	if err != nil {
+		return nil, fmt.Errorf("%w: kernel %s: %v", errKernUnavailable, kn.name, err)
+	}
+	p, err := d.vk.dev.NewPipeline(code, kn.push, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: kernel %s: %v", errKernUnavailable, kn.name, wrapVk(err))
+	}
+	k.pipes[kn.id] = p
+	return p, nil
+}
+
+func (k *kernState) stream(dev *vk.Device) (*vk.Stream, error) {
+	k.mu.Lock()
+	if n := len(k.idle); n > 0 {
+		s := k.idle[n-1]
+		k.idle = k.idle[:n-1]
+		k.mu.Unlock()
+		return s, nil
+	}
+	k.mu.Unlock()
+	s, err := dev.NewStream(vk.QueueIndexCompute)
+	if err != nil {
+		return nil, wrapVk(err)
+	}
+	return s, nil
+}
+
+func (k *kernState) putStream(s *vk.Stream) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.idle) < maxLanes {
+		k.idle = append(k.idle, s)
+		return
+	}
+	s.Destroy()
+}
+
+// kernTakeScratch returns a raw buffer of at least size bytes of the kind,
+// kept from an earlier operation or new. The caller holds d.enter(); give
+// the buffer back with kernPutScratch.
+func (d *Device) kernTakeScratch(kind int, size uint64) (*vk.Memory, error) {
+	k := &d.vk.kern
+	k.mu.Lock()
+	best := -1
+	for i, m := range k.scratch[kind] {
+		if m.Size >= size && (best < 0 || m.Size < k.scratch[kind][best].Size) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		m := k.scratch[kind][best]
+		k.scratch[kind] = append(k.scratch[kind][:best], k.scratch[kind][best+1:]...)
+		k.mu.Unlock()
+		return m, nil
+	}
+	k.mu.Unlock()
+	// Powers of two from 1 MiB, so that kept buffers fit the next request.
+	alloc := max(uint64(1)<<bits.Len64(max(size, 1)-1), 1<<20)
+	if alloc > kernScratchKeep {
+		alloc = roundUp(size, chunkGranule)
+	}
+	typ := d.vk.stype
+	if kind == kernScratchDevice {
+		typ = d.tiers[Private].memType
+		if typ < 0 {
+			typ = d.tiers[Mapped].memType
+		}
+	}
+	m, err := d.vk.dev.Allocate(typ, alloc, kind == kernScratchHost)
+	if err != nil {
+		return nil, wrapVk(err)
+	}
+	return m, nil
+}
+
+func (d *Device) kernPutScratch(kind int, m *vk.Memory) {
+	if m == nil {
+		return
+	}
+	k := &d.vk.kern
+	k.mu.Lock()
+	if m.Size <= kernScratchKeep && len(k.scratch[kind]) < 2 {
+		k.scratch[kind] = append(k.scratch[kind], m)
+		k.mu.Unlock()
+		return
+	}
+	k.mu.Unlock()
+	d.vk.dev.Free(m)
+}
+
+// kaddr is the device address of byte off of b, for kernels.
+func (b Block) kaddr(off uint64) uint64 { return b.c.mem.Addr + b.off + off }
+
+// kernBatch is the commands of one operation, submitted together on the
+// compute queue: one round trip however many steps.
+type kernBatch struct {
+	d    *Device
+	k    *kernState
+	ops  []vk.Op
+	data []byte // push constants and inline updates
+	n    int    // dispatches
+	err  error  // the first error met while recording
+}
+
+func (d *Device) newKernBatch(k *kernState) *kernBatch { return &kernBatch{d: d, k: k} }
+
+// dispatch runs kn over groups workgroups with push constants push (the
+// bytes of kn's push struct).
+func (b *kernBatch) dispatch(kn *kernel, groups uint32, push []byte) {
+	if b.err != nil {
+		return
+	}
+	if len(push) != int(kn.push) {
+		panic(fmt.Sprintf("vmem: kernel %s takes %d bytes of push constants, not %d", kn.name, kn.push, len(push)))
+	}
+	p, err := b.d.kernPipeline(kn)
+	if err != nil {
+		b.err = err
+		return
+	}
+	off := b.put(push)
+	b.ops = append(b.ops, vk.Op{Kind: vk.OpDispatch, Pipeline: p, Groups: [3]uint32{groups, 1, 1},
+		DataOff: off, Size: uint64(len(push))})
+	b.n++
+}
+
+// put appends p to the batch's data at an 8-byte boundary.
+func (b *kernBatch) put(p []byte) uint64 {
+	for len(b.data)%8 != 0 {
+		b.data = append(b.data, 0)
+	}
+	off := uint64(len(b.data))
+	b.data = append(b.data, p...)
+	return off
+}
+
+// barrier makes the writes of every op before it visible to every op after.
+func (b *kernBatch) barrier() { b.ops = append(b.ops, vk.Op{Kind: vk.OpBarrier}) }
+
+// copy copies n bytes between raw buffers (chunk memory or scratch).
+func (b *kernBatch) copy(dst *vk.Memory, dstOff uint64, src *vk.Memory, srcOff, n uint64) {
+	if n > 0 {
+		b.ops = append(b.ops, vk.Op{Kind: vk.OpCopy, Src: src, SrcOff: srcOff, Dst: dst, DstOff: dstOff, Size: n})
+	}
+}
+
+// update writes p (at most vk.MaxUpdate bytes, a multiple of 4) into dst at
+// off from the command buffer itself.
+func (b *kernBatch) update(dst *vk.Memory, off uint64, p []byte) {
+	b.ops = append(b.ops, vk.Op{Kind: vk.OpUpdate, Dst: dst, DstOff: off, Size: uint64(len(p)), DataOff: b.put(p)})
+}
+
+// kernRun submits the batch on a compute stream and waits for it.
+func (d *Device) kernRun(b *kernBatch) error {
+	if b.err != nil {
+		return b.err
+	}
+	if len(b.ops) == 0 {
+		return nil
+	}
+	if err := d.enter(); err != nil {
+		return err
+	}
+	defer d.exit()
+	return d.kernRunHeld(b)
+}
+
+// kernRunHeld is kernRun for a caller that holds d.enter() (to take scratch
+// memory, which must not happen on a closed device).
+func (d *Device) kernRunHeld(b *kernBatch) error {
+	if len(b.ops) == 0 && b.err == nil {
+		return nil
+	}
+	f, err := d.kernSubmit(b)
+	if err != nil {
+		return err
+	}
+	return f.wait()
+}
+
+// kernFlight is a submitted batch; wait for it exactly once.
+type kernFlight struct {
+	d *Device
+	k *kernState
+	s *vk.Stream
+	n int
+}
+
+// kernSubmit submits the batch without waiting, so that the CPU can work
+// meanwhile (the gather pipeline). The caller holds d.enter() until the
+// flight is waited for.
+func (d *Device) kernSubmit(b *kernBatch) (*kernFlight, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	if err := d.faults.submit(); err != nil {
+		return nil, d.noteErr(err)
+	}
+	s, err := b.k.stream(d.vk.dev)
+	if err != nil {
+		return nil, d.noteErr(err)
+	}
+	if err := s.Submit(b.ops, b.data); err != nil {
+		b.k.putStream(s)
+		return nil, d.gpuErr(err)
+	}
+	return &kernFlight{d: d, k: b.k, s: s, n: b.n}, nil
+}
+
+func (f *kernFlight) wait() error {
+	err := f.s.Wait(f.d.timeoutNs())
+	f.k.putStream(f.s)
+	if err == nil {
+		f.k.dispatches.Add(int64(f.n))
+	}
+	return f.d.gpuErr(err)
+}

@@ -1,0 +1,35 @@
+#version 460
+// reduce_f64 is reduce for 64-bit floats (kind 3: values, 8: partials);
+// it is a module of its own because it needs the shaderFloat64 feature.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(push_constant) uniform P {
+	uint64_t src;
+	uint64_t dst;
+	uint n;
+	uint kind;
+	uint slot;
+} p;
+
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer F64 { double v; };
+
+shared double sumD[WG];
+
+void main() {
+	double s = 0.0;
+	for (uint i = GID; i < p.n; i += GSTRIDE) {
+		s += F64(p.src + uint64_t(i) * 8).v;
+	}
+	sumD[TID] = s;
+	barrier();
+	for (uint h = WG / 2u; h > 0u; h >>= 1) {
+		if (TID < h) {
+			sumD[TID] += sumD[TID + h];
+		}
+		barrier();
+	}
+	if (TID == 0u) {
+		F64(p.dst + uint64_t(p.slot + gl_WorkGroupID.x) * 8).v = sumD[0];
+	}
+}
