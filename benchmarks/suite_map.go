@@ -1,0 +1,476 @@
+package main
+
+// The map suite: collections.Map against Go's map, the naive path (an
+// open-addressing table in mapped memory) and, for string keys,
+// VictoriaMetrics/fastcache, the off-heap cache Go programs use today.
+
+import (
+	"time"
+
+	"github.com/VictoriaMetrics/fastcache"
+
+	"github.com/govram/govram/collections"
+)
+
+// delBatch is how many deletes run before the deleted keys are put back
+// (untimed), so the map keeps its size.
+const delBatch = 4096
+
+func mapSuite() *suite {
+	return &suite{
+		Name: "map",
+		About: "collections.Map against Go's map (the baseline), the naive path (an open-addressing table " +
+			"in one mapped block, plain loads and stores) and, for string keys, fastcache (off-heap, " +
+			"[]byte keys and values). map: uint64 keys and values; map-string: 21-byte string keys, " +
+			"32-byte string values. Containers are sized for the entries up front (WithCapacity, make(map, n)).",
+		Ops: []opDoc{
+			{"build", "insert the entries one by one into the empty container (measured once, per entry)"},
+			{"get-hit", "look up a present key, random order (govram/batch: GetMany of 4096 keys)"},
+			{"get-miss", "look up an absent key"},
+			{"put", "overwrite the value of a present key (govram/batch: PutMany of 4096 keys)"},
+			{"delete", "delete a present key (batches of 4096, put back untimed)"},
+		},
+		Groups: func(e *env, n int) []*group {
+			return []*group{
+				{Suite: "map", Name: "map", Size: n, Baselines: []string{"go map"},
+					Impls: []*impl{mapGovram(e, n), mapNaive(e, n), mapGo(n)}},
+				{Suite: "map", Name: "map-string", Size: n, Baselines: []string{"go map", "fastcache"},
+					Impls: []*impl{smapGovram(e, n), smapGo(n), smapFastcache(n)}},
+			}
+		},
+	}
+}
+
+var mapOps = []string{"build", "get-hit", "get-miss", "put", "delete"}
+
+// govramMapOps adds the batch variants: GetMany and PutMany of mapBatch
+// keys, reported as the implementation "govram/batch".
+var govramMapOps = []string{"build", "get-hit", "get-hit#batch", "get-miss", "put", "put#batch", "delete"}
+
+// mapBatch is the keys one GetMany or PutMany call takes.
+const mapBatch = 4096
+
+// manyOps adds the batch cases of a govram map: probes are read in runs of
+// mapBatch (or what is left of b.N).
+func manyOps[K comparable, V any](fx *fixture, m *collections.Map[K, V], hit []K, vals []V) {
+	plen := len(hit)
+	fx.add("get-hit#batch", func(b *B) error {
+		out := make([]V, mapBatch)
+		found := 0
+		for i := 0; i < b.N; {
+			k := i & (plen - 1)
+			c := min(mapBatch, b.N-i, plen-k)
+			found += m.GetMany(hit[k:k+c], out[:c], nil)
+			i += c
+		}
+		if err := m.Err(); err != nil {
+			return err
+		}
+		return checkHits(b.N-found, b.N)
+	})
+	fx.add("put#batch", func(b *B) error {
+		for i := 0; i < b.N; {
+			k := i & (plen - 1)
+			c := min(mapBatch, b.N-i, plen-k)
+			if err := m.PutMany(hit[k:k+c], vals[k:k+c]); err != nil {
+				return err
+			}
+			i += c
+		}
+		return nil
+	})
+}
+
+// u64Probes holds a map suite's probe keys.
+type u64Probes struct {
+	hit, miss []uint64
+	del       []uint64
+}
+
+func newU64Probes(n int) *u64Probes {
+	p := &u64Probes{hit: make([]uint64, probeLen), miss: make([]uint64, probeLen)}
+	for i, j := range randomIdx(n, probeLen, 2) {
+		p.hit[i] = key(j)
+	}
+	for i := range p.miss {
+		p.miss[i] = key(n + i)
+	}
+	for _, j := range distinctIdx(n, min(delBatch, n/2), 3) {
+		p.del = append(p.del, key(j))
+	}
+	return p
+}
+
+// u64MapOps builds the map operations from get, put and del.
+func u64MapOps(fx *fixture, n int, get func(uint64) (uint64, bool), put func(k, v uint64) error, del func(uint64) bool) {
+	p := newU64Probes(n)
+	fx.add("get-hit", func(b *B) error {
+		var sum uint64
+		missed := 0
+		for i := range b.N {
+			v, ok := get(p.hit[i&(probeLen-1)])
+			if !ok {
+				missed++
+			}
+			sum += v
+		}
+		sink += sum
+		return checkHits(missed, b.N)
+	})
+	fx.add("get-miss", func(b *B) error {
+		found := 0
+		for i := range b.N {
+			if _, ok := get(p.miss[i&(probeLen-1)]); ok {
+				found++
+			}
+		}
+		if found > 0 {
+			return errorf("%d absent keys were found", found)
+		}
+		return nil
+	})
+	fx.add("put", func(b *B) error {
+		for i := range b.N {
+			if err := put(p.hit[i&(probeLen-1)], uint64(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	fx.add("delete", deleteOp(len(p.del), func(j int) bool { return del(p.del[j]) },
+		func(j int) error { return put(p.del[j], uint64(j)) }))
+}
+
+// deleteOp deletes b.N keys in batches, putting each batch back untimed.
+func deleteOp(batch int, del func(j int) bool, putBack func(j int) error) benchFunc {
+	return func(b *B) error {
+		refill := func(m int) error {
+			for j := range m {
+				if err := putBack(j); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		j := 0
+		for range b.N {
+			if j == batch {
+				b.StopTimer()
+				if err := refill(j); err != nil {
+					return err
+				}
+				j = 0
+				b.StartTimer()
+			}
+			if !del(j) {
+				return errorf("delete of a present key found nothing")
+			}
+			j++
+		}
+		b.StopTimer()
+		return refill(j)
+	}
+}
+
+func mapGovram(e *env, n int) *impl {
+	return &impl{
+		Name: "govram", Role: RoleGovram, Ops: govramMapOps,
+		Need: func() (uint64, uint64) { return uint64(n) * 4, uint64(n) * 48 },
+		Setup: func() (*fixture, error) {
+			m, err := collections.NewMap[uint64, uint64](e.dev, collections.WithCapacity(n))
+			if err != nil {
+				return nil, err
+			}
+			built, took, note, err := e.build(n, func(i int) error { return m.Put(key(i), uint64(i)) },
+				func(from, to int) error {
+					ks, vs := make([]uint64, to-from), make([]uint64, to-from)
+					for i := range ks {
+						ks[i], vs[i] = key(from+i), uint64(from+i)
+					}
+					return m.PutMany(ks, vs)
+				})
+			if err != nil {
+				m.Close()
+				return nil, err
+			}
+			fx := &fixture{built: built, buildTime: took, buildNote: note, entries: n, close: m.Close, mem: builtMem(e.dev)}
+			u64MapOps(fx, n, m.Get, m.Put, m.Delete)
+			p := newU64Probes(n)
+			vals := make([]uint64, len(p.hit))
+			for i := range vals {
+				vals[i] = uint64(i)
+			}
+			manyOps(fx, m, p.hit, vals)
+			return fx, nil
+		},
+	}
+}
+
+func mapNaive(e *env, n int) *impl {
+	return &impl{
+		Name: "naive", Role: RoleNaive, Ops: mapOps[1:], // built in host memory and copied: no build case
+		Need: func() (uint64, uint64) { return uint64(n) * 64, uint64(n) * 64 },
+		Setup: func() (*fixture, error) {
+			m, err := newNaiveMap(e.dev, n, func(put func(k, v uint64)) {
+				for i := range n {
+					put(key(i), uint64(i))
+				}
+			})
+			if err != nil {
+				return nil, err
+			}
+			fx := &fixture{entries: n, close: func() error { return m.close(e.dev) }, mem: builtMem(e.dev)}
+			u64MapOps(fx, n, m.get, func(k, v uint64) error { m.put(k, v); return nil }, m.del)
+			return fx, nil
+		},
+	}
+}
+
+func mapGo(n int) *impl {
+	return &impl{
+		Name: "go map", Role: RoleBaseline, Ops: mapOps,
+		Need: func() (uint64, uint64) { return uint64(n) * 48, 0 },
+		Setup: func() (*fixture, error) {
+			start := time.Now()
+			m := make(map[uint64]uint64, n)
+			for i := range n {
+				m[key(i)] = uint64(i)
+			}
+			fx := &fixture{built: n, buildTime: time.Since(start), entries: n, mem: builtMem(nil)}
+			u64MapOps(fx, n,
+				func(k uint64) (uint64, bool) { v, ok := m[k]; return v, ok },
+				func(k, v uint64) error { m[k] = v; return nil },
+				func(k uint64) bool {
+					before := len(m)
+					delete(m, k)
+					return len(m) < before
+				})
+			return fx, nil
+		},
+	}
+}
+
+// strProbes holds the string probes, as strings and as the same bytes.
+type strProbes struct {
+	hit, miss   []string
+	hitB, missB [][]byte
+	hitI        []int
+	del         []int
+	delK        []string
+	delB        [][]byte
+}
+
+// strProbeLen is smaller than probeLen: string probes are 40 bytes each
+// plus their headers, and should stay in cache like the uint64 ones.
+const strProbeLen = 1 << 14
+
+func newStrProbes(n int) *strProbes {
+	p := &strProbes{hitI: randomIdx(n, strProbeLen, 2)}
+	for _, j := range p.hitI {
+		p.hit = append(p.hit, strKey(j))
+		p.hitB = append(p.hitB, []byte(strKey(j)))
+	}
+	for i := range strProbeLen {
+		p.miss = append(p.miss, strKey(n+i))
+		p.missB = append(p.missB, []byte(strKey(n+i)))
+	}
+	p.del = distinctIdx(n, min(delBatch, n/2), 3)
+	for _, j := range p.del {
+		p.delK = append(p.delK, strKey(j))
+		p.delB = append(p.delB, []byte(strKey(j)))
+	}
+	return p
+}
+
+var smapOps = mapOps
+
+func smapGovram(e *env, n int) *impl {
+	return &impl{
+		Name: "govram", Role: RoleGovram, Ops: govramMapOps,
+		Need: func() (uint64, uint64) { return uint64(n) * 4, uint64(n) * 160 },
+		Setup: func() (*fixture, error) {
+			m, err := collections.NewMap[string, string](e.dev, collections.WithCapacity(n))
+			if err != nil {
+				return nil, err
+			}
+			var kb, vb []byte
+			built, took, note, err := e.build(n, func(i int) error {
+				kb, vb = appendStrKey(kb[:0], i), appendStrVal(vb[:0], i, 0)
+				return m.Put(string(kb), string(vb))
+			}, func(from, to int) error {
+				ks, vs := make([]string, to-from), make([]string, to-from)
+				for i := range ks {
+					ks[i], vs[i] = strKey(from+i), strVal(from+i, 0)
+				}
+				return m.PutMany(ks, vs)
+			})
+			if err != nil {
+				m.Close()
+				return nil, err
+			}
+			fx := &fixture{built: built, buildTime: took, buildNote: note, entries: n, close: m.Close, mem: builtMem(e.dev)}
+			p := newStrProbes(n)
+			vals := make([]string, strProbeLen)
+			for i, j := range p.hitI {
+				vals[i] = strVal(j, 1)
+			}
+			fx.add("get-hit", func(b *B) error {
+				missed, total := 0, 0
+				for i := range b.N {
+					v, ok := m.Get(p.hit[i&(strProbeLen-1)])
+					if !ok {
+						missed++
+					}
+					total += len(v)
+				}
+				sink += uint64(total)
+				return checkHits(missed, b.N)
+			})
+			fx.add("get-miss", func(b *B) error {
+				for i := range b.N {
+					if _, ok := m.Get(p.miss[i&(strProbeLen-1)]); ok {
+						return errorf("an absent key was found")
+					}
+				}
+				return nil
+			})
+			fx.add("put", func(b *B) error {
+				for i := range b.N {
+					j := i & (strProbeLen - 1)
+					if err := m.Put(p.hit[j], vals[j]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			fx.add("delete", deleteOp(len(p.del), func(j int) bool { return m.Delete(p.delK[j]) },
+				func(j int) error { return m.Put(p.delK[j], strVal(p.del[j], 0)) }))
+			manyOps(fx, m, p.hit, vals)
+			return fx, nil
+		},
+	}
+}
+
+func smapGo(n int) *impl {
+	return &impl{
+		Name: "go map", Role: RoleBaseline, Ops: smapOps,
+		Need: func() (uint64, uint64) { return uint64(n) * 160, 0 },
+		Setup: func() (*fixture, error) {
+			start := time.Now()
+			m := make(map[string]string, n)
+			var kb, vb []byte
+			for i := range n {
+				kb, vb = appendStrKey(kb[:0], i), appendStrVal(vb[:0], i, 0)
+				m[string(kb)] = string(vb)
+			}
+			fx := &fixture{built: n, buildTime: time.Since(start), entries: n, mem: builtMem(nil)}
+			p := newStrProbes(n)
+			vals := make([]string, strProbeLen)
+			for i, j := range p.hitI {
+				vals[i] = strVal(j, 1)
+			}
+			fx.add("get-hit", func(b *B) error {
+				missed, total := 0, 0
+				for i := range b.N {
+					v, ok := m[p.hit[i&(strProbeLen-1)]]
+					if !ok {
+						missed++
+					}
+					total += len(v)
+				}
+				sink += uint64(total)
+				return checkHits(missed, b.N)
+			})
+			fx.add("get-miss", func(b *B) error {
+				for i := range b.N {
+					if _, ok := m[p.miss[i&(strProbeLen-1)]]; ok {
+						return errorf("an absent key was found")
+					}
+				}
+				return nil
+			})
+			fx.add("put", func(b *B) error {
+				for i := range b.N {
+					j := i & (strProbeLen - 1)
+					m[p.hit[j]] = vals[j]
+				}
+				return nil
+			})
+			fx.add("delete", deleteOp(len(p.del), func(j int) bool {
+				before := len(m)
+				delete(m, p.delK[j])
+				return len(m) < before
+			}, func(j int) error { m[p.delK[j]] = strVal(p.del[j], 0); return nil }))
+			return fx, nil
+		},
+	}
+}
+
+// fastcacheBytes sizes a fastcache so nothing is evicted: it is a ring of
+// 64 KiB chunks per bucket that overwrites its oldest entries when full,
+// and every put appends. Four times the data leaves room for the puts the
+// cases make; chunks are allocated (off-heap) only when first written.
+func fastcacheBytes(n int) int {
+	return 32<<20 + 4*n*(4+strKeyLen+strValLen)
+}
+
+func smapFastcache(n int) *impl {
+	return &impl{
+		Name: "fastcache", Role: RoleBaseline, Ops: smapOps,
+		Need: func() (uint64, uint64) { return uint64(n) * 2 * (4 + strKeyLen + strValLen), 0 },
+		Setup: func() (*fixture, error) {
+			start := time.Now()
+			c := fastcache.New(fastcacheBytes(n))
+			var kb, vb []byte
+			for i := range n {
+				kb, vb = appendStrKey(kb[:0], i), appendStrVal(vb[:0], i, 0)
+				c.Set(kb, vb)
+			}
+			fx := &fixture{built: n, buildTime: time.Since(start), entries: n,
+				close: func() error { c.Reset(); return nil }, mem: builtMem(nil)}
+			p := newStrProbes(n)
+			vals := make([][]byte, strProbeLen)
+			for i, j := range p.hitI {
+				vals[i] = appendStrVal(nil, j, 1)
+			}
+			fx.add("get-hit", func(b *B) error {
+				var dst []byte
+				missed, total := 0, 0
+				for i := range b.N {
+					var ok bool
+					dst, ok = c.HasGet(dst[:0], p.hitB[i&(strProbeLen-1)])
+					if !ok {
+						missed++
+					}
+					total += len(dst)
+				}
+				sink += uint64(total)
+				return checkHits(missed, b.N)
+			})
+			fx.add("get-miss", func(b *B) error {
+				var dst []byte
+				for i := range b.N {
+					var ok bool
+					if dst, ok = c.HasGet(dst[:0], p.missB[i&(strProbeLen-1)]); ok {
+						return errorf("an absent key was found")
+					}
+				}
+				return nil
+			})
+			fx.add("put", func(b *B) error {
+				for i := range b.N {
+					j := i & (strProbeLen - 1)
+					c.Set(p.hitB[j], vals[j])
+				}
+				return nil
+			})
+			fx.add("delete", deleteOp(len(p.del), func(j int) bool {
+				// fastcache's Del reports nothing; deleting what is present
+				// is all the case needs, so Has is not timed separately.
+				c.Del(p.delB[j])
+				return true
+			}, func(j int) error { c.Set(p.delB[j], appendStrVal(nil, p.del[j], 0)); return nil }))
+			return fx, nil
+		},
+	}
+}

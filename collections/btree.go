@@ -1,0 +1,411 @@
+package collections
+
+// BTree is a B+tree whose leaves live in device memory and whose upper
+// levels live in host memory outside the Go heap. The design follows the
+// costs of shared/PHYSICS.md: a streaming load of one mapped-VRAM line costs
+// 0.1-0.25 µs, a host cache miss 0.08 µs, a DMA 22 µs plus 50 GB/s.
+//
+// # Leaves
+//
+// A leaf holds up to E entries as two arrays, keys then values, placed by
+// layout.NewNodeLayout: every key array starts on a line and takes the
+// fewest lines, so finding a slot costs one streaming load of the lines that
+// hold the leaf's keys (E is chosen so that these are at most four: 32
+// uint64 keys). Values sit in their own lines, spaced by layout.Record so
+// that a value of up to 64 bytes never straddles two lines: reading the
+// value found costs one more line. Keys are stored as a Go array (no
+// padding), so the loaded lines are searched in place without unpacking. A
+// uint64→uint64 leaf is 8 lines (512 bytes).
+//
+// A leaf has no header in VRAM: its entry count lives in the host index
+// beside its separator key, so a lookup knows how many key lines to load
+// before it touches VRAM, and loads no line that holds no live key.
+//
+// # Host index
+//
+// The upper levels are an ordinary B+tree of fan-out 64 in vmem.Host blocks
+// (off the Go heap). Its bottom nodes hold, per leaf, the separator key (a
+// lower bound of the leaf's keys), the leaf's id (4 bytes) and its count (1
+// byte): 13 bytes per leaf of up to 32 uint64 entries, which keeps host
+// memory under one byte per entry (0.45 after BulkLoad, about 0.67 after
+// random inserts). A lookup walks the host index (no VRAM), loads the key
+// lines (round trip one), then the value line (round trip two). For
+// integer keys the index also bounds the leaf's key range, so the slot is
+// interpolated and the two key lines around it are loaded together with
+// their values' lines: one round trip when the guess holds (nearly always
+// for evenly spread keys; see BTree.predict).
+//
+// # Extents: leaves in key order
+//
+// Range scans are fast only if the leaves they need lie together, so that
+// one DMA brings them all: 22 µs per DMA means a scan must read about a
+// mebibyte per transfer to approach the link's 50 GB/s, while fetching a
+// leaf at a time costs 22 µs each. Leaves are therefore allocated in
+// extents: blocks of about 1 MiB (2048 leaves of 512 bytes), each holding
+// the leaves of one contiguous key range in any order. A new leaf from a
+// split goes into the extent of the leaf it came from; a full extent is
+// split in two by one GPU copy of the block (VRAM to VRAM at hundreds of
+// GB/s) after which the upper half of its key range is addressed in the
+// copy: no leaf is moved one by one, and the cost (one copy per thousand
+// leaf splits) vanishes per insert. A scan walks the host index in key
+// order, groups the leaves it needs by extent, and reads each group either
+// by one DMA of its span into pinned host memory or, for a few leaves, by
+// streaming loads, as layout.Planner decides. Appending in key order
+// (BulkLoad, ascending inserts) fills fresh extents front to back.
+//
+// # Stores
+//
+// Stores to mapped VRAM go through a layout.Batcher: pending lines merge
+// (ascending inserts rewrite the same lines of one leaf many times) and
+// leave sorted, as whole lines with non-temporal stores. A writer reads
+// through the batcher; the first reader after a write flushes it. Private
+// (DMA-only) leaves, used when mapped VRAM runs out, are read and written
+// by DMA. On the host backend all memory is ordinary and is read and written
+// with plain loads and stores.
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/internal/strarena"
+	"github.com/govram/govram/layout"
+	"github.com/govram/govram/vmem"
+)
+
+// ErrUnsorted is returned by BTree.BulkLoad when the keys are not strictly
+// ascending or do not all lie above the tree's maximum. Nothing changed.
+var ErrUnsorted = errors.New("collections: keys not strictly ascending")
+
+// BTree is an ordered map from K to V with its leaves in device memory and
+// its index in host memory, with the vocabulary of google/btree's BTreeG
+// adapted to keys and values. K and V must hold no pointers; V may also be
+// a string type.
+//
+// Concurrency: any number of goroutines may call the reading methods (Get,
+// Has, Min, Max, Len, Stats, Err, the Ascend and Descend families, All,
+// Backward, Range) at once. A method that changes the tree
+// (ReplaceOrInsert, Delete, DeleteMin, DeleteMax, BulkLoad, Clear, Close)
+// must not overlap with any other call. An iteration callback must not
+// change the tree.
+//
+// A BTree is invalid after Close: methods with an error result return
+// ErrClosed, the others panic.
+type BTree[K, V any] struct {
+	dev  *vmem.Device
+	less func(a, b K) bool
+	kk   btKeyKind // ordered fast path for integer keys, btKGeneric otherwise
+
+	g   btGeom
+	idx btIndex[K]
+	lv  btLeaves
+	n   int
+
+	// dirty: the batcher holds stores that readers must not miss. Readers
+	// test it with one atomic load (a plain MOV on amd64, which does not
+	// serialise VRAM loads) and flush under syncMu when set.
+	dirty  atomic.Bool
+	syncMu sync.Mutex
+
+	errMu sync.Mutex
+	err   error // first error met by a method without an error result
+
+	poolMu sync.Mutex
+	pool   []*btScan // scan states with pinned buffers, reused
+
+	img    [3][]uint64 // writer scratch: leaf images (only when not in place)
+	closed bool
+	mem    *btHeld
+
+	// strV: V is a string type; leaves hold the strings' handles in arena.
+	strV  bool
+	arena *strarena.Arena
+}
+
+// BTreeOption configures NewBTree.
+type BTreeOption func(*btConfig)
+
+type btConfig struct {
+	leafEntries int
+	extent      int
+	tier        vmem.Tier
+	fan         int  // host node fan-out (tests shrink it)
+	naive       bool // benchmarks: plain loads and stores on mapped VRAM
+}
+
+// WithBTreeLeafEntries sets how many entries a leaf holds (3 to 255). The
+// default fits the keys in four lines (32 for 8-byte keys, at least 8).
+func WithBTreeLeafEntries(n int) BTreeOption { return func(c *btConfig) { c.leafEntries = n } }
+
+// WithBTreeExtentLeaves sets how many leaves an extent holds (rounded up to
+// a power of two, at least 2). The default makes an extent about 1 MiB, the
+// size one DMA needs to approach the link's speed.
+func WithBTreeExtentLeaves(n int) BTreeOption { return func(c *btConfig) { c.extent = n } }
+
+// WithBTreeTier puts the leaves in tier t: vmem.Mapped (the default, which
+// spills into vmem.Private when mapped VRAM runs out) or vmem.Private (every
+// leaf access is a DMA; for data that is mostly scanned).
+func WithBTreeTier(t vmem.Tier) BTreeOption { return func(c *btConfig) { c.tier = t } }
+
+// NewBTree makes an empty tree on dev ordered by less, which must be a
+// strict weak ordering (as for google/btree). K and V must hold no pointers
+// (ErrPointerType names the field that does), except that V may be a string
+// type: the strings are then stored in device memory too (an arena beside
+// the leaves), never on the Go heap. String keys are not supported yet.
+func NewBTree[K, V any](dev *vmem.Device, less func(a, b K) bool, opts ...BTreeOption) (*BTree[K, V], error) {
+	if less == nil {
+		return nil, errors.New("collections: NewBTree: nil less function")
+	}
+	return btNew[K, V](dev, less, btKGeneric, opts)
+}
+
+// NewBTreeOrdered makes an empty tree ordered by <, like google/btree's
+// NewOrderedG. Integer keys get a search without calls through a function
+// value.
+func NewBTreeOrdered[K cmp.Ordered, V any](dev *vmem.Device, opts ...BTreeOption) (*BTree[K, V], error) {
+	return btNew[K, V](dev, cmp.Less[K], btKindOf[K](), opts)
+}
+
+func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opts []BTreeOption) (*BTree[K, V], error) {
+	if dev == nil {
+		return nil, errors.New("collections: NewBTree: nil device")
+	}
+	if ty := reflect.TypeFor[K](); layout.IsString(ty) {
+		return nil, fmt.Errorf("collections: NewBTree: %v: string keys are not supported yet: %w", ty, ErrPointerType)
+	}
+	if err := layout.Check[K](); err != nil {
+		return nil, fmt.Errorf("collections: NewBTree: key: %w", err)
+	}
+	strV := layout.IsString(reflect.TypeFor[V]())
+	if !strV {
+		if err := layout.Check[V](); err != nil {
+			return nil, fmt.Errorf("collections: NewBTree: value: %w", err)
+		}
+	}
+	cfg := btConfig{tier: vmem.Mapped, fan: btFan}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.tier != vmem.Mapped && cfg.tier != vmem.Private {
+		return nil, fmt.Errorf("collections: NewBTree: leaves go to the mapped or private tier, not %v", cfg.tier)
+	}
+	if cfg.leafEntries != 0 && (cfg.leafEntries < 3 || cfg.leafEntries > btMaxLeaf) {
+		return nil, fmt.Errorf("collections: NewBTree: %d entries per leaf outside [3, %d]", cfg.leafEntries, btMaxLeaf)
+	}
+	if cfg.fan < 4 || cfg.fan > btFan {
+		cfg.fan = btFan
+	}
+	var g btGeom
+	var err error
+	if strV {
+		// A string value is stored as its arena handle.
+		g, err = btGeomFor[K, strarena.Handle](cfg.leafEntries, cfg.extent)
+	} else {
+		g, err = btGeomFor[K, V](cfg.leafEntries, cfg.extent)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t := &BTree[K, V]{dev: dev, less: less, kk: kk, g: g, strV: strV}
+	if strV {
+		if t.arena, err = strarena.New(dev, strarena.Options{Tier: cfg.tier}); err != nil {
+			return nil, fmt.Errorf("collections: NewBTree: %w", err)
+		}
+	}
+	t.mem = &btHeld{dev: dev, blks: map[vmem.Block]struct{}{}}
+	runtime.AddCleanup(t, func(h *btHeld) { h.freeAll() }, t.mem)
+	t.idx.init(dev, t.mem, less, kk, cfg.fan)
+	t.lv.init(dev, t.mem, &t.g, cfg.tier, cfg.naive)
+	return t, nil
+}
+
+// btHeld is what the leak backstop frees if a tree is collected without
+// Close. It is shared with the cleanup, which must not reach the tree.
+type btHeld struct {
+	mu   sync.Mutex
+	dev  *vmem.Device
+	blks map[vmem.Block]struct{}
+}
+
+func (h *btHeld) add(b vmem.Block) {
+	h.mu.Lock()
+	h.blks[b] = struct{}{}
+	h.mu.Unlock()
+}
+
+func (h *btHeld) free(b vmem.Block) {
+	h.mu.Lock()
+	delete(h.blks, b)
+	h.mu.Unlock()
+	h.dev.Free(b)
+}
+
+func (h *btHeld) freeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for b := range h.blks {
+		h.dev.Free(b)
+	}
+	clear(h.blks)
+}
+
+// alloc allocates a block and records it.
+func (h *btHeld) alloc(t vmem.Tier, size uint64) (vmem.Block, error) {
+	b, err := h.dev.Alloc(t, size, 64)
+	if err != nil {
+		return vmem.Block{}, err
+	}
+	h.add(b)
+	return b, nil
+}
+
+func (t *BTree[K, V]) usedAfterClose() {
+	panic("collections: BTree used after Close")
+}
+
+// noteErr records the first error of a method that has no error result.
+func (t *BTree[K, V]) noteErr(err error) {
+	t.errMu.Lock()
+	if t.err == nil {
+		t.err = err
+	}
+	t.errMu.Unlock()
+}
+
+// Err returns the first error met by a method without an error result (a
+// lookup or scan of private-tier leaves when the device was lost); such a
+// method then reports the entry as absent or ends the iteration early.
+func (t *BTree[K, V]) Err() error {
+	t.errMu.Lock()
+	defer t.errMu.Unlock()
+	return t.err
+}
+
+// sync makes pending stores visible to readers. The fast path is one atomic
+// load; the first reader after a write flushes under syncMu, so readers
+// never race each other on the batcher, and writers never run beside
+// readers (the concurrency contract).
+func (t *BTree[K, V]) sync() {
+	if t.dirty.Load() {
+		t.syncSlow()
+	}
+}
+
+func (t *BTree[K, V]) syncSlow() {
+	t.syncMu.Lock()
+	if t.dirty.Load() {
+		t.lv.flush()
+		t.dirty.Store(false)
+	}
+	t.syncMu.Unlock()
+	// Another goroutine may have written the lines: order this thread's
+	// later streaming loads after them.
+	lineio.FullFence()
+}
+
+// markDirty records that the batcher holds stores.
+func (t *BTree[K, V]) markDirty() {
+	if t.lv.pending() && !t.dirty.Load() {
+		t.dirty.Store(true)
+	}
+}
+
+// Len returns the number of entries (0 after Close).
+func (t *BTree[K, V]) Len() int { return t.n }
+
+// BTreeStats describes a tree's shape and memory.
+type BTreeStats struct {
+	Len          int     // entries
+	Leaves       int     // leaves in device memory
+	LeafEntries  int     // entries a leaf holds
+	LeafBytes    int     // bytes a leaf takes (whole lines)
+	Extents      int     // extents (blocks of leaves)
+	Height       int     // levels of the host index
+	DeviceBytes  uint64  // device memory held for leaves
+	PrivateBytes uint64  // of which in the private tier
+	HostBytes    uint64  // host memory of the index and its bookkeeping
+	HostPerEntry float64 // HostBytes / Len
+	Fill         float64 // entries / (Leaves * LeafEntries)
+}
+
+// Stats returns the tree's shape and memory use. HostBytes counts the host
+// index blocks and the per-extent bookkeeping, not the fixed overhead (the
+// store batcher, scan buffers); DeviceBytes counts the leaves, not the
+// arena that holds string values.
+func (t *BTree[K, V]) Stats() BTreeStats {
+	s := BTreeStats{
+		Len:         t.n,
+		LeafEntries: t.g.cap,
+		LeafBytes:   int(t.g.leafSize),
+		Height:      t.idx.height,
+	}
+	for i := range t.lv.ext {
+		e := &t.lv.ext[i]
+		if e.blk.IsZero() {
+			continue
+		}
+		s.Extents++
+		s.Leaves += int(e.used)
+		s.DeviceBytes += e.blk.Size()
+		if e.blk.Tier() == vmem.Private {
+			s.PrivateBytes += e.blk.Size()
+		}
+		s.HostBytes += uint64(cap(e.bits)) * 8
+	}
+	s.HostBytes += uint64(cap(t.lv.ext)) * uint64(unsafe.Sizeof(btExtent{}))
+	s.HostBytes += t.idx.hostBytes()
+	if t.n > 0 {
+		s.HostPerEntry = float64(s.HostBytes) / float64(t.n)
+		s.Fill = float64(t.n) / float64(s.Leaves*t.g.cap)
+	}
+	return s
+}
+
+// Clear removes every entry and frees the device memory the tree held.
+func (t *BTree[K, V]) Clear() error {
+	if t.closed {
+		return ErrClosed
+	}
+	t.clear()
+	return nil
+}
+
+func (t *BTree[K, V]) clear() {
+	if t.arena != nil {
+		t.arena.Reset()
+	}
+	t.lv.reset()
+	t.idx.reset()
+	t.n = 0
+	t.dirty.Store(false)
+	t.poolMu.Lock()
+	for _, s := range t.pool {
+		s.release(t.mem)
+	}
+	t.pool = nil
+	t.poolMu.Unlock()
+	if btInvariants {
+		t.check()
+	}
+}
+
+// Close frees the tree's memory. It is idempotent; the tree is invalid
+// afterwards.
+func (t *BTree[K, V]) Close() error {
+	if t.closed {
+		return nil
+	}
+	t.clear()
+	t.mem.freeAll()
+	t.closed = true
+	if t.arena != nil {
+		return t.arena.Close()
+	}
+	return nil
+}

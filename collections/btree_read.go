@@ -1,0 +1,313 @@
+package collections
+
+import (
+	"math/bits"
+	"unsafe"
+
+	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/internal/strarena"
+	"github.com/govram/govram/layout"
+)
+
+// btStackLines is how many key lines a lookup loads into a buffer on its
+// stack (512 bytes); larger leaves use the heap.
+const btStackLines = 8
+
+// Get returns the value stored under key and whether there is one.
+//
+// Cost on mapped VRAM: the host index (no VRAM), then for integer keys
+// (NewBTreeOrdered) usually one round trip: the key's slot is predicted
+// from the leaf's bounds in the index, and the predicted key lines and
+// their value lines are loaded together. Otherwise, or when the prediction
+// misses, one batch of streaming loads for the leaf's key lines and one
+// load for the value's line.
+func (t *BTree[K, V]) Get(key K) (V, bool) {
+	t.sync()
+	if t.idx.height == 0 {
+		if t.closed {
+			t.usedAfterClose()
+		}
+		var zero V
+		return zero, false
+	}
+	return t.get(key, true)
+}
+
+// Has reports whether key is in the tree; it loads no value.
+func (t *BTree[K, V]) Has(key K) bool {
+	t.sync()
+	if t.idx.height == 0 {
+		if t.closed {
+			t.usedAfterClose()
+		}
+		return false
+	}
+	_, ok := t.get(key, false)
+	return ok
+}
+
+// get looks k up in a tree that is not empty.
+func (t *BTree[K, V]) get(k K, val bool) (v V, ok bool) {
+	x := &t.idx
+	b, i := x.find(k)
+	nd := x.nodes[b]
+	id, cnt := nd.kids[i], int(nd.cnts[i])
+	g := &t.g
+	e := t.lv.extentOf(id)
+	switch e.kind {
+	case btDirect:
+		leaf := t.lv.ptr(id)
+		j, found := t.lower(unsafe.Add(leaf, g.keyOff), cnt, k)
+		if found && val {
+			v = t.vOut(unsafe.Add(leaf, g.valAt(j)))
+		}
+		return v, found
+	case btWC:
+		leaf := t.lv.ptr(id)
+		if t.kk != btKGeneric && cnt > g.predictMin {
+			// The next leaf's bound caps this leaf's keys.
+			var ub *K
+			if i+1 < int(nd.n) {
+				ub = &nd.keys[i+1]
+			} else if nd.next != btNil {
+				ub = &x.nodes[nd.next].keys[0]
+			}
+			if ub != nil {
+				if v, found, sure := t.predict(leaf, cnt, k, nd.keys[i], *ub, val); sure {
+					return v, found
+				}
+			}
+		}
+		return t.getWC(leaf, cnt, k, val)
+	}
+	return t.getDMA(id, cnt, k, val)
+}
+
+// getWC looks k up in a mapped-VRAM leaf: all its key lines, then the
+// value's line.
+func (t *BTree[K, V]) getWC(leaf unsafe.Pointer, cnt int, k K, val bool) (v V, ok bool) {
+	g := &t.g
+	lo := g.keyOff &^ (layout.LineSize - 1)
+	hi := (g.keyAt(cnt) + layout.LineSize - 1) &^ (layout.LineSize - 1)
+	var buf [btStackLines * layout.LineSize / 8]uint64
+	var kb []byte
+	if n := hi - lo; n <= unsafe.Sizeof(buf) {
+		kb = unsafe.Slice((*byte)(unsafe.Pointer(&buf)), n)
+	} else {
+		kb = make([]byte, n)
+	}
+	lineio.LoadLines(kb, unsafe.Add(leaf, lo))
+	j, found := t.lower(unsafe.Add(unsafe.Pointer(unsafe.SliceData(kb)), g.keyOff-lo), cnt, k)
+	if found && val {
+		v = t.vLoadWC(unsafe.Add(leaf, g.valAt(j)))
+	}
+	return v, found
+}
+
+// btPredictLines bounds the lines one predicted lookup loads together.
+const btPredictLines = 6
+
+// predict interpolates k's slot between the leaf's bound lb and the next
+// leaf's ub (integer keys only), loads the two key lines around it and
+// their values' lines in one batch of streaming loads, and searches
+// there. It reports sure when those lines settle the lookup: the key is
+// among them, or it lies strictly between keys they hold. Correctness
+// never depends on the bounds; they only steer the guess. For keys spread
+// evenly over their range (counters, timestamps, hashes) the guess is
+// almost always right, and a lookup costs one round trip instead of two.
+func (t *BTree[K, V]) predict(leaf unsafe.Pointer, cnt int, k, lb, ub K, val bool) (v V, found, sure bool) {
+	g := &t.g
+	kv, lv, uv := btOrderBits(t.kk, unsafe.Pointer(&k)), btOrderBits(t.kk, unsafe.Pointer(&lb)), btOrderBits(t.kk, unsafe.Pointer(&ub))
+	if kv < lv || kv >= uv {
+		return v, false, false
+	}
+	hi, lo := bits.Mul64(kv-lv, uint64(cnt))
+	p, _ := bits.Div64(hi, lo, uv-lv)
+	kpl := g.keysPerLine
+	nl := (cnt + kpl - 1) / kpl
+	l0 := int(p) / kpl
+	if int(p)%kpl < kpl/2 {
+		l0--
+	}
+	l0 = min(max(l0, 0), nl-2)
+	s0, s1 := l0*kpl, min((l0+2)*kpl, cnt)
+	// Key lines, then the lines holding values s0..s1-1.
+	var srcs [btPredictLines]unsafe.Pointer
+	n := 0
+	kl := unsafe.Add(leaf, g.keyOff+uintptr(s0)*g.ks)
+	for ; n < 2 && s0+n*kpl < s1; n++ {
+		srcs[n] = unsafe.Add(kl, n*layout.LineSize)
+	}
+	keyLines := n
+	var v0, v1 uintptr
+	if val && g.vs > 0 {
+		v0 = g.valAt(s0) &^ (layout.LineSize - 1)
+		v1 = (g.valAt(s1-1) + g.vs + layout.LineSize - 1) &^ (layout.LineSize - 1)
+		if int((v1-v0)/layout.LineSize) > btPredictLines-keyLines {
+			return v, false, false
+		}
+		for o := v0; o < v1; o += layout.LineSize {
+			srcs[n] = unsafe.Add(leaf, o)
+			n++
+		}
+	}
+	var buf [btPredictLines * layout.LineSize / 8]uint64
+	bb := unsafe.Slice((*byte)(unsafe.Pointer(&buf)), n*layout.LineSize)
+	lineio.Gather(bb, srcs[:n])
+	j, found := t.lower(unsafe.Pointer(&buf), s1-s0, k)
+	switch {
+	case found:
+	case j == 0 && s0 > 0, j == s1-s0 && s1 < cnt:
+		return v, false, false // k may lie outside the loaded lines
+	default:
+		return v, false, true
+	}
+	if val && g.vs > 0 {
+		o := g.valAt(s0+j) - v0
+		v = t.vOut(unsafe.Add(unsafe.Pointer(&buf), uintptr(keyLines)*layout.LineSize+o))
+	}
+	return v, true, true
+}
+
+// btOrderBits maps an integer key to a uint64 in the same order.
+func btOrderBits(kk btKeyKind, p unsafe.Pointer) uint64 {
+	switch kk {
+	case btKU64:
+		return *(*uint64)(p)
+	case btKI64:
+		return *(*uint64)(p) ^ btSign64
+	case btKU32:
+		return uint64(*(*uint32)(p))
+	default:
+		return uint64(*(*uint32)(p) ^ 1<<31)
+	}
+}
+
+// getDMA looks k up in a private-tier leaf with one DMA of the leaf's live
+// bytes (a round trip costs 22 µs; the bytes hardly matter).
+func (t *BTree[K, V]) getDMA(id uint32, cnt int, k K, val bool) (v V, ok bool) {
+	g := &t.g
+	e := t.lv.extentOf(id)
+	off := uint64(id&g.xMask) * uint64(g.leafSize)
+	end := g.keyAt(cnt)
+	if val && g.vs > 0 && cnt > 0 {
+		end = max(end, g.valAt(cnt-1)+g.vs)
+	}
+	lb := make([]byte, g.leafSize)
+	if err := t.dev.Read(lb[:end], e.blk, off); err != nil {
+		t.noteErr(err)
+		return v, false
+	}
+	leaf := unsafe.Pointer(unsafe.SliceData(lb))
+	j, found := t.lower(unsafe.Add(leaf, g.keyOff), cnt, k)
+	if found && val {
+		v = t.vOut(unsafe.Add(leaf, g.valAt(j)))
+	}
+	return v, found
+}
+
+// btLoadWC reads a T at p in mapped VRAM with streaming loads only: one
+// line when the T lies in one line (layout keeps values and, in practice,
+// keys so), else whole lines by lineio.Copy.
+func btLoadWC[T any](p unsafe.Pointer) T {
+	var v T
+	size := unsafe.Sizeof(v)
+	if size == 0 {
+		return v
+	}
+	o := uintptr(p) & (layout.LineSize - 1)
+	if o+size <= layout.LineSize {
+		var line [layout.LineSize / 8]uint64
+		lineio.Load((*[layout.LineSize]byte)(unsafe.Pointer(&line)), unsafe.Add(p, -int(o)))
+		return *(*T)(unsafe.Add(unsafe.Pointer(&line), o))
+	}
+	lineio.Copy(unsafe.Pointer(&v), p, size)
+	return v
+}
+
+// entry reads key j and value j of leaf id; on mapped VRAM the two loads
+// are independent and overlap.
+func (t *BTree[K, V]) entry(id uint32, j int) (k K, v V, ok bool) {
+	g := &t.g
+	e := t.lv.extentOf(id)
+	switch e.kind {
+	case btDirect:
+		leaf := t.lv.ptr(id)
+		return *(*K)(unsafe.Add(leaf, g.keyAt(j))), t.vOut(unsafe.Add(leaf, g.valAt(j))), true
+	case btWC:
+		leaf := t.lv.ptr(id)
+		return btLoadWC[K](unsafe.Add(leaf, g.keyAt(j))), t.vLoadWC(unsafe.Add(leaf, g.valAt(j))), true
+	}
+	off := uint64(id&g.xMask) * uint64(g.leafSize)
+	if err := t.dev.Read(btBytes(unsafe.Pointer(&k), g.ks), e.blk, off+uint64(g.keyAt(j))); err != nil {
+		t.noteErr(err)
+		return k, v, false
+	}
+	vb := make([]byte, max(g.vs, 1))
+	if err := t.dev.Read(vb[:g.vs], e.blk, off+uint64(g.valAt(j))); err != nil {
+		t.noteErr(err)
+		return k, v, false
+	}
+	return k, t.vOut(unsafe.Pointer(unsafe.SliceData(vb))), true
+}
+
+// vOut returns the value stored at p in host-readable memory: the value
+// itself, or for string values the string its handle names (read from the
+// arena).
+func (t *BTree[K, V]) vOut(p unsafe.Pointer) V {
+	if !t.strV {
+		return *(*V)(p)
+	}
+	return t.vString(*(*strarena.Handle)(p))
+}
+
+// vLoadWC is vOut for a value in mapped VRAM.
+func (t *BTree[K, V]) vLoadWC(p unsafe.Pointer) V {
+	if !t.strV {
+		return btLoadWC[V](p)
+	}
+	return t.vString(btLoadWC[strarena.Handle](p))
+}
+
+// vString reads handle h's string as a V (a string type: same layout).
+func (t *BTree[K, V]) vString(h strarena.Handle) V {
+	var v V
+	s, err := t.arena.String(h)
+	if err != nil {
+		t.noteErr(err)
+	}
+	*(*string)(unsafe.Pointer(&v)) = s
+	return v
+}
+
+// Min returns the smallest key and its value, and false if the tree is
+// empty.
+func (t *BTree[K, V]) Min() (K, V, bool) {
+	t.sync()
+	if t.idx.height == 0 {
+		if t.closed {
+			t.usedAfterClose()
+		}
+		var k K
+		var v V
+		return k, v, false
+	}
+	return t.entry(t.idx.nodes[t.idx.first].kids[0], 0)
+}
+
+// Max returns the largest key and its value, and false if the tree is
+// empty.
+func (t *BTree[K, V]) Max() (K, V, bool) {
+	t.sync()
+	if t.idx.height == 0 {
+		if t.closed {
+			t.usedAfterClose()
+		}
+		var k K
+		var v V
+		return k, v, false
+	}
+	nd := t.idx.nodes[t.idx.last]
+	i := nd.n - 1
+	return t.entry(nd.kids[i], int(nd.cnts[i])-1)
+}

@@ -1,0 +1,453 @@
+package collections
+
+import (
+	"iter"
+	"unsafe"
+
+	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/layout"
+	"github.com/govram/govram/vmem"
+)
+
+// Scans walk the bottom of the host index in key order and cut it into
+// windows: runs of consecutive leaves that lie in one extent (an extent
+// holds one key range, so a scan meets each extent's leaves together). A
+// window's leaves are read at once: by one DMA of the span of slots they
+// occupy, into a pinned host buffer, or by streaming loads of just their
+// live lines when they are few (layout.Planner decides). Separator keys in
+// the index say in advance which leaves a bounded scan needs, so no leaf
+// past the range is read, and only the boundary leaves test keys against
+// the bounds.
+
+// btScan is a scan's reusable state.
+type btScan struct {
+	win  []btWin
+	blk  vmem.Block // pinned host buffer, zero when buf is on the Go heap
+	buf  []byte
+	base unsafe.Pointer // leaf slot s of the window is at base + (s-min)*leafSize
+	min  uint32
+	lo   uint32 // lowest slot of the window
+}
+
+type btWin struct {
+	id   uint32
+	cnt  int32
+	full bool // every key of the leaf lies inside the scan's far bound
+}
+
+func (s *btScan) release(h *btHeld) {
+	if !s.blk.IsZero() {
+		h.free(s.blk)
+	}
+	s.blk, s.buf = vmem.Block{}, nil
+}
+
+// btFirstWindow is how many leaves an open-ended scan reads first.
+const btFirstWindow = 2
+
+// btScanPool bounds the scan states a tree keeps for reuse.
+const btScanPool = 4
+
+func (t *BTree[K, V]) getScan() *btScan {
+	t.poolMu.Lock()
+	defer t.poolMu.Unlock()
+	if n := len(t.pool); n > 0 {
+		s := t.pool[n-1]
+		t.pool = t.pool[:n-1]
+		return s
+	}
+	return &btScan{}
+}
+
+func (t *BTree[K, V]) putScan(s *btScan) {
+	s.win = s.win[:0]
+	t.poolMu.Lock()
+	defer t.poolMu.Unlock()
+	if len(t.pool) < btScanPool && !t.closed {
+		t.pool = append(t.pool, s)
+		return
+	}
+	s.release(t.mem)
+}
+
+// buffer returns the scan's host buffer, big enough for a whole extent.
+// It is pinned host memory when the device has some, so DMA lands in it
+// directly.
+func (t *BTree[K, V]) buffer(s *btScan) []byte {
+	size := uintptr(t.g.extentLeaves()) * t.g.leafSize
+	if uintptr(len(s.buf)) >= size {
+		return s.buf
+	}
+	s.release(t.mem)
+	if b, err := t.mem.alloc(vmem.Host, uint64(size)); err == nil {
+		s.blk, s.buf = b, b.Bytes()
+	} else {
+		s.buf = make([]byte, size)
+	}
+	return s.buf
+}
+
+// liveLines is how many lines hold the keys and values of cnt entries.
+func (g *btGeom) liveLines(cnt int) int {
+	if cnt == 0 {
+		return 0
+	}
+	lines := func(lo, hi uintptr) int {
+		return int(((hi+layout.LineSize-1)&^(layout.LineSize-1) - lo&^(layout.LineSize-1)) / layout.LineSize)
+	}
+	n := lines(g.keyAt(0), g.keyAt(cnt))
+	if g.vs > 0 {
+		n += lines(g.valAt(0), g.valAt(cnt-1)+g.vs)
+	}
+	return n
+}
+
+// windowSpan returns the live lines of the window's leaves and the bytes
+// from the first to the last of their slots; it sets s.lo to the lowest
+// slot.
+func (t *BTree[K, V]) windowSpan(s *btScan) (lines int, span uintptr) {
+	g := &t.g
+	lo, hi := ^uint32(0), uint32(0)
+	for _, w := range s.win {
+		sl := w.id & g.xMask
+		lo, hi = min(lo, sl), max(hi, sl)
+		lines += g.liveLines(int(w.cnt))
+	}
+	s.lo = lo
+	return lines, uintptr(hi-lo+1) * g.leafSize
+}
+
+// fetch makes the window's leaves readable through s.base. It returns false
+// (and notes the error) if a transfer failed.
+func (t *BTree[K, V]) fetch(s *btScan) bool {
+	g := &t.g
+	e := t.lv.extentOf(s.win[0].id)
+	if e.kind == btDirect {
+		s.base, s.min = e.base, 0
+		return true
+	}
+	lines, span := t.windowSpan(s)
+	lo := s.lo
+	buf := t.buffer(s)
+	s.base, s.min = unsafe.Pointer(unsafe.SliceData(buf)), lo
+	if e.kind == btWC && layout.DefaultPlanner().Plan(lines, int(span), lines*layout.LineSize == int(span)) == layout.Stream {
+		for _, w := range s.win {
+			t.streamLeaf(e, w, buf[uintptr((w.id&g.xMask)-lo)*g.leafSize:])
+		}
+		return true
+	}
+	if e.kind == btDMA && len(s.win) == 1 {
+		// One leaf: read its live bytes only.
+		w := s.win[0]
+		n := g.keyAt(int(w.cnt))
+		if g.vs > 0 && w.cnt > 0 {
+			n = max(n, g.valAt(int(w.cnt)-1)+g.vs)
+		}
+		if err := t.dev.Read(buf[:n], e.blk, uint64(uintptr(lo)*g.leafSize)); err != nil {
+			t.noteErr(err)
+			return false
+		}
+		return true
+	}
+	if err := t.dev.Read(buf[:span], e.blk, uint64(uintptr(lo)*g.leafSize)); err != nil {
+		t.noteErr(err)
+		return false
+	}
+	return true
+}
+
+// streamLeaf loads the live lines of one mapped-VRAM leaf into dst.
+func (t *BTree[K, V]) streamLeaf(e *btExtent, w btWin, dst []byte) {
+	g := &t.g
+	if w.cnt == 0 {
+		return
+	}
+	leaf := unsafe.Add(e.base, uintptr(w.id&g.xMask)*g.leafSize)
+	load := func(lo, hi uintptr) {
+		lo &^= layout.LineSize - 1
+		hi = (hi + layout.LineSize - 1) &^ (layout.LineSize - 1)
+		lineio.LoadLines(dst[lo:hi], unsafe.Add(leaf, lo))
+	}
+	load(g.keyAt(0), g.keyAt(int(w.cnt)))
+	if g.vs > 0 {
+		load(g.valAt(0), g.valAt(int(w.cnt)-1)+g.vs)
+	}
+}
+
+func (s *btScan) leaf(g *btGeom, id uint32) unsafe.Pointer {
+	return unsafe.Add(s.base, uintptr(id&g.xMask-s.min)*g.leafSize)
+}
+
+// btCursor is a scan's position: leaf i of bottom node b (b is btNil when
+// the scan has passed the last leaf it needs).
+type btCursor struct {
+	b uint32
+	i int
+}
+
+// window fills s.win with the next leaves from cur that lie in one extent,
+// ascending or descending, and moves cur past them. far is the bound the
+// scan runs towards (hi ascending, lo descending; nil when open). It
+// reports whether no leaf after the window can hold a wanted key.
+func (t *BTree[K, V]) window(desc bool, s *btScan, cur *btCursor, far *K, limit int) (last bool) {
+	x := &t.idx
+	g := &t.g
+	s.win = s.win[:0]
+	ext := x.nodes[cur.b].kids[cur.i] >> g.xShift
+	for len(s.win) < limit {
+		nd := x.nodes[cur.b]
+		id := nd.kids[cur.i]
+		if id>>g.xShift != ext {
+			return false
+		}
+		full := true
+		var nb uint32
+		var ni int
+		if !desc {
+			nb, ni = x.next(cur.b, cur.i)
+			if far != nil {
+				// The next leaf's bound nk caps this leaf's keys: all are
+				// below hi when nk <= hi, and no later leaf matters when
+				// nk >= hi.
+				if nb == btNil {
+					full, last = false, true
+				} else {
+					nk := x.nodes[nb].keys[ni]
+					full = !t.less(*far, nk)
+					last = !t.less(nk, *far)
+				}
+			}
+		} else {
+			if far != nil {
+				// The leaf's own bound lb: its keys are all above lo when
+				// lb > lo, and earlier leaves do not matter when lb <= lo.
+				// The first leaf's bound is not a real one.
+				if cur.b == x.first && cur.i == 0 {
+					full, last = false, true
+				} else {
+					full = t.less(*far, nd.keys[cur.i])
+					last = !full
+				}
+			}
+			nb, ni = x.prev(cur.b, cur.i)
+		}
+		s.win = append(s.win, btWin{id: id, cnt: int32(nd.cnts[cur.i]), full: full})
+		cur.b, cur.i = nb, ni
+		if last || nb == btNil {
+			return true
+		}
+	}
+	return false
+}
+
+// scan yields, ascending, the entries with lo <= key < hi, or, descending,
+// those with hi >= key > lo; a nil bound is open. While one window's
+// entries are handed to yield, the next window's DMA runs in another
+// goroutine.
+func (t *BTree[K, V]) scan(desc bool, lo, hi *K, yield func(K, V) bool) {
+	if t.closed {
+		t.usedAfterClose()
+	}
+	t.sync()
+	x := &t.idx
+	if x.height == 0 || (lo != nil && hi != nil && !t.less(*lo, *hi)) {
+		return
+	}
+	var cur btCursor
+	near, far := lo, hi
+	switch {
+	case desc && hi != nil:
+		cur.b, cur.i = x.find(*hi)
+		near, far = hi, lo
+	case desc:
+		cur.b = x.last
+		cur.i = int(x.nodes[cur.b].n) - 1
+		near, far = nil, lo
+	case lo != nil:
+		cur.b, cur.i = x.find(*lo)
+	default:
+		cur.b = x.first
+	}
+	// An open-ended scan may be stopped by its callback at any time: its
+	// windows start at a few leaves (streamed) and double up to an extent
+	// (one DMA), so a short walk reads little and a long one moves at the
+	// link's speed. A bounded scan knows which leaves it needs.
+	per := t.g.extentLeaves()
+	limit := per
+	if far == nil {
+		limit = min(btFirstWindow, per)
+	}
+	s := t.getScan()
+	last := t.window(desc, s, &cur, far, limit)
+	if !t.fetch(s) {
+		t.putScan(s)
+		return
+	}
+	first := true
+	for {
+		var nx *btScan
+		var nlast bool
+		var done chan bool
+		if !last {
+			limit = min(2*limit, per)
+			nx = t.getScan()
+			nlast = t.window(desc, nx, &cur, far, limit)
+			if t.fetchByDMA(nx) {
+				done = make(chan bool, 1)
+				go func() { done <- t.fetch(nx) }()
+			}
+		}
+		more := t.emit(desc, s, first, near, far, yield)
+		first = false
+		t.putScan(s)
+		if nx == nil {
+			return
+		}
+		ok := true
+		if done != nil {
+			ok = <-done
+		} else if more {
+			ok = t.fetch(nx)
+		}
+		if !more || !ok {
+			t.putScan(nx)
+			return
+		}
+		s, last = nx, nlast
+	}
+}
+
+// fetchByDMA reports whether fetch will read s's window by DMA (worth
+// overlapping with the CPU's work).
+func (t *BTree[K, V]) fetchByDMA(s *btScan) bool {
+	e := t.lv.extentOf(s.win[0].id)
+	switch e.kind {
+	case btDirect:
+		return false
+	case btDMA:
+		return true
+	}
+	lines, span := t.windowSpan(s)
+	return layout.DefaultPlanner().Plan(lines, int(span), lines*layout.LineSize == int(span)) != layout.Stream
+}
+
+// emit yields the window's entries in scan order. near bounds the first
+// leaf (inclusive), far the leaves not marked full (exclusive). It
+// reports whether the scan goes on.
+func (t *BTree[K, V]) emit(desc bool, s *btScan, first bool, near, far *K, yield func(K, V) bool) bool {
+	g := &t.g
+	for _, w := range s.win {
+		leaf := s.leaf(g, w.id)
+		n := int(w.cnt)
+		keys := unsafe.Slice((*K)(unsafe.Add(leaf, g.keyOff)), n)
+		if !desc {
+			j := 0
+			if first && near != nil {
+				j, _ = t.lower(unsafe.Add(leaf, g.keyOff), n, *near)
+			}
+			first = false
+			if g.vdense && w.full && !t.strV {
+				vals := unsafe.Slice((*V)(unsafe.Add(leaf, g.valOff)), n)
+				for ; j < n; j++ {
+					if !yield(keys[j], vals[j]) {
+						return false
+					}
+				}
+				continue
+			}
+			for ; j < n; j++ {
+				if !w.full && !t.less(keys[j], *far) {
+					return false
+				}
+				if !yield(keys[j], t.vOut(unsafe.Add(leaf, g.valAt(j)))) {
+					return false
+				}
+			}
+			continue
+		}
+		j := n - 1
+		if first && near != nil {
+			j = t.upper(unsafe.Add(leaf, g.keyOff), n, *near) - 1
+		}
+		first = false
+		if g.vdense && w.full && !t.strV {
+			vals := unsafe.Slice((*V)(unsafe.Add(leaf, g.valOff)), n)
+			for ; j >= 0; j-- {
+				if !yield(keys[j], vals[j]) {
+					return false
+				}
+			}
+			continue
+		}
+		for ; j >= 0; j-- {
+			if !w.full && !t.less(*far, keys[j]) {
+				return false
+			}
+			if !yield(keys[j], t.vOut(unsafe.Add(leaf, g.valAt(j)))) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Ascend calls fn for every entry in ascending key order until fn returns
+// false.
+func (t *BTree[K, V]) Ascend(fn func(key K, value V) bool) { t.scan(false, nil, nil, fn) }
+
+// AscendRange calls fn for the entries with greaterOrEqual <= key <
+// lessThan, ascending, until fn returns false.
+func (t *BTree[K, V]) AscendRange(greaterOrEqual, lessThan K, fn func(key K, value V) bool) {
+	t.scan(false, &greaterOrEqual, &lessThan, fn)
+}
+
+// AscendGreaterOrEqual calls fn for the entries with key >= pivot,
+// ascending, until fn returns false.
+func (t *BTree[K, V]) AscendGreaterOrEqual(pivot K, fn func(key K, value V) bool) {
+	t.scan(false, &pivot, nil, fn)
+}
+
+// AscendLessThan calls fn for the entries with key < pivot, ascending,
+// until fn returns false.
+func (t *BTree[K, V]) AscendLessThan(pivot K, fn func(key K, value V) bool) {
+	t.scan(false, nil, &pivot, fn)
+}
+
+// Descend calls fn for every entry in descending key order until fn
+// returns false.
+func (t *BTree[K, V]) Descend(fn func(key K, value V) bool) { t.scan(true, nil, nil, fn) }
+
+// DescendRange calls fn for the entries with lessOrEqual >= key >
+// greaterThan, descending, until fn returns false.
+func (t *BTree[K, V]) DescendRange(lessOrEqual, greaterThan K, fn func(key K, value V) bool) {
+	t.scan(true, &greaterThan, &lessOrEqual, fn)
+}
+
+// DescendLessOrEqual calls fn for the entries with key <= pivot,
+// descending, until fn returns false.
+func (t *BTree[K, V]) DescendLessOrEqual(pivot K, fn func(key K, value V) bool) {
+	t.scan(true, nil, &pivot, fn)
+}
+
+// DescendGreaterThan calls fn for the entries with key > pivot,
+// descending, until fn returns false.
+func (t *BTree[K, V]) DescendGreaterThan(pivot K, fn func(key K, value V) bool) {
+	t.scan(true, &pivot, nil, fn)
+}
+
+// All returns every entry in ascending key order. Leaves are read in bulk
+// (see the type's comment); a transfer error ends the sequence early and
+// is reported by Err.
+func (t *BTree[K, V]) All() iter.Seq2[K, V] {
+	return func(yield func(K, V) bool) { t.scan(false, nil, nil, yield) }
+}
+
+// Backward returns every entry in descending key order.
+func (t *BTree[K, V]) Backward() iter.Seq2[K, V] {
+	return func(yield func(K, V) bool) { t.scan(true, nil, nil, yield) }
+}
+
+// Range returns the entries with lo <= key < hi in ascending order.
+func (t *BTree[K, V]) Range(lo, hi K) iter.Seq2[K, V] {
+	return func(yield func(K, V) bool) { t.scan(false, &lo, &hi, yield) }
+}

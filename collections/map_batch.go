@@ -1,0 +1,288 @@
+package collections
+
+import (
+	"fmt"
+	"math/bits"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/layout"
+	"github.com/govram/govram/vmem"
+)
+
+// Batches.
+//
+// One Get waits for its line: a streaming load is 0.1-0.25 µs of PCIe
+// round trip, and the next key's load cannot start before the first key's
+// value is needed. A batch knows all its keys up front, so each goroutine
+// probes the control bytes of 16 keys, then loads their 16 home lines with
+// interleaved streaming loads (lineio.Gather: four round trips overlap),
+// then compares. Large batches are split over GOMAXPROCS goroutines, since
+// VRAM reads scale with threads.
+
+const (
+	mapGroupKeys = 16   // keys whose lines one Gather loads
+	mapParMin    = 2048 // keys per goroutine worth its start-up
+	mapPutBatch  = 8192 // keys PutMany resolves and applies at a time
+)
+
+// mapLines holds the home lines of one group of keys: b[x] the copy of key
+// x's line from host memory, g the lines Gather loaded from VRAM.
+type mapLines struct {
+	_ [0]uint64
+	b [mapGroupKeys][layout.LineSize]byte
+	g [mapGroupKeys * layout.LineSize]byte
+}
+
+// GetMany looks up every key: vals[i] gets the value of keys[i] (the zero
+// value if absent) and, when found is not nil, found[i] whether it is
+// there. It returns the number found. vals and found must be at least as
+// long as keys. Large batches are spread over GOMAXPROCS goroutines. It
+// panics if the map is closed or a write is in progress.
+func (m *Map[K, V]) GetMany(keys []K, vals []V, found []bool) int {
+	if m.pending.Load() {
+		m.flushForRead()
+	}
+	t := m.t
+	if t == nil || m.writing {
+		m.badRead()
+	}
+	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
+		panic(fmt.Sprintf("collections: GetMany: %d keys, %d values, %d found flags", len(keys), len(vals), len(found)))
+	}
+	total := 0
+	m.spread(len(keys), func(lo, hi int) int {
+		var f []bool
+		if found != nil {
+			f = found[lo:hi]
+		}
+		return m.getBlock(t, keys[lo:hi], vals[lo:hi], f)
+	}, &total)
+	return total
+}
+
+// spread runs f over [0, n) split into contiguous parts, one goroutine
+// each when n is large, and adds up the results in *sum.
+func (m *Map[K, V]) spread(n int, f func(lo, hi int) int, sum *int) {
+	w := min(runtime.GOMAXPROCS(0), n/mapParMin)
+	if w <= 1 {
+		*sum += f(0, n)
+		return
+	}
+	res := make([]int, w)
+	var wg sync.WaitGroup
+	per := (n + w - 1) / w
+	for x := 0; x < w; x++ {
+		lo, hi := x*per, min((x+1)*per, n)
+		wg.Go(func() { res[x] = f(lo, hi) })
+	}
+	wg.Wait()
+	for _, r := range res {
+		*sum += r
+	}
+}
+
+// Per-key states of a group.
+const (
+	mapKeyMiss   = iota // absent: no match, and the home bucket stops probes
+	mapKeySlow          // needs the full probe
+	mapKeyLine          // its home line is in the Gather buffer
+	mapKeyDirect        // its home bucket is plain host memory
+)
+
+// mapProbe is what the first pass learns about one key of a group.
+type mapProbe struct {
+	h     uint64
+	mt    uint64 // control-byte matches in the home bucket
+	rp    unsafe.Pointer
+	b     uint64
+	state uint8
+	stop  bool // the home bucket has an empty slot
+}
+
+// probeGroup hashes the keys of a group, reads their home buckets'
+// control bytes, and loads the home lines of those that match. The lines
+// land in lines; the states in ps.
+func (m *Map[K, V]) probeGroup(t *mapTable, keys []K, ps *[mapGroupKeys]mapProbe, lines *mapLines) {
+	var srcs [mapGroupKeys]unsafe.Pointer
+	var at [mapGroupKeys]int8
+	ng := 0
+	for x := range keys {
+		p := &ps[x]
+		h := m.hash(&keys[x])
+		b := mapHome(h, t.nb)
+		sg := &t.segs[b>>t.shift]
+		j := b & t.mask
+		g := mapGroup(sg.fp, j, m.r.p)
+		*p = mapProbe{h: h, b: b, mt: mapMatch(g, (h&0x7f)*mapLSB) & m.r.lowMask, stop: mapMatchEmpty(g)&m.r.lowMask != 0}
+		switch {
+		case p.mt == 0 && p.stop:
+			p.state = mapKeyMiss
+		case p.mt == 0:
+			p.state = mapKeySlow
+		case sg.kind == mapDirect && m.r.lines == 1:
+			// Copied now, so that the misses of the group overlap.
+			p.state = mapKeyDirect
+			lines.b[x] = *(*[layout.LineSize]byte)(unsafe.Add(sg.base, uintptr(j)*layout.LineSize))
+			p.rp = unsafe.Pointer(&lines.b[x])
+		case sg.kind == mapDirect:
+			p.state, p.rp = mapKeyDirect, unsafe.Add(sg.base, uintptr(j)*m.r.bucket)
+		case sg.kind == mapWC && m.r.lines == 1:
+			p.state = mapKeyLine
+			srcs[ng] = unsafe.Add(sg.base, uintptr(j)*layout.LineSize)
+			at[x] = int8(ng)
+			ng++
+		default:
+			p.state = mapKeySlow
+		}
+	}
+	if ng > 0 {
+		lineio.Gather(lines.g[:ng*layout.LineSize], srcs[:ng])
+		for x := range keys {
+			if ps[x].state == mapKeyLine {
+				ps[x].rp = unsafe.Pointer(&lines.g[int(at[x])*layout.LineSize])
+			}
+		}
+	}
+}
+
+// matchHome looks for key k among the home-bucket matches of p. It
+// returns the slot, or -1.
+func (m *Map[K, V]) matchHome(p *mapProbe, k *K) int {
+	for mt := p.mt; mt != 0; mt &= mt - 1 {
+		i := bits.TrailingZeros64(mt) >> 3
+		if m.keyMatches(unsafe.Add(p.rp, uintptr(i)*m.r.stride), k, p.h) {
+			return i
+		}
+	}
+	return -1
+}
+
+// getBlock is GetMany for one goroutine.
+func (m *Map[K, V]) getBlock(t *mapTable, keys []K, vals []V, found []bool) int {
+	var ps [mapGroupKeys]mapProbe
+	var lines mapLines
+	n := 0
+	for base := 0; base < len(keys); base += mapGroupKeys {
+		ks := keys[base:min(base+mapGroupKeys, len(keys))]
+		m.probeGroup(t, ks, &ps, &lines)
+		for x := range ks {
+			p := &ps[x]
+			var v V
+			ok := false
+			switch p.state {
+			case mapKeyLine, mapKeyDirect:
+				if i := m.matchHome(p, &ks[x]); i >= 0 {
+					v, ok = m.valueAt(unsafe.Add(p.rp, uintptr(i)*m.r.stride)), true
+				} else if !p.stop {
+					v, ok = m.getSlow(t, &ks[x], p.h)
+				}
+			case mapKeySlow:
+				v, ok = m.getSlow(t, &ks[x], p.h)
+			}
+			vals[base+x] = v
+			if found != nil {
+				found[base+x] = ok
+			}
+			if ok {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// PutMany stores vals[i] for keys[i], in order (a key given twice keeps
+// its later value). vals must be at least as long as keys. Where existing
+// keys are overwritten, their slots are found first by all goroutines at
+// once with batched line loads; then the stores are applied and written
+// out as one sorted batch. On error the map stays valid and every key
+// holds either its old or its new value; ErrOutOfMemory leaves the keys
+// not yet stored unchanged.
+func (m *Map[K, V]) PutMany(keys []K, vals []V) error {
+	if m.closed {
+		return ErrClosed
+	}
+	if len(vals) < len(keys) {
+		return fmt.Errorf("collections: PutMany: %d keys but %d values: %w", len(keys), len(vals), vmem.ErrRange)
+	}
+	if m.writing {
+		m.badWrite()
+	}
+	m.writing = true
+	var err error
+	hs := make([]uint64, min(len(keys), mapPutBatch))
+	res := make([]uint64, len(hs))
+	for lo := 0; lo < len(keys) && err == nil; lo += mapPutBatch {
+		hi := min(lo+mapPutBatch, len(keys))
+		err = m.putBatch(keys[lo:hi], vals[lo:hi], hs[:hi-lo], res[:hi-lo])
+	}
+	m.flushForRead()
+	m.writing = false
+	m.version++
+	if mapInvariants {
+		m.mustCheck()
+	}
+	return err
+}
+
+// putBatch applies one piece of a PutMany.
+func (m *Map[K, V]) putBatch(keys []K, vals []V, hs, res []uint64) error {
+	t, fresh := m.locate(keys, hs, res)
+	if t.growthLeft < fresh {
+		if err := m.grow(m.n+fresh, false); err != nil {
+			return err
+		}
+		t, _ = m.locate(keys, hs, res)
+	}
+	for i := range keys {
+		if r := res[i]; r != 0 && m.t == t {
+			l := mapLoc{b: (r - 1) >> 3, i: int((r - 1) & 7)}
+			if err := m.store(t, l, m.r.valOff, unsafe.Slice((*byte)(unsafe.Pointer(&vals[i])), unsafe.Sizeof(vals[i]))); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := m.put(&keys[i], &vals[i], hs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// locate hashes keys into hs and finds the keys already in their home
+// buckets: res[i] is 1+(bucket<<3|slot), or 0 when the key must go the full
+// way (absent, elsewhere, or with a string value, whose old bytes must be
+// freed). It returns the table it looked in and how many keys were not
+// found (an upper bound on the entries the batch adds).
+func (m *Map[K, V]) locate(keys []K, hs, res []uint64) (*mapTable, int) {
+	m.flushForRead() // the probes read memory, not the batch
+	t := m.t
+	fresh := 0
+	m.spread(len(keys), func(lo, hi int) int {
+		var ps [mapGroupKeys]mapProbe
+		var lines mapLines
+		n := 0
+		for base := lo; base < hi; base += mapGroupKeys {
+			ks := keys[base:min(base+mapGroupKeys, hi)]
+			m.probeGroup(t, ks, &ps, &lines)
+			for x := range ks {
+				p := &ps[x]
+				hs[base+x], res[base+x] = p.h, 0
+				if p.state == mapKeyLine || p.state == mapKeyDirect {
+					if i := m.matchHome(p, &ks[x]); i >= 0 {
+						if !m.strV {
+							res[base+x] = 1 + (p.b<<3 | uint64(i))
+						}
+						continue
+					}
+				}
+				n++
+			}
+		}
+		return n
+	}, &fresh)
+	return t, fresh
+}

@@ -1,0 +1,485 @@
+package collections
+
+// Ring[T]: a fixed-capacity FIFO whose elements live in device memory.
+//
+// # Layout
+//
+// Elements sit back to back as in a Go array ([]T), in one or more mapped
+// blocks ("segments", at most 1 GiB each so that no single allocation
+// meets the driver's limit). The ring has P physical slots, P being the
+// capacity rounded up so that P*sizeof(T) is a whole number of 64-byte
+// lines: the wrap point then falls on a line boundary and every line of
+// the ring is always written whole. Records are not padded to stay
+// inside lines (layout.Record would put 12-byte records 5 to a line): a
+// ring is read and written in sequence, so a record that straddles two
+// lines costs nothing extra, and the Go-array layout lets a DMA land
+// straight in the caller's []T with no re-spacing pass.
+//
+// Positions are counted, not wrapped: element e (the e-th ever pushed)
+// occupies bytes [e*s, e*s+s) of an endless byte stream, global line
+// (e*s)/64 of which lives at physical line ((e*s)/64) mod (P*s/64).
+//
+// # Pushes: a host-side staging ring, whole-line NT stores
+//
+// Write-combining VRAM takes sequential whole lines at 22 GB/s from one
+// core, and a partial line only as several small bus writes. A fence
+// (SFENCE) waits until the stores have left the core, about 120 ns, where a
+// streamed line takes under 3; so does any locked instruction, such as the
+// atomic store that publishes a push. So a push never stores to VRAM
+// directly: it copies the element into a staging ring in host memory (K
+// lines, 64 by default). Completed lines wait there until K/2 of them are
+// ready, then go out in one burst of non-temporal stores followed by one
+// fence, and the producer publishes how many lines are now in VRAM
+// ("durable"). Writing each line as it completed would make the next
+// push's atomic store wait for it: a drain every few pushes instead of one
+// every few hundred. PushBatch copies its head into the partial staged
+// line, its whole lines straight from the caller's slice with NT stores
+// (split over several cores above 8 MiB: the link takes 33 GB/s from
+// several), and its ragged tail into staging; then one fence.
+//
+// A pushed element is visible to the consumer as soon as Push returns, even
+// though its line may still sit in staging: the consumer reads lines below
+// "durable" from VRAM and the others from the staging ring (ordinary host
+// memory, a few nanoseconds). No Flush is ever needed.
+//
+// # Pops: a line window, DMA for bulk
+//
+// A single Pop reads from a consumer-side window of up to 8 lines: durable
+// lines are loaded with streaming loads (lineio.LoadLines, several in
+// flight; a plain load of VRAM would cost 1.5 µs), newer ones are copied
+// from staging. Eight uint64s share a line, so one refill of about 1 µs
+// serves 64 pops, and a consumer that keeps up with the producer reads
+// staging only and never waits for VRAM. PopBatch and All move long runs
+// by DMA (Device.Read, 50 GB/s on an H200) straight into the caller's
+// buffer, which reaches full speed when that buffer lies in a vmem.Host
+// block (pinned: no staging copy); short runs use streaming loads.
+//
+// # Concurrency and memory ordering
+//
+// One producer goroutine (Push, PushBatch) and one consumer goroutine (Pop,
+// PopBatch, Peek, All, Err) may run at once without locks. Each side owns
+// its own indexes, and each shared word has exactly one writer:
+//
+//	tail     producer  elements pushed (atomic; one store per Push)
+//	durable  producer  lines fenced into VRAM (atomic; every K/2 lines)
+//	floor    producer  overwrite mode: elements below it are dropped
+//	head     consumer  elements consumed (atomic; one store per Pop)
+//	announce consumer  the staged line the consumer is reading, plus one
+//
+// Publishing data: the producer writes a line to VRAM with NT stores, then
+// lineio.Fence (SFENCE: NT stores are weakly ordered and could otherwise
+// become visible after the index that covers them), then stores durable.
+// Elements are published by storing tail after their bytes are in staging.
+// The consumer loads tail, then durable, then (on VRAM) lineio.FullFence
+// (MFENCE: WC memory may be read speculatively, and a streaming load must
+// not run ahead of the index that says the line is ready), then loads.
+//
+// Reusing staging: line L's slot is reused for line L+K. The producer does
+// that only after L is durable, and only when the consumer has not
+// announced that it is reading L or earlier from staging. The consumer
+// announces the first staged line it will read (an atomic store), then
+// reloads durable and reads from staging only lines that are still not
+// durable. Both sides use sequentially consistent atomics, so either the
+// producer sees the announcement (and yields until it is withdrawn) or the
+// consumer sees the newer durable (and reads VRAM instead). The spin can
+// only last while the consumer is descheduled in the middle of a copy.
+//
+// ErrorWhenFull: the producer writes a physical line only when every
+// element it held has been consumed (head has passed it), so what the
+// consumer reads is never overwritten under it.
+//
+// OverwriteOldest: the producer never waits and never writes head. The
+// oldest live element is max(head, tail-capacity, floor): pushing past the
+// capacity drops the oldest simply by moving tail. Because P >= capacity,
+// any VRAM line the producer rewrites holds only elements already dropped
+// by the tail (single Push: tail is stored, then a fence, then the line is
+// written) or by floor (PushBatch stores floor, then a fence, then writes).
+// The consumer therefore reads an
+// element, fences, and checks that the element is still above the drop
+// point; if the producer overtook it meanwhile it retries from the new
+// oldest. Every element returned was whole and live when read; elements
+// dropped while the consumer was reading them are never returned.
+//
+// More than one producer (or consumer) needs the caller's lock around that
+// side; the two sides may still use separate locks.
+
+import (
+	"fmt"
+	"math/bits"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/govram/govram/layout"
+	"github.com/govram/govram/vmem"
+)
+
+// RingPolicy says what Push does when the ring is full.
+type RingPolicy int
+
+const (
+	// ErrorWhenFull makes Push return ErrFull and PushBatch push only what
+	// fits. It is the default.
+	ErrorWhenFull RingPolicy = iota
+	// OverwriteOldest makes Push drop the oldest element to make room, so
+	// pushes never fail and the ring keeps the newest Cap elements.
+	OverwriteOldest
+)
+
+// String names the policy.
+func (p RingPolicy) String() string {
+	switch p {
+	case ErrorWhenFull:
+		return "ErrorWhenFull"
+	case OverwriteOldest:
+		return "OverwriteOldest"
+	}
+	return fmt.Sprintf("RingPolicy(%d)", int(p))
+}
+
+// RingOption configures NewRing.
+type RingOption func(*ringConfig)
+
+type ringConfig struct {
+	policy      RingPolicy
+	segLines    uint64 // lines per segment (a power of two); 0: the default
+	stageLines  uint64 // staging slots (a power of two >= 2); 0: the default
+	parallelMin uint64 // PushBatch runs at least this long use several cores
+}
+
+// WithPolicy sets what a push into a full ring does (default
+// ErrorWhenFull).
+func WithPolicy(p RingPolicy) RingOption { return func(c *ringConfig) { c.policy = p } }
+
+// ringWithSegmentLines caps a segment at n lines (rounded down to a power
+// of two): tests use tiny segments to cover segment boundaries.
+func ringWithSegmentLines(n uint64) RingOption {
+	return func(c *ringConfig) { c.segLines = n }
+}
+
+// ringWithParallelMin lowers the run length from which PushBatch stores
+// from several goroutines, so tests cover that path.
+func ringWithParallelMin(n uint64) RingOption {
+	return func(c *ringConfig) { c.parallelMin = n }
+}
+
+// ringWithStageLines sets the number of staging slots: tests use 2 or 4 so
+// that slot reuse, and the announce handshake guarding it, happen often.
+func ringWithStageLines(n uint64) RingOption {
+	return func(c *ringConfig) { c.stageLines = n }
+}
+
+const (
+	ringLine = 64
+	// ringStageLines: staging slots by default. 64 lines (4 KiB) let the
+	// producer write lines in bursts of 32 with one fence (about 120 ns)
+	// each: small against the 256 pushes of uint64 that fill a burst.
+	ringStageLines = 64
+	// ringWinLines: the consumer's window. Eight lines are two groups of
+	// four interleaved streaming loads; a longer window only adds latency to
+	// the refill.
+	ringWinLines = 8
+	// ringMaxSegment bounds one block (as vmem.Slice does): under the
+	// driver's allocation limit, and a shift for the index arithmetic.
+	ringMaxSegment = 1 << 30
+	// ringParallelMin: a PushBatch run of whole lines this long is split
+	// over several cores (one core's NT stores reach 22 GB/s, several 33).
+	ringParallelMin = 8 << 20
+	// ringAllChunk: All reads this much per DMA; the 22 µs round trip is
+	// then small against the transfer.
+	ringAllChunk = 16 << 20
+)
+
+// ringTSO: on these architectures a plain or NT store is never made visible
+// before an earlier locked instruction, and loads are not reordered with
+// loads of ordinary memory; elsewhere the code adds the barriers.
+const ringTSO = runtime.GOARCH == "amd64" || runtime.GOARCH == "386"
+
+// Ring is a fixed-capacity FIFO queue of T in device memory (mapped VRAM on
+// a GPU, off-heap memory on the host backend): pushes at the back, pops at
+// the front. When full, a push either fails with ErrFull or drops the oldest
+// element, as chosen by WithPolicy.
+//
+// T must hold no pointers (ErrPointerType). Push and Pop move single
+// elements (whole-line stores and streaming loads); PushBatch, PopBatch and
+// All move runs (NT stores in, DMA out) and are the fast paths.
+//
+// Concurrency: one goroutine may push (Push, PushBatch) while another pops
+// (Pop, PopBatch, Peek, All, Err), without locks; Len and Cap may be called
+// from any goroutine. Several producers, or several consumers, need the
+// caller's lock around that side. Reset and Close must not overlap any
+// other call. See docs/ring.md for the memory-ordering argument.
+type Ring[T any] struct {
+	// Set by NewRing, then only read (Close sets closed and segs, with no
+	// other call running).
+	dev       *vmem.Device
+	size      uint64 // bytes per element (0 for zero-size T)
+	capacity  uint64 // elements the ring holds
+	phys      uint64 // physical slots: capacity rounded up to whole lines
+	lines     uint64 // lines of the ring: phys*size/64
+	ringBytes uint64 // lines*64
+	segShift  uint   // a segment holds 1<<segShift lines
+	segs      []ringSeg
+	wc        bool // mapped VRAM: streaming loads, NT stores, fences
+	overwrite bool
+	dmaMin    uint64 // bulk reads at least this long go by DMA
+	parMin    uint64
+	stageMask uint64 // stage bytes - 1
+	stageK    uint64 // staging slots
+	// stage is the staging ring: stageK lines, line L in slot L mod stageK.
+	// The producer writes it; the consumer reads lines not yet durable.
+	stage  []uint64
+	held   *ringHeld
+	closed bool
+
+	_        [128]byte // the words below are written by one side and read by the other
+	tail     atomic.Uint64
+	durable  atomic.Uint64
+	floor    atomic.Uint64
+	_        [128 - 24]byte
+	head     atomic.Uint64
+	announce atomic.Uint64
+	_        [128 - 16]byte
+
+	p ringProducer
+	_ [128]byte
+	c ringConsumer
+	_ [128]byte
+}
+
+type ringSeg struct {
+	blk  vmem.Block
+	base unsafe.Pointer
+}
+
+// ringProducer is the producer's private state.
+type ringProducer struct {
+	tail     uint64 // elements pushed (r.tail once published)
+	headSeen uint64 // a recent r.head: room is certain below it
+	floor    uint64 // the last floor stored
+	// durable is the last durable stored. Complete lines from durable on
+	// wait in staging until half of it is full, then go out in one burst.
+	durable uint64
+	scratch []byte // one element, for pushes of elements over a line
+}
+
+// ringConsumer is the consumer's private state.
+type ringConsumer struct {
+	head     uint64 // elements consumed (r.head)
+	tail     uint64 // a recent r.tail
+	winStart uint64 // stream byte offset of win[0]
+	winEnd   uint64 // stream byte offset just past the window's valid bytes
+	err      error  // what stopped the last All
+	win      [ringWinLines * ringLine / 8]uint64
+}
+
+// ringHeld is what the leak backstop frees if a Ring is garbage collected
+// without Close.
+type ringHeld struct {
+	mu   sync.Mutex
+	dev  *vmem.Device
+	blks []vmem.Block
+}
+
+func (h *ringHeld) free() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, b := range h.blks {
+		h.dev.Free(b)
+	}
+	h.blks = nil
+}
+
+// NewRing makes an empty ring that holds capacity elements of T, in the
+// device's mapped tier. It fails with ErrPointerType when T holds pointers,
+// with ErrOutOfMemory (nothing allocated) when the memory is not there, and
+// with vmem.ErrRange for a capacity below 1.
+func NewRing[T any](dev *vmem.Device, capacity int, opts ...RingOption) (*Ring[T], error) {
+	if err := layout.Check[T](); err != nil {
+		return nil, fmt.Errorf("collections: NewRing: %w", err)
+	}
+	if dev == nil {
+		return nil, fmt.Errorf("collections: NewRing: nil device: %w", vmem.ErrNoDevice)
+	}
+	if capacity < 1 {
+		return nil, fmt.Errorf("collections: NewRing: capacity %d: %w", capacity, vmem.ErrRange)
+	}
+	cfg := ringConfig{stageLines: ringStageLines, parallelMin: ringParallelMin}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.policy != ErrorWhenFull && cfg.policy != OverwriteOldest {
+		return nil, fmt.Errorf("collections: NewRing: unknown %v: %w", cfg.policy, vmem.ErrRange)
+	}
+	if cfg.stageLines < 2 || cfg.stageLines&(cfg.stageLines-1) != 0 {
+		cfg.stageLines = ringStageLines
+	}
+	var zero T
+	r := &Ring[T]{
+		dev:       dev,
+		size:      uint64(unsafe.Sizeof(zero)),
+		capacity:  uint64(capacity),
+		overwrite: cfg.policy == OverwriteOldest,
+		dmaMin:    uint64(layout.DefaultPlanner().DMAMinBytes),
+		parMin:    cfg.parallelMin,
+		stageK:    cfg.stageLines,
+		stageMask: cfg.stageLines*ringLine - 1,
+		held:      &ringHeld{dev: dev},
+	}
+	r.phys = r.capacity
+	if r.size > 0 {
+		// The smallest run of elements that fills whole lines: 64/gcd(s, 64),
+		// a power of two.
+		period := uint64(ringLine) >> bits.TrailingZeros64(r.size|ringLine)
+		r.phys = (r.capacity + period - 1) &^ (period - 1)
+		hi, lo := bits.Mul64(r.phys, r.size)
+		if hi != 0 || r.phys < r.capacity || lo > 1<<62 {
+			return nil, fmt.Errorf("collections: NewRing: %d elements of %d bytes: %w", capacity, r.size, vmem.ErrTooLarge)
+		}
+		r.ringBytes = lo
+		r.lines = lo / ringLine
+		if err := r.allocSegments(cfg.segLines); err != nil {
+			return nil, fmt.Errorf("collections: NewRing: %w", err)
+		}
+		r.wc = dev.Backend() == vmem.BackendVulkan
+		r.stage = make([]uint64, cfg.stageLines*ringLine/8)
+	}
+	runtime.AddCleanup(r, func(h *ringHeld) { h.free() }, r.held)
+	return r, nil
+}
+
+// allocSegments allocates the ring's lines in segments of a power-of-two
+// number of lines. On error nothing stays allocated.
+func (r *Ring[T]) allocSegments(segLines uint64) error {
+	maxBytes := uint64(ringMaxSegment)
+	if mb := r.dev.Info().Tiers[vmem.Mapped].MaxBlock; mb > 0 && mb < maxBytes {
+		maxBytes = mb
+	}
+	maxLines := max(maxBytes/ringLine, 1)
+	if segLines == 0 || segLines > maxLines {
+		segLines = maxLines
+	}
+	r.segShift = uint(bits.Len64(segLines) - 1)
+	n := (r.lines + 1<<r.segShift - 1) >> r.segShift
+	segs := make([]ringSeg, 0, n)
+	for i := uint64(0); i < n; i++ {
+		lines := min(uint64(1)<<r.segShift, r.lines-i<<r.segShift)
+		b, err := r.dev.Alloc(vmem.Mapped, lines*ringLine, ringLine)
+		if err != nil {
+			for _, s := range segs {
+				r.dev.Free(s.blk)
+			}
+			return err
+		}
+		segs = append(segs, ringSeg{blk: b, base: b.Ptr()})
+	}
+	r.segs = segs
+	r.held.mu.Lock()
+	for _, s := range segs {
+		r.held.blks = append(r.held.blks, s.blk)
+	}
+	r.held.mu.Unlock()
+	return nil
+}
+
+// Cap returns the number of elements the ring holds.
+func (r *Ring[T]) Cap() int { return int(r.capacity) }
+
+// Len returns the number of elements in the ring. With a producer or
+// consumer running at the same time it is a snapshot: at most Cap, and
+// right at some instant during the call.
+func (r *Ring[T]) Len() int {
+	if r.closed {
+		return 0
+	}
+	t := r.tail.Load()
+	h := r.head.Load() // after tail: h can only be newer, so t-h <= capacity
+	if r.overwrite {
+		h = max(h, r.dropFloor(t))
+	}
+	if h >= t {
+		return 0
+	}
+	return int(t - h)
+}
+
+// dropFloor is, in overwrite mode, the oldest element not yet dropped by
+// the producer, given a recent tail.
+func (r *Ring[T]) dropFloor(t uint64) uint64 {
+	lo := r.floor.Load()
+	if t > r.capacity {
+		lo = max(lo, t-r.capacity)
+	}
+	return lo
+}
+
+// Reset empties the ring. It must not overlap any other call.
+func (r *Ring[T]) Reset() {
+	r.mustOpen()
+	r.tail.Store(0)
+	r.durable.Store(0)
+	r.floor.Store(0)
+	r.head.Store(0)
+	r.announce.Store(0)
+	r.p = ringProducer{}
+	r.c.head, r.c.tail, r.c.winStart, r.c.winEnd, r.c.err = 0, 0, 0, 0, nil
+}
+
+// Close frees the ring's memory. It is idempotent, and must not overlap any
+// other call. The ring is invalid afterwards: Push, PushBatch and PopBatch
+// return ErrClosed, Pop, Peek and Reset panic, Len returns 0.
+func (r *Ring[T]) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	var first error
+	for _, s := range r.segs {
+		if err := r.dev.Free(s.blk); err != nil && first == nil {
+			first = err
+		}
+	}
+	r.segs = nil
+	r.held.mu.Lock()
+	r.held.blks = nil
+	r.held.mu.Unlock()
+	return first
+}
+
+func (r *Ring[T]) mustOpen() {
+	if r.closed {
+		panic("collections: Ring used after Close")
+	}
+}
+
+// lineRun returns where global line L lives and how many of the at most
+// want lines from L on are contiguous there (up to the segment's end or the
+// ring's wrap).
+func (r *Ring[T]) lineRun(L, want uint64) (unsafe.Pointer, uint64) {
+	pl := L % r.lines
+	s := pl >> r.segShift
+	first := s << r.segShift
+	end := min(first+1<<r.segShift, r.lines)
+	return unsafe.Add(r.segs[s].base, (pl-first)*ringLine), min(want, end-pl)
+}
+
+// byteRun returns the segment and offset of stream byte g, and how many of
+// the at most want bytes from g on are contiguous there.
+func (r *Ring[T]) byteRun(g, want uint64) (seg *ringSeg, off, n uint64) {
+	pb := g % r.ringBytes
+	s := pb >> (r.segShift + 6)
+	first := s << (r.segShift + 6)
+	end := min(first+1<<(r.segShift+6), r.ringBytes)
+	return &r.segs[s], pb - first, min(want, end-pb)
+}
+
+// stageBytes views the staging ring as bytes.
+func (r *Ring[T]) stageBytes() []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(r.stage))), len(r.stage)*8)
+}
+
+// ringBytesOf views n values at p as bytes.
+func ringBytesOf[T any](p *T, n int) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(p)), uintptr(n)*unsafe.Sizeof(*p))
+}

@@ -1,0 +1,58 @@
+package strarena
+
+import (
+	"unsafe"
+
+	"github.com/govram/govram/internal/hostmem"
+)
+
+// stack is a growable array of offsets in anonymous memory outside the Go
+// heap: a free list whose size follows the number of freed strings must not
+// make the Go heap (and the collector's work) grow with it.
+type stack struct {
+	p      unsafe.Pointer
+	n, cap int
+}
+
+// push appends v; it reports false when the memory for a larger stack
+// cannot be had (the caller then drops the block).
+func (s *stack) push(v uint64) bool {
+	if s.n == s.cap {
+		nc := max(512, 2*s.cap)
+		np, err := hostmem.Map(uint64(nc) * 8)
+		if err != nil {
+			return false
+		}
+		if s.n > 0 {
+			copy(unsafe.Slice((*uint64)(np), s.n), s.items())
+		}
+		s.release()
+		s.p, s.cap = np, nc
+	}
+	*(*uint64)(unsafe.Add(s.p, s.n*8)) = v
+	s.n++
+	return true
+}
+
+func (s *stack) pop() (uint64, bool) {
+	if s.n == 0 {
+		return 0, false
+	}
+	s.n--
+	return *(*uint64)(unsafe.Add(s.p, s.n*8)), true
+}
+
+// items views the stack's contents; valid until the next push.
+func (s *stack) items() []uint64 {
+	if s.n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(s.p), s.n)
+}
+
+func (s *stack) release() {
+	if s.p != nil {
+		_ = hostmem.Unmap(s.p, uint64(s.cap)*8)
+	}
+	s.p, s.n, s.cap = nil, 0, 0
+}
