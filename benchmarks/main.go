@@ -51,6 +51,7 @@ type config struct {
 	capacityMax uint64
 	capHost     bool
 	deadline    time.Duration
+	groupBudget time.Duration
 	buildBudget time.Duration
 	from        string
 	list        bool
@@ -85,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	capMax := fs.String("capacity-max", defaultCapacityMax, "capacity suite: stop allocating a tier at this many bytes")
 	capHost := fs.Bool("capacity-host", false, "capacity suite: run it on the host backend too (it allocates host memory up to -capacity-max per tier)")
 	deadline := fs.Duration("deadline", 0, "start no case after this much time (0: no limit); the rest is reported as skipped")
+	groupBudget := fs.Duration("group-budget", 0, "start no case of a group (a suite at one size) after it has run this long (0: twice its share of what -deadline leaves)")
 	buildBudget := fs.Duration("build-budget", defaultBuildBudget, "build a govram container one entry at a time for at most this long, then bulk-load the rest (0: no limit)")
 	from := fs.String("from", "", "redraw report.md and the plots from this results.json; run nothing")
 	list := fs.Bool("list", false, "print the cases that would run, and exit")
@@ -113,7 +115,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			*buildBudget = shortBuildBudget
 		}
 	}
-	c := &config{short: *short, out: *out, format: *format, capHost: *capHost, deadline: *deadline, buildBudget: *buildBudget,
+	c := &config{short: *short, out: *out, format: *format, capHost: *capHost, deadline: *deadline, groupBudget: *groupBudget, buildBudget: *buildBudget,
 		from: *from, list: *list, count: *count, timeFlag: *tm, backendSet: set["backend"]}
 	var err error
 	if c.backend, err = vmem.ParseBackend(*backend); err != nil {
@@ -238,7 +240,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cfg.deadline > 0 {
 		deadline = time.Now().Add(cfg.deadline)
 	}
-	r := &runner{e: e, spec: spec, res: res, deadline: deadline,
+	r := &runner{e: e, spec: spec, res: res, deadline: deadline, groupBudget: cfg.groupBudget,
 		prog: newProgress(stderr, planned(groups), guess, deadline)}
 	if e.noKernErr != nil {
 		res.Notes = append(res.Notes, "gpu suite: no CPU-path device for comparison: "+e.noKernErr.Error())

@@ -43,6 +43,11 @@ type runner struct {
 	prog       *progress
 	res        *Results
 	deadline   time.Time
+	// groupBudget bounds one group (a suite at one size), so that one slow
+	// case cannot spend the whole run; 0 with a deadline set: twice the
+	// group's fair share of the time left.
+	groupBudget time.Duration
+	groupEnd    time.Time
 	// interrupted is set on Ctrl-C: the case running ends, the rest is
 	// skipped, and the report is written.
 	interrupted atomic.Bool
@@ -50,7 +55,8 @@ type runner struct {
 
 // run measures every group.
 func (r *runner) run(gs []*group) {
-	for _, g := range gs {
+	for i, g := range gs {
+		r.groupEnd = r.groupDeadline(len(gs) - i)
 		gd := GroupDesc{Suite: g.Suite, Name: g.Name, Size: g.Size, Baselines: g.Baselines}
 		for _, im := range g.Impls {
 			gd.Impls = append(gd.Impls, ImplDesc{Name: im.Name, Role: im.Role})
@@ -70,17 +76,35 @@ func (r *runner) run(gs []*group) {
 	}
 }
 
-// stopReason says why cases are being skipped.
-func (r *runner) stopReason() string {
-	if r.interrupted.Load() {
-		return "interrupted before this case"
+// groupDeadline is when the group starting now must stop, left groups
+// (this one included) still to run.
+func (r *runner) groupDeadline(left int) time.Time {
+	now := time.Now()
+	switch {
+	case r.groupBudget > 0:
+		return now.Add(r.groupBudget)
+	case !r.deadline.IsZero() && left > 0:
+		return now.Add(2 * r.deadline.Sub(now) / time.Duration(left))
 	}
-	return "deadline reached before this case"
+	return time.Time{}
 }
 
-// pastDeadline reports whether -deadline has passed.
+// stopReason says why cases are being skipped.
+func (r *runner) stopReason() string {
+	switch {
+	case r.interrupted.Load():
+		return "interrupted before this case"
+	case !r.deadline.IsZero() && time.Now().After(r.deadline):
+		return "deadline reached before this case"
+	}
+	return "this group's time budget was spent before this case"
+}
+
+// pastDeadline reports whether -deadline or the group's budget has passed.
 func (r *runner) pastDeadline() bool {
-	return r.interrupted.Load() || (!r.deadline.IsZero() && time.Now().After(r.deadline))
+	now := time.Now()
+	return r.interrupted.Load() || (!r.deadline.IsZero() && now.After(r.deadline)) ||
+		(!r.groupEnd.IsZero() && now.After(r.groupEnd))
 }
 
 // newCase starts the result of operation op of im. An operation named

@@ -1,0 +1,239 @@
+package vmem_test
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/vmem"
+)
+
+// BenchmarkLineLatency separates what one random read of mapped memory
+// costs from what a container adds on top: the bare streaming loads
+// (independent and dependent), a Gather of four lines, Slice.Get, and
+// the plain load, over a small and a large window.
+func BenchmarkLineLatency(b *testing.B) {
+	benchEach(b, func(b *testing.B, d *vmem.Device) {
+		for _, nbytes := range latencyWindows() {
+			n := nbytes / 64
+			idx := randomIndices(n, 1<<20)
+			// The window is made of blocks of at most 1 GiB (one
+			// allocation is limited); idx becomes a byte offset into it.
+			per := min(nbytes, 1<<30)
+			var raws []vmem.Block
+			var bases []unsafe.Pointer
+			for off := 0; off < nbytes; off += per {
+				raw := touchedRaw(b, d, per)
+				raws = append(raws, raw)
+				bases = append(bases, raw.Ptr())
+			}
+			shift := uint(bitsLen(per) - 1)
+			addr := func(j int) unsafe.Pointer {
+				o := j * 64
+				return unsafe.Add(bases[o>>shift], o&(per-1))
+			}
+			name := sizeName(uint64(nbytes))
+			b.Run("load/"+name, func(b *testing.B) {
+				var line [64]byte
+				var sum uint64
+				for i := 0; i < b.N; i++ {
+					lineio.Load(&line, addr(idx[i&(len(idx)-1)]))
+					sum += uint64(line[0])
+				}
+				sink = sum
+			})
+			b.Run("load-aligned/"+name, func(b *testing.B) {
+				// The same load into a 64-byte aligned buffer: a 64-byte
+				// store that straddles two cache lines cannot forward to
+				// the loads that read it back.
+				buf := make([]byte, 128)
+				off := int(-uintptr(unsafe.Pointer(&buf[0])) & 63)
+				line := (*[64]byte)(buf[off : off+64])
+				var sum uint64
+				for i := 0; i < b.N; i++ {
+					lineio.Load(line, addr(idx[i&(len(idx)-1)]))
+					sum += uint64(line[0])
+				}
+				sink = sum
+			})
+			for _, kind := range lineio.Kinds() {
+				b.Run("load-"+kind+"/"+name, func(b *testing.B) {
+					old := lineio.Kind
+					if err := lineio.SetKind(kind); err != nil {
+						b.Skip(err)
+					}
+					defer lineio.SetKind(old)
+					var line [64]byte
+					var sum uint64
+					for i := 0; i < b.N; i++ {
+						lineio.Load(&line, addr(idx[i&(len(idx)-1)]))
+						sum += uint64(line[0])
+					}
+					sink = sum
+				})
+			}
+			b.Run("pair/"+name, func(b *testing.B) {
+				var sum uint64
+				for i := 0; i < b.N; i++ {
+					lo, hi := lineio.LoadPair(addr(idx[i&(len(idx)-1)]))
+					sum += lo ^ hi
+				}
+				sink = sum
+			})
+			b.Run("word/"+name, func(b *testing.B) {
+				var sum uint64
+				for i := 0; i < b.N; i++ {
+					sum += lineio.LoadWord(addr(idx[i&(len(idx)-1)]))
+				}
+				sink = sum
+			})
+			b.Run("word-dependent/"+name, func(b *testing.B) {
+				// Each address depends on the previous load (the memory
+				// holds 0x01 bytes, so w>>63 is 0): the latency of one
+				// round trip, with nothing overlapping.
+				var w uint64
+				for i := 0; i < b.N; i++ {
+					j := idx[i&(len(idx)-1)] ^ int(w>>63)
+					w = lineio.LoadWord(addr(j))
+				}
+				sink = w
+			})
+			for _, g := range []int{4, 8, 16} {
+				b.Run(fmt.Sprintf("gather%d/%s", g, name), func(b *testing.B) {
+					gatherLatency(b, g, idx, addr)
+				})
+			}
+			b.Run("plain/"+name, func(b *testing.B) {
+				var sum uint64
+				for i := 0; i < b.N; i++ {
+					sum += *(*uint64)(addr(idx[i&(len(idx)-1)]))
+				}
+				sink = sum
+			})
+			for _, raw := range raws {
+				d.Free(raw)
+			}
+			s := touched(b, d, n)
+			b.Run("slice-get/"+name, func(b *testing.B) {
+				var sum uint64
+				for i := 0; i < b.N; i++ {
+					sum += s.Get(idx[i&(len(idx)-1)])[0]
+				}
+				sink = sum
+			})
+			b.Run("slice-get-dependent/"+name, func(b *testing.B) {
+				var w uint64
+				for i := 0; i < b.N; i++ {
+					w = s.Get(idx[i&(len(idx)-1)] ^ int(w>>63))[0]
+				}
+				sink = w
+			})
+			s.Close()
+		}
+	})
+}
+
+func gatherLatency(b *testing.B, g int, idx []int, addr func(int) unsafe.Pointer) {
+	dst := make([]byte, g*64)
+	srcs := make([]unsafe.Pointer, g)
+	var sum uint64
+	for i := 0; i < b.N; i += g {
+		for k := range srcs {
+			srcs[k] = addr(idx[(i+k)&(len(idx)-1)])
+		}
+		lineio.Gather(dst, srcs)
+		sum += uint64(dst[0])
+	}
+	sink = sum
+}
+
+// latencyWindows are the window sizes probed: GOVRAM_LAT_MIB (a comma
+// list of MiB), else 16 MiB and the Slice benchmarks' working set.
+func latencyWindows() []int {
+	v := os.Getenv("GOVRAM_LAT_MIB")
+	if v == "" {
+		return []int{16 << 20, benchBytes()}
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		if m, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && m > 0 && m&(m-1) == 0 {
+			out = append(out, m<<20)
+		}
+	}
+	return out
+}
+
+func bitsLen(x int) int {
+	n := 0
+	for ; x > 0; x >>= 1 {
+		n++
+	}
+	return n
+}
+
+// TestMappedPageSize logs the page size the kernel uses for mapped device
+// memory (GOVRAM_PROBE=1): with 4 KiB pages every random line read in a
+// large window also pays a page walk.
+func TestMappedPageSize(t *testing.T) {
+	if os.Getenv("GOVRAM_PROBE") != "1" {
+		t.Skip("GOVRAM_PROBE=1 to run")
+	}
+	for _, be := range []vmem.Backend{vmem.BackendVulkan, vmem.BackendHost} {
+		d, err := vmem.Open(vmem.Options{Backend: be})
+		if err != nil {
+			t.Logf("%v: %v", be, err)
+			continue
+		}
+		for _, tier := range []vmem.Tier{vmem.Mapped, vmem.Host} {
+			blk, err := d.Alloc(tier, 256<<20, 0)
+			if err != nil {
+				t.Logf("%v %v: %v", be, tier, err)
+				continue
+			}
+			t.Logf("%v %v: %s", be, tier, smapsFor(uintptr(blk.Ptr())))
+			d.Free(blk)
+		}
+		d.Close()
+	}
+}
+
+func smapsFor(addr uintptr) string {
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var in bool
+	var out []string
+	for sc.Scan() {
+		line := sc.Text()
+		if fields := strings.Fields(line); len(fields) > 0 && strings.Contains(fields[0], "-") {
+			lo, hi, ok := strings.Cut(fields[0], "-")
+			if ok {
+				a, err1 := strconv.ParseUint(lo, 16, 64)
+				z, err2 := strconv.ParseUint(hi, 16, 64)
+				if err1 == nil && err2 == nil {
+					if in {
+						break
+					}
+					in = uint64(addr) >= a && uint64(addr) < z
+					if in {
+						out = append(out, line)
+					}
+					continue
+				}
+			}
+		}
+		if in && (strings.HasPrefix(line, "KernelPageSize") || strings.HasPrefix(line, "MMUPageSize") ||
+			strings.HasPrefix(line, "AnonHugePages") || strings.HasPrefix(line, "VmFlags") || strings.HasPrefix(line, "Rss")) {
+			out = append(out, line)
+		}
+	}
+	return fmt.Sprint(out)
+}
