@@ -25,23 +25,22 @@ package collections
 //
 // The upper levels are an ordinary B+tree of fan-out 64 in vmem.Host blocks
 // (off the Go heap). Its bottom nodes hold, per leaf, the separator key (a
-// lower bound of the leaf's keys), the leaf's id (4 bytes) and its count (1
-// byte): 13 bytes per leaf of up to 32 uint64 entries, which keeps host
-// memory under one byte per entry (0.45 after BulkLoad, about 0.67 after
-// random inserts). A lookup walks the host index (no VRAM), loads the key
-// lines (round trip one), then the value line (round trip two). For
-// integer keys the index also bounds the leaf's key range, so the slot is
-// interpolated and the two key lines around it are loaded together with
-// their values' lines: one round trip when the guess holds (nearly always
-// for evenly spread keys; see BTree.predict).
+// lower bound of the leaf's keys), the leaf's id (4 bytes), its count (1
+// byte) and, for integer keys, a 4-byte hint (btree_hint.go) that names the
+// key line holding a given key: 17 bytes per leaf of up to 32 uint64
+// entries, which keeps host memory under one byte per entry (0.6 after
+// BulkLoad, about 0.85 after random inserts). A lookup walks the host index
+// (no VRAM), then loads the hinted key line and the line of its values
+// together: one round trip of two lines, whatever the keys' spread. Other
+// keys (a less function) load the leaf's key lines, then the value line.
 //
 // # Extents: leaves in key order
 //
 // Range scans are fast only if the leaves they need lie together, so that
-// one DMA brings them all: 22 µs per DMA means a scan must read about a
-// mebibyte per transfer to approach the link's 50 GB/s, while fetching a
-// leaf at a time costs 22 µs each. Leaves are therefore allocated in
-// extents: blocks of about 1 MiB (2048 leaves of 512 bytes), each holding
+// one DMA brings them all: 22 µs per DMA means a scan must read mebibytes
+// per transfer to approach the link's 50 GB/s (31 GB/s at 4 MiB), while
+// fetching a leaf at a time costs 22 µs each. Leaves are therefore allocated in
+// extents: blocks of about 4 MiB (8192 leaves of 512 bytes), each holding
 // the leaves of one contiguous key range in any order. A new leaf from a
 // split goes into the extent of the leaf it came from; a full extent is
 // split in two by one GPU copy of the block (VRAM to VRAM at hundreds of
@@ -50,8 +49,10 @@ package collections
 // leaf splits) vanishes per insert. A scan walks the host index in key
 // order, groups the leaves it needs by extent, and reads each group either
 // by one DMA of its span into pinned host memory or, for a few leaves, by
-// streaming loads, as layout.Planner decides. Appending in key order
-// (BulkLoad, ascending inserts) fills fresh extents front to back.
+// streaming loads, as layout.Planner decides; up to three DMAs are in
+// flight while the callback consumes the oldest window. Appending in key
+// order (BulkLoad, ascending inserts) fills fresh extents front to back;
+// BulkLoad writes its leaves from several goroutines at once.
 //
 // # Stores
 //
@@ -101,6 +102,7 @@ type BTree[K, V any] struct {
 	dev  *vmem.Device
 	less func(a, b K) bool
 	kk   btKeyKind // ordered fast path for integer keys, btKGeneric otherwise
+	hint bool      // the index keeps a hint per leaf (btree_hint.go)
 
 	g   btGeom
 	idx btIndex[K]
@@ -122,6 +124,7 @@ type BTree[K, V any] struct {
 	img    [3][]uint64 // writer scratch: leaf images (only when not in place)
 	closed bool
 	mem    *btHeld
+	unreg  func() // removes the tree from the device's AtClose list
 
 	// strV: V is a string type; leaves hold the strings' handles in arena.
 	strV  bool
@@ -144,7 +147,7 @@ type btConfig struct {
 func WithBTreeLeafEntries(n int) BTreeOption { return func(c *btConfig) { c.leafEntries = n } }
 
 // WithBTreeExtentLeaves sets how many leaves an extent holds (rounded up to
-// a power of two, at least 2). The default makes an extent about 1 MiB, the
+// a power of two, at least 2). The default makes an extent about 4 MiB, the
 // size one DMA needs to approach the link's speed.
 func WithBTreeExtentLeaves(n int) BTreeOption { return func(c *btConfig) { c.extent = n } }
 
@@ -212,7 +215,7 @@ func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opt
 	if err != nil {
 		return nil, err
 	}
-	t := &BTree[K, V]{dev: dev, less: less, kk: kk, g: g, strV: strV}
+	t := &BTree[K, V]{dev: dev, less: less, kk: kk, g: g, strV: strV, hint: btHintsFor(kk, &g)}
 	if strV {
 		if t.arena, err = strarena.New(dev, strarena.Options{Tier: cfg.tier}); err != nil {
 			return nil, fmt.Errorf("collections: NewBTree: %w", err)
@@ -222,6 +225,7 @@ func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opt
 	runtime.AddCleanup(t, func(h *btHeld) { h.freeAll() }, t.mem)
 	t.idx.init(dev, t.mem, less, kk, cfg.fan)
 	t.lv.init(dev, t.mem, &t.g, cfg.tier, cfg.naive)
+	t.unreg = lcAtClose(dev, t, (*BTree[K, V]).Close)
 	return t, nil
 }
 
@@ -369,8 +373,8 @@ func (t *BTree[K, V]) Stats() BTreeStats {
 
 // Clear removes every entry and frees the device memory the tree held.
 func (t *BTree[K, V]) Clear() error {
-	if t.closed {
-		return ErrClosed
+	if err := t.btUsable(); err != nil {
+		return err
 	}
 	t.clear()
 	return nil
@@ -400,6 +404,9 @@ func (t *BTree[K, V]) clear() {
 func (t *BTree[K, V]) Close() error {
 	if t.closed {
 		return nil
+	}
+	if t.unreg != nil {
+		t.unreg()
 	}
 	t.clear()
 	t.mem.freeAll()

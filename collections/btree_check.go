@@ -108,6 +108,11 @@ func (t *BTree[K, V]) verify() error {
 				return fmt.Errorf("leaf %d: %w", id, err)
 			}
 			lb := nd.keys[i]
+			if h := nd.hint[i]; h.sh != 0 && h != t.hintFor(unsafe.Add(img, g.keyOff), cnt, lb) {
+				return fmt.Errorf("leaf %d: stale hint", id)
+			} else if h.sh != 0 && !t.hint {
+				return fmt.Errorf("leaf %d: a hint in a tree without hints", id)
+			}
 			isFirst := b == x.first && i == 0
 			for j := range cnt {
 				k := *(*K)(unsafe.Add(img, g.keyAt(j)))

@@ -28,6 +28,9 @@ type btNode[K any] struct {
 	keys [btFan]K
 	kids [btFan]uint32
 	cnts [btFan]uint8
+	// hint: bottom level, per leaf, which key line holds a key (see
+	// btHint); upper levels leave it zero.
+	hint [btFan]btHint
 }
 
 // btPath records a descent: the node and the child taken at each level
@@ -79,7 +82,9 @@ func (x *btIndex[K]) reset() {
 // operation that fails for want of memory fails before it changes anything.
 func (x *btIndex[K]) reserve(k int) error {
 	for len(x.free) < k {
-		n := min(max(len(x.nodes), 4), 256)
+		// A quarter more nodes at a time (a bulk load: what it needs), so
+		// that few reserved nodes sit unused.
+		n := max(k-len(x.free), min(max(len(x.nodes)/4, 4), 256))
 		sz := x.nodeSize()
 		b, err := x.mem.alloc(vmem.Host, uint64(n)*uint64(sz))
 		if err != nil {
@@ -188,10 +193,10 @@ func (x *btIndex[K]) prev(b uint32, i int) (uint32, int) {
 }
 
 // start makes the index of a tree with one leaf.
-func (x *btIndex[K]) start(k K, leaf uint32, cnt int) {
+func (x *btIndex[K]) start(k K, leaf uint32, cnt int, h btHint) {
 	id := x.newNode()
 	nd := x.nodes[id]
-	nd.n, nd.keys[0], nd.kids[0], nd.cnts[0] = 1, k, leaf, uint8(cnt)
+	nd.n, nd.keys[0], nd.kids[0], nd.cnts[0], nd.hint[0] = 1, k, leaf, uint8(cnt), h
 	x.root, x.height, x.first, x.last = id, 1, id, id
 }
 
@@ -213,14 +218,14 @@ func (x *btIndex[K]) rightmost(p *btPath, level int) bool {
 // insertAt puts child kid with bound key at position pos of the node at
 // level of path p, splitting nodes up the path as needed (reserve first).
 // The path is stale afterwards.
-func (x *btIndex[K]) insertAt(p *btPath, level, pos int, key K, kid uint32, cnt int) {
+func (x *btIndex[K]) insertAt(p *btPath, level, pos int, key K, kid uint32, cnt int, h btHint) {
 	id := p.id[level]
 	nd := x.nodes[id]
 	if int(nd.n) < x.fan {
-		nd.insert(pos, key, kid, cnt)
+		nd.insert(pos, key, kid, cnt, h)
 		return
 	}
-	if x.shareWithSibling(p, level, pos, key, kid, cnt) {
+	if x.shareWithSibling(p, level, pos, key, kid, cnt, h) {
 		return
 	}
 	rid := x.newNode()
@@ -235,11 +240,12 @@ func (x *btIndex[K]) insertAt(p *btPath, level, pos int, key K, kid uint32, cnt 
 	copy(r.keys[:m], nd.keys[mid:x.fan])
 	copy(r.kids[:m], nd.kids[mid:x.fan])
 	copy(r.cnts[:m], nd.cnts[mid:x.fan])
+	copy(r.hint[:m], nd.hint[mid:x.fan])
 	r.n, nd.n = int32(m), int32(mid)
 	if pos < mid || (pos == mid && mid < x.fan) {
-		nd.insert(pos, key, kid, cnt)
+		nd.insert(pos, key, kid, cnt, h)
 	} else {
-		r.insert(pos-mid, key, kid, cnt)
+		r.insert(pos-mid, key, kid, cnt, h)
 	}
 	if level == 0 {
 		r.next, r.prev = nd.next, id
@@ -261,7 +267,7 @@ func (x *btIndex[K]) insertAt(p *btPath, level, pos int, key K, kid uint32, cnt 
 		x.height++
 		return
 	}
-	x.insertAt(p, level+1, int(p.ix[level+1])+1, sep, rid, 0)
+	x.insertAt(p, level+1, int(p.ix[level+1])+1, sep, rid, 0, btHint{})
 }
 
 // shareWithSibling makes room in the full node at level of path p by
@@ -270,7 +276,7 @@ func (x *btIndex[K]) insertAt(p *btPath, level, pos int, key K, kid uint32, cnt 
 // room or the insertion appends at the right edge. Nodes then fill to
 // about 80% under random inserts instead of 69%, which is what keeps the
 // host index under a byte per entry.
-func (x *btIndex[K]) shareWithSibling(p *btPath, level, pos int, key K, kid uint32, cnt int) bool {
+func (x *btIndex[K]) shareWithSibling(p *btPath, level, pos int, key K, kid uint32, cnt int, h btHint) bool {
 	if level == x.height-1 || (pos == x.fan && x.rightmost(p, level)) {
 		return false
 	}
@@ -284,9 +290,9 @@ func (x *btIndex[K]) shareWithSibling(p *btPath, level, pos int, key K, kid uint
 			moved := int(l.n) - ln
 			parent.keys[pi] = nd.keys[0]
 			if pos <= moved {
-				l.insert(ln+pos, key, kid, cnt)
+				l.insert(ln+pos, key, kid, cnt, h)
 			} else {
-				nd.insert(pos-moved, key, kid, cnt)
+				nd.insert(pos-moved, key, kid, cnt, h)
 			}
 			return true
 		}
@@ -295,9 +301,9 @@ func (x *btIndex[K]) shareWithSibling(p *btPath, level, pos int, key K, kid uint
 		if r := x.nodes[parent.kids[pi+1]]; int(r.n) < x.fan-1 {
 			btEven(nd, r)
 			if pos <= int(nd.n) {
-				nd.insert(pos, key, kid, cnt)
+				nd.insert(pos, key, kid, cnt, h)
 			} else {
-				r.insert(pos-int(nd.n), key, kid, cnt)
+				r.insert(pos-int(nd.n), key, kid, cnt, h)
 			}
 			parent.keys[pi+1] = r.keys[0]
 			return true
@@ -306,12 +312,13 @@ func (x *btIndex[K]) shareWithSibling(p *btPath, level, pos int, key K, kid uint
 	return false
 }
 
-func (nd *btNode[K]) insert(pos int, key K, kid uint32, cnt int) {
+func (nd *btNode[K]) insert(pos int, key K, kid uint32, cnt int, h btHint) {
 	n := int(nd.n)
 	copy(nd.keys[pos+1:n+1], nd.keys[pos:n])
 	copy(nd.kids[pos+1:n+1], nd.kids[pos:n])
 	copy(nd.cnts[pos+1:n+1], nd.cnts[pos:n])
-	nd.keys[pos], nd.kids[pos], nd.cnts[pos] = key, kid, uint8(cnt)
+	copy(nd.hint[pos+1:n+1], nd.hint[pos:n])
+	nd.keys[pos], nd.kids[pos], nd.cnts[pos], nd.hint[pos] = key, kid, uint8(cnt), h
 	nd.n++
 }
 
@@ -323,11 +330,15 @@ func (nd *btNode[K]) remove(i int) {
 		k0 := nd.keys[0]
 		copy(nd.keys[0:n-1], nd.keys[1:n])
 		nd.keys[0] = k0
+		// The new first child's bound went down: a leaf's hint is
+		// relative to its bound, so it no longer holds.
+		nd.hint[1] = btHint{}
 	} else {
 		copy(nd.keys[i:n-1], nd.keys[i+1:n])
 	}
 	copy(nd.kids[i:n-1], nd.kids[i+1:n])
 	copy(nd.cnts[i:n-1], nd.cnts[i+1:n])
+	copy(nd.hint[i:n-1], nd.hint[i+1:n])
 	nd.n--
 }
 
@@ -383,6 +394,7 @@ func (x *btIndex[K]) removeAt(p *btPath, level int) {
 		copy(l.keys[n:n+m], r.keys[:m])
 		copy(l.kids[n:n+m], r.kids[:m])
 		copy(l.cnts[n:n+m], r.cnts[:m])
+		copy(l.hint[n:n+m], r.hint[:m])
 		l.n += r.n
 		x.unlink(rid, level)
 		x.freeNode(rid)
@@ -401,6 +413,9 @@ func (x *btIndex[K]) fixSpine(id uint32, level int, k K) {
 	for ; level >= 0; level-- {
 		nd := x.nodes[id]
 		nd.keys[0] = k
+		if level == 0 {
+			nd.hint[0] = btHint{} // relative to the old bound
+		}
 		id = nd.kids[0]
 	}
 }
@@ -433,9 +448,11 @@ func btEven[K any](l, r *btNode[K]) {
 		copy(l.keys[ln:ln+m], r.keys[:m])
 		copy(l.kids[ln:ln+m], r.kids[:m])
 		copy(l.cnts[ln:ln+m], r.cnts[:m])
+		copy(l.hint[ln:ln+m], r.hint[:m])
 		copy(r.keys[:rn-m], r.keys[m:rn])
 		copy(r.kids[:rn-m], r.kids[m:rn])
 		copy(r.cnts[:rn-m], r.cnts[m:rn])
+		copy(r.hint[:rn-m], r.hint[m:rn])
 		l.n, r.n = int32(ln+m), int32(rn-m)
 		return
 	}
@@ -446,8 +463,10 @@ func btEven[K any](l, r *btNode[K]) {
 	copy(r.keys[m:rn+m], r.keys[:rn])
 	copy(r.kids[m:rn+m], r.kids[:rn])
 	copy(r.cnts[m:rn+m], r.cnts[:rn])
+	copy(r.hint[m:rn+m], r.hint[:rn])
 	copy(r.keys[:m], l.keys[ln-m:ln])
 	copy(r.kids[:m], l.kids[ln-m:ln])
 	copy(r.cnts[:m], l.cnts[ln-m:ln])
+	copy(r.hint[:m], l.hint[ln-m:ln])
 	l.n, r.n = int32(ln-m), int32(rn+m)
 }

@@ -16,11 +16,12 @@ const btStackLines = 8
 // Get returns the value stored under key and whether there is one.
 //
 // Cost on mapped VRAM: the host index (no VRAM), then for integer keys
-// (NewBTreeOrdered) usually one round trip: the key's slot is predicted
-// from the leaf's bounds in the index, and the predicted key lines and
-// their value lines are loaded together. Otherwise, or when the prediction
-// misses, one batch of streaming loads for the leaf's key lines and one
-// load for the value's line.
+// (NewBTreeOrdered) one round trip: the leaf's hint in the index names
+// the key line, which is loaded together with its values' line (two
+// streaming loads in one batch). A leaf whose hint was cleared predicts
+// the slot from its bounds instead (one round trip when the guess holds).
+// Other keys: one batch of streaming loads for the leaf's key lines, then
+// one load for the value's line.
 func (t *BTree[K, V]) Get(key K) (V, bool) {
 	t.sync()
 	if t.idx.height == 0 {
@@ -57,13 +58,30 @@ func (t *BTree[K, V]) get(k K, val bool) (v V, ok bool) {
 	switch e.kind {
 	case btDirect:
 		leaf := t.lv.ptr(id)
-		j, found := t.lower(unsafe.Add(leaf, g.keyOff), cnt, k)
+		s0, s1 := 0, cnt
+		if h := &nd.hint[i]; h.sh != 0 {
+			// Only the key line the hint names (on a miss of the cache,
+			// one line instead of four).
+			lo, hi := h.lines(btOrderBits(t.kk, unsafe.Pointer(&k)), btOrderBits(t.kk, unsafe.Pointer(&nd.keys[i])), (cnt+g.keysPerLine-1)/g.keysPerLine)
+			s0, s1 = lo*g.keysPerLine, min((hi+1)*g.keysPerLine, cnt)
+		}
+		j, found := t.lower(unsafe.Add(leaf, g.keyAt(s0)), s1-s0, k)
 		if found && val {
-			v = t.vOut(unsafe.Add(leaf, g.valAt(j)))
+			v = t.vOut(unsafe.Add(leaf, g.valAt(s0+j)))
 		}
 		return v, found
 	case btWC:
 		leaf := t.lv.ptr(id)
+		if h := &nd.hint[i]; h.sh != 0 {
+			// The hint names the key line: it and its values' line come
+			// in one batch of streaming loads, one round trip.
+			lo, hi := h.lines(btOrderBits(t.kk, unsafe.Pointer(&k)), btOrderBits(t.kk, unsafe.Pointer(&nd.keys[i])), (cnt+g.keysPerLine-1)/g.keysPerLine)
+			if hi-lo < 2 {
+				if v, found, sure := t.lookLines(leaf, cnt, k, lo, hi-lo+1, true, val); sure {
+					return v, found
+				}
+			}
+		}
 		if t.kk != btKGeneric && cnt > g.predictMin {
 			// The next leaf's bound caps this leaf's keys.
 			var ub *K
@@ -130,12 +148,22 @@ func (t *BTree[K, V]) predict(leaf unsafe.Pointer, cnt int, k, lb, ub K, val boo
 		l0--
 	}
 	l0 = min(max(l0, 0), nl-2)
-	s0, s1 := l0*kpl, min((l0+2)*kpl, cnt)
+	return t.lookLines(leaf, cnt, k, l0, 2, false, val)
+}
+
+// lookLines loads key lines l0 .. l0+nk-1 of a mapped leaf (nk <= 2) and
+// the lines of their values in one batch of streaming loads, and searches
+// there. exact says that k, if present, is in those lines; otherwise sure
+// reports whether the lines settled the lookup.
+func (t *BTree[K, V]) lookLines(leaf unsafe.Pointer, cnt int, k K, l0, nk int, exact, val bool) (v V, found, sure bool) {
+	g := &t.g
+	kpl := g.keysPerLine
+	s0, s1 := l0*kpl, min((l0+nk)*kpl, cnt)
 	// Key lines, then the lines holding values s0..s1-1.
 	var srcs [btPredictLines]unsafe.Pointer
 	n := 0
 	kl := unsafe.Add(leaf, g.keyOff+uintptr(s0)*g.ks)
-	for ; n < 2 && s0+n*kpl < s1; n++ {
+	for ; n < nk && s0+n*kpl < s1; n++ {
 		srcs[n] = unsafe.Add(kl, n*layout.LineSize)
 	}
 	keyLines := n
@@ -157,6 +185,8 @@ func (t *BTree[K, V]) predict(leaf unsafe.Pointer, cnt int, k, lb, ub K, val boo
 	j, found := t.lower(unsafe.Pointer(&buf), s1-s0, k)
 	switch {
 	case found:
+	case exact:
+		return v, false, true
 	case j == 0 && s0 > 0, j == s1-s0 && s1 < cnt:
 		return v, false, false // k may lie outside the loaded lines
 	default:

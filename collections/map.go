@@ -112,6 +112,9 @@ type Map[K comparable, V any] struct {
 	closed  bool
 	err     atomic.Pointer[error]
 	held    *mapHeld
+	unreg   func() // removes the map from the device's AtClose list
+
+	gpu mapGPU // the device copy of the control bytes for batch kernels (map_gpu.go)
 
 	scratch []byte // writer's image of one bucket
 	enc     []byte // writer's image of one record being stored
@@ -219,6 +222,7 @@ func NewMap[K comparable, V any](dev *vmem.Device, opts ...MapOption) (*Map[K, V
 		}
 		return nil, err
 	}
+	m.unreg = lcAtClose(dev, m, (*Map[K, V]).Close)
 	return m, nil
 }
 
@@ -514,8 +518,8 @@ func (m *Map[K, V]) store(t *mapTable, l mapLoc, off uintptr, data []byte) error
 // (the map is then unchanged), or with an error matching vmem.ErrTooLarge
 // for a string longer than 256 MiB.
 func (m *Map[K, V]) Put(k K, v V) error {
-	if m.closed {
-		return ErrClosed
+	if err := m.mapUsable(); err != nil {
+		return err
 	}
 	if m.writing {
 		m.badWrite()
@@ -706,6 +710,9 @@ func (m *Map[K, V]) Close() error {
 		m.badWrite()
 	}
 	m.closed = true
+	if m.unreg != nil {
+		m.unreg()
+	}
 	if t := m.t; t != nil {
 		if t.bat != nil {
 			t.bat.Discard()

@@ -202,8 +202,8 @@ func (m *Map[K, V]) getBlock(t *mapTable, keys []K, vals []V, found []bool) int 
 // holds either its old or its new value; ErrOutOfMemory leaves the keys
 // not yet stored unchanged.
 func (m *Map[K, V]) PutMany(keys []K, vals []V) error {
-	if m.closed {
-		return ErrClosed
+	if err := m.mapUsable(); err != nil {
+		return err
 	}
 	if len(vals) < len(keys) {
 		return fmt.Errorf("collections: PutMany: %d keys but %d values: %w", len(keys), len(vals), vmem.ErrRange)

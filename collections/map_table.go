@@ -205,6 +205,7 @@ func (m *Map[K, V]) newBatcher(t *mapTable) {
 
 // freeTable returns t's memory.
 func (m *Map[K, V]) freeTable(t *mapTable) {
+	m.gpuDrop(t)
 	for _, sg := range t.segs {
 		m.dev.Free(sg.slots)
 		m.dev.Free(sg.fpBlk)

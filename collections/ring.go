@@ -37,10 +37,19 @@ package collections
 // (split over several cores above 8 MiB: the link takes 33 GB/s from
 // several), and its ragged tail into staging; then one fence.
 //
-// A pushed element is visible to the consumer as soon as Push returns, even
-// though its line may still sit in staging: the consumer reads lines below
-// "durable" from VRAM and the others from the staging ring (ordinary host
-// memory, a few nanoseconds). No Flush is ever needed.
+// A published element is visible to the consumer even though its line may
+// still sit in staging: the consumer reads lines below "durable" from VRAM
+// and the others from the staging ring (ordinary host memory, a few
+// nanoseconds).
+//
+// # Publishing: a release store per push
+//
+// Go's atomic stores are locked instructions on amd64 (XCHG): 15 to 20 ns
+// each, more than all the rest of a push. Publishing needs only a release
+// store (the element's bytes visible before the index), which any plain
+// x86 store is: Push stores tail with lineio.StoreRelease, a plain MOV in
+// assembly (sync/atomic's store under the race detector and elsewhere).
+// Every Push is visible to the consumer when it returns.
 //
 // # Pops: a line window, DMA for bulk
 //
@@ -60,16 +69,19 @@ package collections
 // PopBatch, Peek, All, Err) may run at once without locks. Each side owns
 // its own indexes, and each shared word has exactly one writer:
 //
-//	tail     producer  elements pushed (atomic; one store per Push)
+//	tail     producer  elements published (atomic; one store per 16 Pushes)
 //	durable  producer  lines fenced into VRAM (atomic; every K/2 lines)
 //	floor    producer  overwrite mode: elements below it are dropped
 //	head     consumer  elements consumed (atomic; one store per Pop)
 //	announce consumer  the staged line the consumer is reading, plus one
+//	want     consumer  1 + the tail at which the consumer found the ring empty
 //
 // Publishing data: the producer writes a line to VRAM with NT stores, then
 // lineio.Fence (SFENCE: NT stores are weakly ordered and could otherwise
 // become visible after the index that covers them), then stores durable.
-// Elements are published by storing tail after their bytes are in staging.
+// Elements are published by storing tail after their bytes are in staging
+// (and, before any burst that rewrites a VRAM line, so that in overwrite mode
+// the elements it replaces are already dropped).
 // The consumer loads tail, then durable, then (on VRAM) lineio.FullFence
 // (MFENCE: WC memory may be read speculatively, and a streaming load must
 // not run ahead of the index that says the line is ready), then loads.
@@ -184,11 +196,33 @@ const (
 	// driver's allocation limit, and a shift for the index arithmetic.
 	ringMaxSegment = 1 << 30
 	// ringParallelMin: a PushBatch run of whole lines this long is split
-	// over several cores (one core's NT stores reach 22 GB/s, several 33).
-	ringParallelMin = 8 << 20
+	// over several cores (one core's NT stores reach 22 GB/s, several 33),
+	// in parts of at least half of it: a goroutine costs about a
+	// microsecond, 512 KiB of stores 16 µs or more.
+	ringParallelMin = 512 << 10
+	// ringStoreWorkers: goroutines for one long PushBatch run. Two already
+	// reach the link's limit for CPU writes; four leave room for the source
+	// reads from the Go heap.
+	ringStoreWorkers = 4
+	// ringPubEvery: Push publishes at least once per this many elements
+	// (see "Publishing" above): the XCHG of a publish then costs about 1 ns
+	// a push.
+	ringPubEvery = 16
 	// ringAllChunk: All reads this much per DMA; the 22 µs round trip is
 	// then small against the transfer.
 	ringAllChunk = 16 << 20
+)
+
+// Bulk reads (PopBatch) of at least 2*ringDMAPiece bytes are split into
+// pieces of ringDMAPiece, read by ringDMAWorkers goroutines at once: a DMA
+// costs 22-50 µs to submit and wait for, and moves only 31 GB/s alone at
+// 16 MiB on an H200; several in flight keep the copy engine busy (50 GB/s),
+// and for a destination outside pinned memory the staging copies of one
+// piece run on the CPUs while the next pieces move. Variables, not
+// constants, so that a benchmark can tune them on new hardware.
+var (
+	ringDMAPiece   uint64 = 16 << 20
+	ringDMAWorkers        = 3
 )
 
 // ringTSO: on these architectures a plain or NT store is never made visible
@@ -205,8 +239,10 @@ const ringTSO = runtime.GOARCH == "amd64" || runtime.GOARCH == "386"
 // elements (whole-line stores and streaming loads); PushBatch, PopBatch and
 // All move runs (NT stores in, DMA out) and are the fast paths.
 //
-// Concurrency: one goroutine may push (Push, PushBatch) while another pops
-// (Pop, PopBatch, Peek, All, Err), without locks; Len and Cap may be called
+// Every Push is visible to the consumer when it returns (see Push).
+//
+// Concurrency: one goroutine may push (Push, PushBatch, Flush) while another
+// pops (Pop, PopBatch, Peek, All, Err), without locks; Len and Cap may be called
 // from any goroutine. Several producers, or several consumers, need the
 // caller's lock around that side. Reset and Close must not overlap any
 // other call. See docs/ring.md for the memory-ordering argument.
@@ -232,6 +268,7 @@ type Ring[T any] struct {
 	stage  []uint64
 	held   *ringHeld
 	closed bool
+	unreg  func() // removes the ring from the device's AtClose list
 
 	_        [128]byte // the words below are written by one side and read by the other
 	tail     atomic.Uint64
@@ -241,6 +278,10 @@ type Ring[T any] struct {
 	head     atomic.Uint64
 	announce atomic.Uint64
 	_        [128 - 16]byte
+	// want has a line of its own: the producer loads it on every push, and
+	// the consumer writes it only when it finds the ring empty.
+	want atomic.Uint64
+	_    [128 - 8]byte
 
 	p ringProducer
 	_ [128]byte
@@ -255,7 +296,9 @@ type ringSeg struct {
 
 // ringProducer is the producer's private state.
 type ringProducer struct {
-	tail     uint64 // elements pushed (r.tail once published)
+	tail     uint64 // elements pushed
+	pub      uint64 // elements published: the last tail stored
+	served   uint64 // the last want answered by a push that published itself
 	headSeen uint64 // a recent r.head: room is certain below it
 	floor    uint64 // the last floor stored
 	// durable is the last durable stored. Complete lines from durable on
@@ -268,6 +311,7 @@ type ringProducer struct {
 type ringConsumer struct {
 	head     uint64 // elements consumed (r.head)
 	tail     uint64 // a recent r.tail
+	wanted   uint64 // the last want stored
 	winStart uint64 // stream byte offset of win[0]
 	winEnd   uint64 // stream byte offset just past the window's valid bytes
 	err      error  // what stopped the last All
@@ -346,6 +390,7 @@ func NewRing[T any](dev *vmem.Device, capacity int, opts ...RingOption) (*Ring[T
 		r.stage = make([]uint64, cfg.stageLines*ringLine/8)
 	}
 	runtime.AddCleanup(r, func(h *ringHeld) { h.free() }, r.held)
+	r.unreg = lcAtClose(dev, r, (*Ring[T]).Close)
 	return r, nil
 }
 
@@ -386,9 +431,9 @@ func (r *Ring[T]) allocSegments(segLines uint64) error {
 // Cap returns the number of elements the ring holds.
 func (r *Ring[T]) Cap() int { return int(r.capacity) }
 
-// Len returns the number of elements in the ring. With a producer or
-// consumer running at the same time it is a snapshot: at most Cap, and
-// right at some instant during the call.
+// Len returns the number of published elements in the ring (see Flush). With
+// a producer or consumer running at the same time it is a snapshot: at most
+// Cap, and right at some instant during the call.
 func (r *Ring[T]) Len() int {
 	if r.closed {
 		return 0
@@ -422,8 +467,10 @@ func (r *Ring[T]) Reset() {
 	r.floor.Store(0)
 	r.head.Store(0)
 	r.announce.Store(0)
+	r.want.Store(0)
 	r.p = ringProducer{}
 	r.c.head, r.c.tail, r.c.winStart, r.c.winEnd, r.c.err = 0, 0, 0, 0, nil
+	r.c.wanted = 0
 }
 
 // Close frees the ring's memory. It is idempotent, and must not overlap any
@@ -434,6 +481,9 @@ func (r *Ring[T]) Close() error {
 		return nil
 	}
 	r.closed = true
+	if r.unreg != nil {
+		r.unreg()
+	}
 	var first error
 	for _, s := range r.segs {
 		if err := r.dev.Free(s.blk); err != nil && first == nil {

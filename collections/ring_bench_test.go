@@ -19,24 +19,58 @@ import (
 // layout in mapped memory, read and written with plain Go loads and stores,
 // indexes published with an atomic store per operation).
 //
-// Sizes are element counts (uint64 elements). The default is 1e5; set
-// GOVRAM_BENCH_SIZES=1e6,1e7,1e8 for the large runs (1e7 uint64s are
-// 80 MB: PopBatch targets are stated for runs of 64 MiB and more).
+// Sizes are element counts (uint64 elements) or byte sizes in MiB. The
+// default is 1e5; set GOVRAM_BENCH_SIZES=1e6,1e7,64MiB,256MiB for the large
+// runs (the PopBatch target is stated for runs of 64 MiB and more; sizes in
+// MiB skip the naive and channel baselines, which take seconds there).
+// GOVRAM_RING_DMA=piece_MiB,workers overrides how PopBatch splits long DMA
+// reads (default 16,3), to tune it on new hardware.
 
-func ringBenchSizes(b *testing.B) []int {
+type ringBenchSize struct {
+	n    int // uint64 elements
+	name string
+	big  bool // given in MiB: no slow baselines
+}
+
+func ringBenchSizes(b *testing.B) []ringBenchSize {
+	ringBenchDMAKnobs(b)
 	env := os.Getenv("GOVRAM_BENCH_SIZES")
 	if env == "" {
-		return []int{1e5}
+		return []ringBenchSize{{n: 1e5, name: "1e5"}}
 	}
-	var out []int
+	var out []ringBenchSize
 	for _, f := range strings.Split(env, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		f = strings.TrimSpace(f)
+		if mib, ok := strings.CutSuffix(f, "MiB"); ok {
+			v, err := strconv.Atoi(mib)
+			if err != nil || v < 1 {
+				b.Fatalf("GOVRAM_BENCH_SIZES: bad size %q", f)
+			}
+			out = append(out, ringBenchSize{n: v << 20 / 8, name: f, big: true})
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
 		if err != nil || v < 1 {
 			b.Fatalf("GOVRAM_BENCH_SIZES: bad size %q", f)
 		}
-		out = append(out, int(v))
+		out = append(out, ringBenchSize{n: int(v), name: ringSizeName(int(v))})
 	}
 	return out
+}
+
+// ringBenchDMAKnobs applies GOVRAM_RING_DMA.
+func ringBenchDMAKnobs(b *testing.B) {
+	env := os.Getenv("GOVRAM_RING_DMA")
+	if env == "" {
+		return
+	}
+	piece, workers, ok := strings.Cut(env, ",")
+	p, err1 := strconv.Atoi(piece)
+	w, err2 := strconv.Atoi(workers)
+	if !ok || err1 != nil || err2 != nil || p < 1 || w < 1 {
+		b.Fatalf("GOVRAM_RING_DMA: want piece_MiB,workers, got %q", env)
+	}
+	ringDMAPiece, ringDMAWorkers = uint64(p)<<20, w
 }
 
 func ringSizeName(n int) string {
@@ -153,9 +187,9 @@ func (q *ringNaive) popBatch(dst []uint64) {
 
 // ringSkipSlow skips a baseline that would take seconds an operation (a
 // channel moves about 50 MB/s; plain Go loads of VRAM about 60 MB/s).
-func ringSkipSlow(b *testing.B, n int) {
-	if n > 1e7 {
-		b.Skipf("%d elements: too slow for this baseline", n)
+func ringSkipSlow(b *testing.B, sz ringBenchSize) {
+	if sz.n > 1e7 || sz.big {
+		b.Skipf("%s: too slow for this baseline", sz.name)
 	}
 }
 
@@ -201,6 +235,9 @@ func BenchmarkRingPush(b *testing.B) {
 				r.Push(uint64(i))
 			}
 		})
+		// Wider elements: the target holds for 8- to 64-byte elements.
+		b.Run("govram-16B", func(b *testing.B) { ringBenchPushWide[[2]uint64](b, d, n) })
+		b.Run("govram-64B", func(b *testing.B) { ringBenchPushWide[[8]uint64](b, d, n/8) })
 		b.Run("govram-errfull", func(b *testing.B) {
 			r := ringNew(b, d, n, ErrorWhenFull)
 			defer r.Close()
@@ -255,6 +292,23 @@ func BenchmarkRingPush(b *testing.B) {
 			}
 		})
 	})
+}
+
+// ringBenchPushWide pushes single elements of type A (an array of uint64)
+// into an OverwriteOldest ring of n.
+func ringBenchPushWide[A ~[2]uint64 | ~[8]uint64](b *testing.B, d *vmem.Device, n int) {
+	r, err := NewRing[A](d, n, WithPolicy(OverwriteOldest))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	var v A
+	b.SetBytes(int64(unsafe.Sizeof(v)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		v[0] = uint64(i)
+		r.Push(v)
+	}
 }
 
 // BenchmarkRingPop pops single uint64s from a ring of 1<<20 elements,
@@ -341,12 +395,13 @@ func BenchmarkRingPop(b *testing.B) {
 // same size (target on an H200: at least 20 GB/s).
 func BenchmarkRingPushBatch(b *testing.B) {
 	ringBenchEach(b, func(b *testing.B, d *vmem.Device) {
-		for _, n := range ringBenchSizes(b) {
+		for _, sz := range ringBenchSizes(b) {
+			n, name := sz.n, sz.name
 			src := make([]uint64, n)
 			for i := range src {
 				src[i] = uint64(i)
 			}
-			b.Run("govram/"+ringSizeName(n), func(b *testing.B) {
+			b.Run("govram/"+name, func(b *testing.B) {
 				r := ringNew(b, d, n, OverwriteOldest)
 				defer r.Close()
 				b.SetBytes(int64(n) * 8)
@@ -357,7 +412,7 @@ func BenchmarkRingPushBatch(b *testing.B) {
 					}
 				}
 			})
-			b.Run("naive/"+ringSizeName(n), func(b *testing.B) {
+			b.Run("naive/"+name, func(b *testing.B) {
 				q, free := ringNewNaive(b, d, n)
 				defer free()
 				b.SetBytes(int64(n) * 8)
@@ -366,7 +421,7 @@ func BenchmarkRingPushBatch(b *testing.B) {
 					q.pushBatch(src)
 				}
 			})
-			b.Run("heap/"+ringSizeName(n), func(b *testing.B) {
+			b.Run("heap/"+name, func(b *testing.B) {
 				q := ringNewHeap(n)
 				b.SetBytes(int64(n) * 8)
 				b.ResetTimer()
@@ -375,8 +430,8 @@ func BenchmarkRingPushBatch(b *testing.B) {
 					q.pushBatch(src)
 				}
 			})
-			b.Run("chan/"+ringSizeName(n), func(b *testing.B) {
-				ringSkipSlow(b, n)
+			b.Run("chan/"+name, func(b *testing.B) {
+				ringSkipSlow(b, sz)
 				ch := make(chan uint64, n)
 				b.SetBytes(int64(n) * 8)
 				b.ResetTimer()
@@ -401,14 +456,15 @@ func BenchmarkRingPushBatch(b *testing.B) {
 // 45 GB/s) and into the Go heap ("govram").
 func BenchmarkRingPopBatch(b *testing.B) {
 	ringBenchEach(b, func(b *testing.B, d *vmem.Device) {
-		for _, n := range ringBenchSizes(b) {
+		for _, sz := range ringBenchSizes(b) {
+			n, size := sz.n, sz.name
 			src := make([]uint64, n)
 			for i := range src {
 				src[i] = uint64(i)
 			}
 			heapDst := ringTouch(make([]uint64, n))
 			run := func(name string, dst []uint64) {
-				b.Run(name+"/"+ringSizeName(n), func(b *testing.B) {
+				b.Run(name+"/"+size, func(b *testing.B) {
 					r := ringNew(b, d, n, ErrorWhenFull)
 					defer r.Close()
 					b.SetBytes(int64(n) * 8)
@@ -427,8 +483,8 @@ func BenchmarkRingPopBatch(b *testing.B) {
 			defer free()
 			run("govram-pinned", pinned)
 			run("govram", heapDst)
-			b.Run("naive/"+ringSizeName(n), func(b *testing.B) {
-				ringSkipSlow(b, n)
+			b.Run("naive/"+size, func(b *testing.B) {
+				ringSkipSlow(b, sz)
 				q, free := ringNewNaive(b, d, n)
 				defer free()
 				q.pushBatch(src)
@@ -438,7 +494,7 @@ func BenchmarkRingPopBatch(b *testing.B) {
 					q.popBatch(heapDst) // always full: wraps round the same memory
 				}
 			})
-			b.Run("heap/"+ringSizeName(n), func(b *testing.B) {
+			b.Run("heap/"+size, func(b *testing.B) {
 				q := ringNewHeap(n)
 				b.SetBytes(int64(n) * 8)
 				b.ResetTimer()
@@ -449,8 +505,8 @@ func BenchmarkRingPopBatch(b *testing.B) {
 					q.popBatch(heapDst)
 				}
 			})
-			b.Run("chan/"+ringSizeName(n), func(b *testing.B) {
-				ringSkipSlow(b, n)
+			b.Run("chan/"+size, func(b *testing.B) {
+				ringSkipSlow(b, sz)
 				ch := make(chan uint64, n)
 				b.SetBytes(int64(n) * 8)
 				b.ResetTimer()
@@ -480,13 +536,13 @@ func BenchmarkRingSPSC(b *testing.B) {
 			defer r.Close()
 			b.SetBytes(8)
 			b.ResetTimer()
-			ringSPSC(b, func(v uint64) bool { return r.Push(v) == nil }, r.Pop)
+			ringSPSC(b, func(v uint64) bool { return r.Push(v) == nil }, r.Pop, func() { r.Flush() })
 		})
 		b.Run("heap", func(b *testing.B) {
 			q := ringNewHeap(n)
 			b.SetBytes(8)
 			b.ResetTimer()
-			ringSPSC(b, q.push, q.pop)
+			ringSPSC(b, q.push, q.pop, func() {})
 		})
 		b.Run("chan", func(b *testing.B) {
 			ch := make(chan uint64, n)
@@ -510,7 +566,7 @@ func BenchmarkRingSPSC(b *testing.B) {
 	})
 }
 
-func ringSPSC(b *testing.B, push func(uint64) bool, pop func() (uint64, bool)) {
+func ringSPSC(b *testing.B, push func(uint64) bool, pop func() (uint64, bool), flush func()) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -520,6 +576,7 @@ func ringSPSC(b *testing.B, push func(uint64) bool, pop func() (uint64, bool)) {
 				runtime.Gosched()
 			}
 		}
+		flush() // the consumer waits for the last element
 	}()
 	var sum uint64
 	for i := 0; i < b.N; {

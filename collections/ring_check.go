@@ -22,8 +22,12 @@ func (r *Ring[T]) check() error {
 	p, c := &r.p, &r.c
 	t, h, d, f := r.tail.Load(), r.head.Load(), r.durable.Load(), r.floor.Load()
 	switch {
-	case t != p.tail:
-		return fmt.Errorf("ring: tail %d, producer's copy %d", t, p.tail)
+	case t != p.pub:
+		return fmt.Errorf("ring: tail %d, producer's copy %d", t, p.pub)
+	case t > p.tail || p.tail-t >= ringPubEvery:
+		return fmt.Errorf("ring: tail %d published, %d pushed", t, p.tail)
+	case r.want.Load() > t+1 || c.wanted != r.want.Load():
+		return fmt.Errorf("ring: want %d (consumer's copy %d), tail %d", r.want.Load(), c.wanted, t)
 	case h != c.head:
 		return fmt.Errorf("ring: head %d, consumer's copy %d", h, c.head)
 	case d != p.durable:
@@ -40,8 +44,8 @@ func (r *Ring[T]) check() error {
 		return fmt.Errorf("ring: floor %d beyond tail %d", f, t)
 	}
 	if !r.overwrite {
-		if h > t || t-h > r.capacity {
-			return fmt.Errorf("ring: head %d, tail %d, capacity %d", h, t, r.capacity)
+		if h > t || p.tail-h > r.capacity {
+			return fmt.Errorf("ring: head %d, tail %d (%d pushed), capacity %d", h, t, p.tail, r.capacity)
 		}
 	} else if h > t {
 		return fmt.Errorf("ring: head %d beyond tail %d", h, t)
@@ -49,7 +53,7 @@ func (r *Ring[T]) check() error {
 	if r.size == 0 {
 		return nil
 	}
-	g := t * r.size
+	g := p.tail * r.size
 	cur := g / ringLine // lines below cur are complete
 	if d > cur {
 		return fmt.Errorf("ring: durable %d beyond the %d complete lines", d, cur)
@@ -70,8 +74,8 @@ func (r *Ring[T]) check() error {
 		if c.winStart%ringLine != 0 || c.winEnd-c.winStart > ringWinLines*ringLine {
 			return fmt.Errorf("ring: window [%d, %d)", c.winStart, c.winEnd)
 		}
-		if c.winEnd > g {
-			return fmt.Errorf("ring: window ends at byte %d, beyond the %d bytes pushed", c.winEnd, g)
+		if c.winEnd > t*r.size {
+			return fmt.Errorf("ring: window ends at byte %d, beyond the %d bytes published", c.winEnd, t*r.size)
 		}
 		win := unsafe.Slice((*byte)(unsafe.Pointer(&c.win)), len(c.win)*8)
 		for L := c.winStart / ringLine; L*ringLine < c.winEnd; L++ {

@@ -3,6 +3,8 @@ package collections
 import (
 	"iter"
 	"math"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/govram/govram/internal/lineio"
@@ -55,8 +57,8 @@ func (r *Ring[T]) Peek() (v T, ok bool) {
 // block, through a staging copy otherwise. On error (ErrDeviceLost) nothing
 // is removed. After Close it returns ErrClosed.
 func (r *Ring[T]) PopBatch(dst []T) (int, error) {
-	if r.closed {
-		return 0, ErrClosed
+	if err := r.ringUsable(); err != nil {
+		return 0, err
 	}
 	for {
 		h, t := r.cstart(uint64(len(dst)))
@@ -153,7 +155,9 @@ func (r *Ring[T]) allBuffer(n uint64) ([]T, func()) {
 }
 
 // cstart returns the oldest live element and a recent tail, reloading the
-// tail when the one cached shows fewer than want elements.
+// tail when the one cached shows fewer than want elements. When it finds
+// the ring empty and want > 0 it asks the producer to publish its next push
+// at once (see "Publishing" in ring.go).
 func (r *Ring[T]) cstart(want uint64) (h, t uint64) {
 	c := &r.c
 	h = c.head
@@ -163,11 +167,17 @@ func (r *Ring[T]) cstart(want uint64) (h, t uint64) {
 			t = r.tail.Load()
 			c.tail = t
 		}
-		return h, t
+	} else {
+		t = r.tail.Load()
+		c.tail = t
+		h = max(h, r.dropFloor(t))
 	}
-	t = r.tail.Load()
-	c.tail = t
-	return max(h, r.dropFloor(t)), t
+	if h >= t && want > 0 && c.wanted != t+1 {
+		// One store per empty tail seen, not per poll of an empty ring.
+		c.wanted = t + 1
+		r.want.Store(t + 1)
+	}
+	return h, t
 }
 
 // readOne reads element h (pushed, and not consumed).
@@ -270,6 +280,13 @@ func (r *Ring[T]) readBulk(dst []byte, g uint64) error {
 		r.readRing(part, g)
 		return nil
 	}
+	if r.wc && n >= 2*ringDMAPiece && ringDMAWorkers > 1 {
+		if err := r.readPieces(part, g); err != nil {
+			return err
+		}
+		r.orderReads()
+		return nil
+	}
 	for off := uint64(0); off < n; {
 		seg, so, run := r.byteRun(g+off, n-off)
 		if err := r.dev.Read(part[off:off+run], seg.blk, so); err != nil {
@@ -278,6 +295,59 @@ func (r *Ring[T]) readBulk(dst []byte, g uint64) error {
 		off += run
 	}
 	r.orderReads()
+	return nil
+}
+
+// readPieces reads stream bytes [g, g+len(dst)), all in durable lines, by
+// DMA in pieces of ringDMAPiece, ringDMAWorkers of them in flight: each
+// goroutine takes the next piece and reads it with Device.Read (direct DMA
+// into dst when dst lies in pinned memory, else through vmem's pinned
+// staging and a parallel copy), so the copy engine always has a piece
+// queued, and the CPU copies of one piece overlap the DMA of the others.
+func (r *Ring[T]) readPieces(dst []byte, g uint64) error {
+	type piece struct {
+		seg     *ringSeg
+		off, at uint64 // in the segment, in dst
+		n       uint64
+	}
+	var pieces []piece
+	n := uint64(len(dst))
+	for at := uint64(0); at < n; {
+		seg, so, run := r.byteRun(g+at, min(n-at, ringDMAPiece))
+		pieces = append(pieces, piece{seg, so, at, run})
+		at += run
+	}
+	var next atomic.Int64
+	var failed atomic.Bool
+	errs := make([]error, len(pieces))
+	var wg sync.WaitGroup
+	work := func() {
+		for !failed.Load() {
+			i := int(next.Add(1) - 1)
+			if i >= len(pieces) {
+				return
+			}
+			pc := pieces[i]
+			if err := r.dev.Read(dst[pc.at:pc.at+pc.n], pc.seg.blk, pc.off); err != nil {
+				errs[i] = err
+				failed.Store(true)
+			}
+		}
+	}
+	for range min(ringDMAWorkers, len(pieces)) - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work()
+		}()
+	}
+	work()
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -113,6 +113,10 @@ func ringStress(t *testing.T, r *Ring[ringStressElem], n, seed uint64) {
 			}
 			seq++
 		}
+		// Publish the last pushes: the consumer waits for the last element.
+		if err := r.Flush(); err != nil {
+			errc <- err
+		}
 	}()
 	go func() { // Len from a third goroutine
 		defer wg.Done()
@@ -239,6 +243,9 @@ func TestRingLockedMPMC(t *testing.T) {
 						runtime.Gosched()
 					}
 				}
+				pmu.Lock()
+				r.Flush() // the consumers wait for every element
+				pmu.Unlock()
 			}()
 		}
 		var got atomic.Int64

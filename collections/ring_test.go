@@ -12,52 +12,116 @@ import (
 	"github.com/govram/govram/vmem"
 )
 
-// ringModel is the reference: a FIFO on a Go slice with the same policy.
+// ringModel is the reference: a FIFO on a Go slice with the same policy
+// and the same publication rule. hist holds every element pushed since the
+// last Reset; the consumer sees hist[lo():pub], pub being the elements
+// published (which the ring chooses within the rule, see sync).
 type ringModel[T any] struct {
-	items     []T
+	hist      []T
+	head      int // elements consumed
+	pub       int // elements published
 	capacity  int
 	overwrite bool
+	wanted    bool // a consumer call found the ring empty since the last push that published itself
 }
 
-func (m *ringModel[T]) push(v T) error {
-	if len(m.items) == m.capacity {
-		if !m.overwrite {
-			return ErrFull
-		}
-		m.items = m.items[1:]
+// lo is the oldest element the consumer can see.
+func (m *ringModel[T]) lo() int {
+	if m.overwrite {
+		return max(m.head, m.pub-m.capacity)
 	}
-	m.items = append(m.items, v)
+	return m.head
+}
+
+// items are the elements the consumer sees.
+func (m *ringModel[T]) items() []T { return m.hist[m.lo():m.pub] }
+
+// empty records a consumer call that found the ring empty.
+func (m *ringModel[T]) empty() bool {
+	if m.lo() < m.pub {
+		return false
+	}
+	m.wanted = true
+	return true
+}
+
+func (m *ringModel[T]) publish() { m.pub = len(m.hist) }
+
+func (m *ringModel[T]) push(v T) error {
+	if !m.overwrite && len(m.hist)-m.head == m.capacity {
+		m.publish() // a push that fails publishes
+		return ErrFull
+	}
+	m.hist = append(m.hist, v)
+	return nil
+}
+
+// afterPush checks the ring's published count after a successful Push:
+// anything from the last count to all, never 16 or more behind, and all
+// when the consumer asked.
+func (m *ringModel[T]) afterPush(pub uint64) error {
+	n := len(m.hist)
+	switch {
+	case pub < uint64(m.pub) || pub > uint64(n):
+		return fmt.Errorf("published %d: model %d, %d pushed", pub, m.pub, n)
+	case n-int(pub) >= ringPubEvery:
+		return fmt.Errorf("published %d of %d pushed", pub, n)
+	case m.wanted && pub != uint64(n):
+		return fmt.Errorf("published %d of %d pushed, with the consumer waiting", pub, n)
+	}
+	m.pub = int(pub)
+	if m.pub == n {
+		m.wanted = false
+	}
 	return nil
 }
 
 func (m *ringModel[T]) pushBatch(vs []T) (int, error) {
+	n := len(vs)
 	if !m.overwrite {
-		n := min(len(vs), m.capacity-len(m.items))
-		m.items = append(m.items, vs[:n]...)
-		if n < len(vs) {
-			return n, ErrFull
-		}
-		return n, nil
+		n = min(n, m.capacity-(len(m.hist)-m.head))
 	}
-	for _, v := range vs {
-		m.push(v)
+	m.hist = append(m.hist, vs[:n]...)
+	m.publish()
+	if n < len(vs) {
+		return n, ErrFull
 	}
-	return len(vs), nil
+	return n, nil
 }
 
 func (m *ringModel[T]) pop() (v T, ok bool) {
-	if len(m.items) == 0 {
+	if m.empty() {
 		return v, false
 	}
-	v = m.items[0]
-	m.items = m.items[1:]
-	return v, true
+	lo := m.lo()
+	m.head = lo + 1
+	return m.hist[lo], true
+}
+
+func (m *ringModel[T]) peek() (v T, ok bool) {
+	if m.empty() {
+		return v, false
+	}
+	return m.hist[m.lo()], true
 }
 
 func (m *ringModel[T]) popBatch(dst []T) int {
-	n := copy(dst, m.items)
-	m.items = m.items[n:]
+	if len(dst) == 0 || m.empty() {
+		return 0
+	}
+	lo := m.lo()
+	n := copy(dst, m.hist[lo:m.pub])
+	m.head = lo + n
 	return n
+}
+
+func (m *ringModel[T]) all() []T {
+	m.empty()
+	return m.items()
+}
+
+func (m *ringModel[T]) reset() {
+	m.hist, m.head, m.pub, m.wanted = nil, 0, 0, false
 }
 
 // ringTypeCase runs the differential test for one element type.
@@ -159,8 +223,14 @@ func ringDiff[T comparable](t *testing.T, cfg ringDiffConfig, gen func(uint64) T
 		case k < 30:
 			what = "Push"
 			v := next(1)[0]
-			if got, want := r.Push(v), m.push(v); !errors.Is(got, want) || (got == nil) != (want == nil) {
+			got, want := r.Push(v), m.push(v)
+			if !errors.Is(got, want) || (got == nil) != (want == nil) {
 				t.Fatalf("op %d Push: %v, model %v", op, got, want)
+			}
+			if got == nil {
+				if err := m.afterPush(r.tail.Load()); err != nil {
+					t.Fatalf("op %d Push: %v", op, err)
+				}
 			}
 		case k < 42:
 			what = "PushBatch"
@@ -188,17 +258,19 @@ func ringDiff[T comparable](t *testing.T, cfg ringDiffConfig, gen func(uint64) T
 			if mn := m.popBatch(mdst); n != mn || !slices.Equal(dst[:n], mdst[:mn]) {
 				t.Fatalf("op %d PopBatch(%d): %d elements, model %d", op, len(dst), n, mn)
 			}
-		case k < 90:
+		case k < 88:
 			what = "Peek"
 			v, ok := r.Peek()
-			var mv T
-			mok := len(m.items) > 0
-			if mok {
-				mv = m.items[0]
-			}
+			mv, mok := m.peek()
 			if ok != mok || v != mv {
 				t.Fatalf("op %d Peek: %v, %v; model %v, %v", op, v, ok, mv, mok)
 			}
+		case k < 90:
+			what = "Flush"
+			if err := r.Flush(); err != nil {
+				t.Fatalf("op %d Flush: %v", op, err)
+			}
+			m.publish()
 		case k < 96:
 			what = "All"
 			var got []T
@@ -211,15 +283,16 @@ func ringDiff[T comparable](t *testing.T, cfg ringDiffConfig, gen func(uint64) T
 			if err := r.Err(); err != nil {
 				t.Fatalf("op %d All: %v", op, err)
 			}
-			if !slices.Equal(got, m.items) {
-				t.Fatalf("op %d All: %d elements, model %d", op, len(got), len(m.items))
+			if mi := m.all(); !slices.Equal(got, mi) {
+				t.Fatalf("op %d All: %d elements, model %d", op, len(got), len(mi))
 			}
 		case k < 97:
 			what = "Reset"
 			r.Reset()
-			m.items = nil
+			m.reset()
 		default:
 			what = "All-break"
+			m.all()
 			n := 0
 			for range r.All() {
 				n++
@@ -228,8 +301,8 @@ func ringDiff[T comparable](t *testing.T, cfg ringDiffConfig, gen func(uint64) T
 				}
 			}
 		}
-		if r.Len() != len(m.items) || r.Cap() != cfg.capacity {
-			t.Fatalf("op %d (%s): Len %d Cap %d, model %d %d", op, what, r.Len(), r.Cap(), len(m.items), cfg.capacity)
+		if r.Len() != len(m.items()) || r.Cap() != cfg.capacity || r.tail.Load() != uint64(m.pub) {
+			t.Fatalf("op %d (%s): Len %d Cap %d published %d, model %d %d %d", op, what, r.Len(), r.Cap(), r.tail.Load(), len(m.items()), cfg.capacity, m.pub)
 		}
 		if ringInvariants {
 			if err := r.check(); err != nil {
@@ -240,8 +313,12 @@ func ringDiff[T comparable](t *testing.T, cfg ringDiffConfig, gen func(uint64) T
 	if err := r.check(); err != nil {
 		t.Fatal(err)
 	}
-	// Drain and compare what is left.
-	for len(m.items) > 0 {
+	// Publish, drain and compare what is left.
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	m.publish()
+	for len(m.items()) > 0 {
 		v, ok := r.Pop()
 		if mv, _ := m.pop(); !ok || v != mv {
 			t.Fatalf("drain: %v, %v; model %v", v, ok, mv)
@@ -383,8 +460,9 @@ func TestRingFaults(t *testing.T) {
 				t.Fatalf("Pop %d: %d, %v", i, v, ok)
 			}
 		}
-		if err := r.Push(7); err != nil {
-			t.Fatal(err)
+		// Loss is sticky for calls with an error result (docs/reliability.md).
+		if err := r.Push(7); !errors.Is(err, ErrDeviceLost) {
+			t.Fatalf("Push after device loss: %v", err)
 		}
 		if err := r.check(); err != nil {
 			t.Fatal(err)

@@ -5,7 +5,7 @@
 //
 // # The physics
 //
-// The figures are in shared/PHYSICS.md (one H200 over PCIe Gen5). Mapped
+// The figures are in docs/physics.md (one H200 over PCIe Gen5). Mapped
 // VRAM is uncached for loads and write-combining (WC) for stores:
 //
 //   - A plain load costs 1.2-1.5 µs, however small. A 64-byte streaming

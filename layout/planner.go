@@ -40,7 +40,7 @@ type Costs struct {
 	GatherRoundTrip time.Duration // dispatch a gather kernel, then copy its output back
 }
 
-// H200Costs are the figures of shared/PHYSICS.md (one H200, PCIe Gen5):
+// H200Costs are the figures of docs/physics.md (one H200, PCIe Gen5):
 // streaming loads 92-169 ns a line four at a time and 113 ns alone from Go
 // (150 taken); a copy with polled completion 22 µs at 50 GB/s; a compute
 // round trip 34 µs plus the copy back, 22 µs.

@@ -3,7 +3,7 @@ package layout
 import "math/bits"
 
 // Flush's order. What sorting buys is locality for the CPU's page walks,
-// and on the H200 machine (PHYSICS.md, and a probe of this code on mapped
+// and on the H200 machine (docs/physics.md, and a probe of this code on mapped
 // VRAM) it buys less than it seems:
 //
 //   - a full-line NT store to a random line of 1 GiB costs 35 ns; the same

@@ -3,6 +3,8 @@ package layout
 import (
 	"fmt"
 	"math/bits"
+	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/govram/govram/internal/lineio"
@@ -14,7 +16,7 @@ import (
 // to a log (no lookup, no merging), and Flush sorts the log by line with
 // a two- or three-pass radix sort and writes every record in address
 // order. Scattered stores to VRAM cost 35-72 ns each; the same stores
-// sorted cost 5-11 ns (PHYSICS.md), and a 64-byte record that fills its
+// sorted cost 5-11 ns (docs/physics.md), and a 64-byte record that fills its
 // line goes out as one non-temporal store.
 //
 // Records must not straddle lines (use Record's layout). Stores to the
@@ -95,6 +97,50 @@ func (l *StoreLog[T]) Flush() {
 		return
 	}
 	keys := l.sort()
+	if w := storeLogWorkers(n); w > 1 {
+		// Large batches are written by several goroutines over disjoint
+		// address ranges: their reads of the logged records (scattered in
+		// host memory) overlap, and several cores' non-temporal stores
+		// reach the link's limit (33 GB/s against 22 for one).
+		var wg sync.WaitGroup
+		per := (n + w - 1) / w
+		for lo := 0; lo < n; {
+			hi := min(lo+per, n)
+			// Stores to one record stay in one goroutine, in Put order.
+			for hi < n && keys[hi]>>l.lineLo == keys[hi-1]>>l.lineLo {
+				hi++
+			}
+			part := keys[lo:hi]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l.write(part)
+				lineio.Fence() // a fence orders only its own core's stores
+			}()
+			lo = hi
+		}
+		wg.Wait()
+	} else {
+		l.write(keys)
+	}
+	lineio.Fence()
+	l.keys, l.data = l.keys[:0], l.data[:0]
+}
+
+// storeLogMin is the batch below which one goroutine writes the log:
+// starting goroutines costs microseconds, the writes of 16K lines about
+// 100.
+const storeLogMin = 16 << 10
+
+func storeLogWorkers(n int) int {
+	if n < storeLogMin {
+		return 1
+	}
+	return min(runtime.GOMAXPROCS(0), 8, n/(storeLogMin/2))
+}
+
+// write stores the records of keys, in order.
+func (l *StoreLog[T]) write(keys []uint64) {
 	var zero T
 	size := unsafe.Sizeof(zero)
 	mask := uint64(1)<<l.seqBits - 1
@@ -111,8 +157,6 @@ func (l *StoreLog[T]) Flush() {
 			*(*T)(dst) = *v
 		}
 	}
-	lineio.Fence()
-	l.keys, l.data = l.keys[:0], l.data[:0]
 }
 
 // sort orders the keys by line number with an LSD radix sort on the line

@@ -26,6 +26,8 @@ type tierState struct {
 	inUse    uint64
 	blocks   int
 	spare    int // region id of the one empty chunk kept, -1 if none
+	// traces: allocation stacks of live blocks, with Options.TraceBlocks.
+	traces map[tlsf.Handle]blockTrace
 }
 
 // MinAlign is the smallest block alignment: one cache line, so a block never
@@ -87,6 +89,9 @@ func (d *Device) Alloc(t Tier, size, align uint64) (Block, error) {
 	c.clean = max(c.clean, end)
 	ts.inUse += rounded
 	ts.blocks++
+	if d.opts.TraceBlocks {
+		ts.trace(h, size)
+	}
 	ts.mu.Unlock()
 
 	b := Block{c: c, h: h, off: off, size: size}
@@ -172,6 +177,9 @@ func (d *Device) free(b Block) error {
 	}
 	ts.inUse -= size
 	ts.blocks--
+	if ts.traces != nil {
+		delete(ts.traces, b.h)
+	}
 	if empty {
 		// Keep one empty standard-size chunk so that a free/alloc cycle at a
 		// chunk boundary does not go back to the driver each time; any other

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,12 @@ type Device struct {
 	closed atomic.Bool
 	lost   atomic.Bool
 	faults faultState
+
+	// owners are the containers open on the device (see AtClose); Close
+	// closes them before it frees what is left.
+	ownMu   sync.Mutex
+	owners  map[uint64]func()
+	ownNext uint64
 }
 
 // Open opens a device. With BackendAuto it picks a GPU through Vulkan and
@@ -130,19 +137,42 @@ func pickDevice(pds []vk.PhysicalDevice, sel string, auto bool) (*vk.PhysicalDev
 
 // Close frees every block and the device. It is idempotent. Blocks and
 // containers of the device are invalid afterwards.
+//
+// Containers still open are closed first (each registered with AtClose),
+// so their later calls see a closed container (ErrClosed where they return
+// an error) and never touch freed memory; then every block still allocated
+// is freed. Either way nothing leaks, but Close then returns an error
+// matching ErrOpenBlocks that says how much was still allocated, since a
+// program that relies on it has probably forgotten a Close.
+//
+// Close must not overlap calls on the device's containers.
 func (d *Device) Close() error {
+	if d.closed.Load() {
+		return nil
+	}
+	var open [NumTiers]Stats
+	for t := range d.tiers {
+		open[t] = d.Stats(Tier(t))
+	}
+	owners := d.takeOwners()
+	for _, f := range owners {
+		f()
+	}
+
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed.Swap(true) {
 		return nil
 	}
-	var leaked []string
+	var blocks int
+	var bytes uint64
 	for t := range d.tiers {
 		ts := &d.tiers[t]
 		ts.mu.Lock()
-		if ts.blocks > 0 {
-			leaked = append(leaked, fmt.Sprintf("%d %s blocks (%d bytes)", ts.blocks, ts.tier, ts.inUse))
-		}
+		// Blocks allocated after the snapshot (by a container's Close, say)
+		// count too.
+		blocks += max(open[t].Blocks, ts.blocks)
+		bytes += max(open[t].InUse, ts.inUse)
 		for _, c := range ts.chunks {
 			if c != nil {
 				d.releaseChunk(c)
@@ -151,30 +181,82 @@ func (d *Device) Close() error {
 		ts.chunks = nil
 		ts.a = tlsf.New()
 		ts.blocks, ts.inUse, ts.reserved, ts.spare = 0, 0, 0, -1
+		ts.traces = nil
 		ts.mu.Unlock()
 	}
 	if d.vk != nil {
 		d.vk.close()
 	}
-	if len(leaked) > 0 {
-		return &openBlocksError{what: strings.Join(leaked, ", ")}
+	if blocks > 0 || len(owners) > 0 {
+		return &openBlocksError{blocks: blocks, bytes: bytes, owners: len(owners)}
 	}
 	return nil
 }
 
 // openBlocksError reports blocks that were still allocated at Close; they
 // were freed. It matches ErrOpenBlocks.
-type openBlocksError struct{ what string }
+type openBlocksError struct {
+	blocks int
+	bytes  uint64
+	owners int
+}
 
 func (e *openBlocksError) Error() string {
-	return "vmem: Close freed blocks still in use: " + e.what
+	return fmt.Sprintf("vmem: Close: %d blocks (%s) still allocated, in %d open containers; all freed",
+		e.blocks, Bytes(e.bytes), e.owners)
 }
 func (e *openBlocksError) Is(t error) bool { return t == ErrOpenBlocks }
 
-// ErrOpenBlocks is returned (wrapped) by Close when blocks were still
-// allocated; Close freed them, so nothing leaks, but a container was not
-// closed first.
+// ErrOpenBlocks is returned (wrapped) by Device.Close when blocks were still
+// allocated or containers still open; Close freed them, so nothing leaks, but
+// a container was not closed first.
 var ErrOpenBlocks = errors.New("vmem: blocks still allocated at Close")
+
+// AtClose registers f to run when the device is closed, before its memory
+// is freed; cancel removes it (call it when the owner closes first). A
+// container registers its own Close this way, so that closing the device
+// closes the container rather than leaving it pointing at freed memory. f
+// must not keep the container reachable (capture a weak.Pointer), or the
+// container's garbage-collection backstop never runs. On a closed device f
+// runs at once.
+func (d *Device) AtClose(f func()) (cancel func()) {
+	d.ownMu.Lock()
+	if d.closed.Load() {
+		d.ownMu.Unlock()
+		f()
+		return func() {}
+	}
+	if d.owners == nil {
+		d.owners = make(map[uint64]func())
+	}
+	d.ownNext++
+	id := d.ownNext
+	d.owners[id] = f
+	d.ownMu.Unlock()
+	return func() {
+		d.ownMu.Lock()
+		delete(d.owners, id)
+		d.ownMu.Unlock()
+	}
+}
+
+// takeOwners empties the AtClose registry and returns its functions in the
+// order they were registered.
+func (d *Device) takeOwners() []func() {
+	d.ownMu.Lock()
+	defer d.ownMu.Unlock()
+	ids := make([]uint64, 0, len(d.owners))
+	for id := range d.owners {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	fs := make([]func(), 0, len(ids))
+	for _, id := range ids {
+		fs = append(fs, d.owners[id])
+	}
+	d.owners = nil
+	return fs
+}
 
 // enter starts an operation: it fails after Close or device loss.
 func (d *Device) enter() error {

@@ -32,6 +32,9 @@ var (
 	ErrPointerType = layout.ErrPointerType
 	// ErrCorrupt: damaged serialized data.
 	ErrCorrupt = errors.New("vmem: corrupt data")
+	// ErrTypeMismatch: a snapshot holds another container or other element,
+	// key or value types than the Load it was given to.
+	ErrTypeMismatch = errors.New("vmem: snapshot type mismatch")
 )
 
 // vkError is a failed Vulkan call that also matches one of the sentinels.

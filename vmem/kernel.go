@@ -238,6 +238,10 @@ func (d *Device) kernPipeline(kn *kernel) (*vk.Pipeline, error) {
 	k := &d.vk.kern
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if kn.id >= len(k.pipes) {
+		// A kernel declared (NewKernel) after the device's first kernel.
+		k.pipes = append(k.pipes, make([]*vk.Pipeline, len(kernList)-len(k.pipes))...)
+	}
 	if p := k.pipes[kn.id]; p != nil {
 		return p, nil
 	}
@@ -247,6 +251,10 @@ func (d *Device) kernPipeline(kn *kernel) (*vk.Pipeline, error) {
 	code, err := shaders.FS.ReadFile(kn.name + ".spv")
 	if err != nil {
 		return nil, fmt.Errorf("%w: kernel %s: %v", errKernUnavailable, kn.name, err)
+	}
+	if err := kernCheckPush(kn.name, kn.pushType, kn.push, code); err != nil {
+		// The Go struct and the shader disagree: a broken build.
+		panic("vmem: kernel " + err.Error())
 	}
 	p, err := d.vk.dev.NewPipeline(code, kn.push, nil)
 	if err != nil {

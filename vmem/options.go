@@ -29,6 +29,10 @@ type Options struct {
 	// the H200's measured costs (layout.DefaultPlanner); set fields to
 	// override them for other hardware.
 	Planner layout.Planner
+	// TraceBlocks records where each block was allocated (its call stack),
+	// so that LiveBlocks can say who leaked one. It costs a stack walk per
+	// Alloc: for tests (vmemtest turns it on), not for production.
+	TraceBlocks bool
 }
 
 const (

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"unsafe"
+	"weak"
 
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/layout"
@@ -48,6 +49,7 @@ type Slice[T any] struct {
 	closed  bool
 	err     error       // sticky DMA error of Get/Set on private segments
 	held    *heldBlocks // what the leak backstop frees
+	unreg   func()      // removes the Slice from the device's AtClose list
 	tier    Tier        // tier new segments try first
 
 	// Fast path for host memory: elements [0, fastN) are at base0 in Go
@@ -169,8 +171,17 @@ func NewSlice[T any](dev *Device, n int, opts ...SliceOption) (*Slice[T], error)
 	s.held = &heldBlocks{dev: dev}
 	runtime.AddCleanup(s, func(h *heldBlocks) { h.free() }, s.held)
 	if err := s.reserve(cfg.capacity); err != nil {
+		s.Close() // reserve may have taken some segments before it failed
 		return nil, err
 	}
+	// Closing the device closes the Slice, so that later calls report
+	// ErrClosed instead of touching freed memory.
+	ws := weak.Make(s)
+	s.unreg = dev.AtClose(func() {
+		if s := ws.Value(); s != nil {
+			s.Close()
+		}
+	})
 	s.setLen(n)
 	return s, nil
 }
@@ -258,10 +269,20 @@ func (s *Slice[T]) syncHeld() {
 	s.held.mu.Unlock()
 }
 
-// reserve makes room for c elements in all. On error nothing changes.
-func (s *Slice[T]) reserve(c int) error {
+// usable is the check at the start of every method with an error result:
+// ErrClosed after Close, and ErrDeviceLost for good once the device was
+// lost, even where the method would only touch memory the CPU maps.
+func (s *Slice[T]) usable() error {
 	if s.closed {
 		return ErrClosed
+	}
+	return s.dev.Err()
+}
+
+// reserve makes room for c elements in all. On error nothing changes.
+func (s *Slice[T]) reserve(c int) error {
+	if err := s.usable(); err != nil {
+		return err
 	}
 	full := s.segCap()
 	for cur := s.Cap(); cur < c; cur = s.Cap() {
@@ -450,7 +471,9 @@ func (s *Slice[T]) Append(vs ...T) error {
 	}
 	at := s.n
 	s.setLen(at + len(vs))
-	if len(vs) > 16 {
+	// A few elements are stored one by one, except into private segments,
+	// where a single store has no error result to report a failed DMA.
+	if len(vs) > 16 || (len(vs) > 0 && (s.segs[at>>s.shift].kind == segDMA || s.segs[(at+len(vs)-1)>>s.shift].kind == segDMA)) {
 		if err := s.CopyFrom(vs, at); err != nil {
 			s.setLen(at)
 			return err
@@ -480,8 +503,8 @@ func (s *Slice[T]) pieces(at, n int, f func(sg *segment, j, from, k int) error) 
 }
 
 func (s *Slice[T]) checkSpan(op string, at, n int) error {
-	if s.closed {
-		return ErrClosed
+	if err := s.usable(); err != nil {
+		return err
 	}
 	if at < 0 || n < 0 || at > s.n || n > s.n-at {
 		return fmt.Errorf("vmem: Slice.%s: [%d, %d) outside [0, %d): %w", op, at, at+n, s.n, ErrRange)
@@ -589,8 +612,8 @@ func (s *Slice[T]) CopyTo(dst []T, at int) error {
 
 // Fill sets every element to v.
 func (s *Slice[T]) Fill(v T) error {
-	if s.closed {
-		return ErrClosed
+	if err := s.usable(); err != nil {
+		return err
 	}
 	return s.fillRange(0, s.n, v)
 }
@@ -621,8 +644,9 @@ const chunkBytes = 16 << 20
 
 // Chunks returns the elements in order as consecutive runs: yield gets the
 // index of each run's first element and the run, which is valid only until
-// yield returns. Runs are read by DMA in large pieces, so this is the fast
-// way to scan a Slice.
+// yield returns. Runs are read by DMA in large pieces, the next one while
+// yield works on the current one, so this is the fast way to scan a Slice.
+// The Slice must not change length while Chunks or All runs.
 func (s *Slice[T]) Chunks() iter.Seq2[int, []T] {
 	return func(yield func(int, []T) bool) {
 		if s.closed || s.n == 0 {
@@ -644,26 +668,50 @@ func (s *Slice[T]) Chunks() iter.Seq2[int, []T] {
 			return
 		}
 		// Runs land in pinned host memory when the layout is dense, so the
-		// DMA needs no staging copy.
-		buf := make([]T, 0)
-		if s.dense(0) && s.size > 0 {
-			if b, err := s.dev.Alloc(Host, uint64(min(per, s.n))*uint64(s.size), 0); err == nil {
-				defer s.dev.Free(b)
-				buf = unsafe.Slice((*T)(b.Ptr()), min(per, s.n))
+		// DMA needs no staging copy. Two runs alternate: the DMA of the next
+		// one runs while yield works on this one, so a scan moves at the
+		// link's speed rather than at half of it.
+		k := min(per, s.n)
+		var bufs [2][]T
+		for i := range bufs {
+			if s.dense(0) && s.size > 0 {
+				if b, err := s.dev.Alloc(Host, uint64(k)*uint64(s.size), 0); err == nil {
+					defer s.dev.Free(b)
+					bufs[i] = unsafe.Slice((*T)(b.Ptr()), k)
+				}
+			}
+			if len(bufs[i]) == 0 {
+				bufs[i] = make([]T, k)
 			}
 		}
-		if len(buf) == 0 {
-			buf = make([]T, min(per, s.n))
+		fetch := func(i, at int) chan error {
+			done := make(chan error, 1)
+			run := bufs[i][:min(k, s.n-at)]
+			go func() { done <- s.CopyTo(run, at) }()
+			return done
 		}
-		for at := 0; at < s.n; at += len(buf) {
-			run := buf[:min(len(buf), s.n-at)]
-			if err := s.CopyTo(run, at); err != nil {
+		next := fetch(0, 0)
+		defer func() {
+			// An early stop still waits for the read in flight: its buffer
+			// is freed on return.
+			if next != nil {
+				<-next
+			}
+		}()
+		n := s.n
+		for at, i := 0, 0; at < n; at, i = at+k, i^1 {
+			err := <-next
+			next = nil
+			if err != nil {
 				if s.err == nil {
 					s.err = err
 				}
 				return
 			}
-			if !yield(at, run) {
+			if at+k < n {
+				next = fetch(i^1, at+k)
+			}
+			if !yield(at, bufs[i][:min(k, n-at)]) {
 				return
 			}
 		}
@@ -691,6 +739,9 @@ func (s *Slice[T]) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.unreg != nil {
+		s.unreg()
+	}
 	var first error
 	for _, sg := range s.segs {
 		if err := s.dev.Free(sg.blk); err != nil && first == nil && !errors.Is(err, ErrClosed) {
@@ -711,11 +762,45 @@ const getManyBatch = 64
 // GetMany reads the elements at idx into dst (len(dst) >= len(idx)). On
 // mapped VRAM the lines of many elements are loaded with their streaming
 // loads interleaved, so their latencies overlap: the way to read many
-// scattered elements from one goroutine. It panics on an index out of range.
+// scattered elements. A large batch is spread over goroutines (one core's
+// streaming loads keep only a few lines in flight; the link serves about
+// three times more from several cores). It panics on an index out of range.
 func (s *Slice[T]) GetMany(idx []int, dst []T) {
 	if len(dst) < len(idx) {
 		panic("vmem: GetMany: dst shorter than idx")
 	}
+	w := min(runtime.GOMAXPROCS(0), getManyWorkers, len(idx)/getManyPerWorker)
+	if w <= 1 || s.dev.vk == nil || !s.kernAllMapped() {
+		s.getMany(idx, dst)
+		return
+	}
+	// Indices are checked here, where a panic reaches the caller.
+	for _, i := range idx {
+		if uint(i) >= uint(s.n) {
+			s.outOfRange(i)
+		}
+	}
+	var wg sync.WaitGroup
+	per := (len(idx) + w - 1) / w
+	for lo := 0; lo < len(idx); lo += per {
+		hi := min(lo+per, len(idx))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.getMany(idx[lo:hi], dst[lo:hi])
+		}()
+	}
+	wg.Wait()
+}
+
+// GetMany spreads a batch over up to getManyWorkers goroutines, each with
+// at least getManyPerWorker elements.
+const (
+	getManyWorkers   = 16
+	getManyPerWorker = 512
+)
+
+func (s *Slice[T]) getMany(idx []int, dst []T) {
 	if s.size > layout.LineSize || s.dev.vk == nil {
 		for k, i := range idx {
 			dst[k] = s.Get(i)

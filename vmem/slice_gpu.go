@@ -104,8 +104,8 @@ func init() {
 // Slice unchanged, when there is none. Elsewhere, and for Slices too large
 // for the kernels' scratch, it sorts on the CPU (slices.Sort).
 func Sort[T Number](s *Slice[T]) error {
-	if s.closed {
-		return ErrClosed
+	if err := s.usable(); err != nil {
+		return err
 	}
 	if s.n < 2 {
 		return nil
@@ -153,8 +153,8 @@ func kernCheckSorted[T any](s *Slice[T], key func(*T) uint64) {
 // from a copy, which needs scratch VRAM of the Slice's size plus 16 bytes
 // per element; other element types sort on the CPU (slices.SortStableFunc).
 func SortBy[T any, K Number](s *Slice[T], key func(*T) *K) error {
-	if s.closed {
-		return ErrClosed
+	if err := s.usable(); err != nil {
+		return err
 	}
 	off, err := kernKeyOffset(key)
 	if err != nil {
@@ -524,8 +524,8 @@ func (d *Device) kernAllocAll(sizes []uint64) ([]kernPart, func(), error) {
 //
 // Gather only reads: like Get, it may run concurrently with other readers.
 func (s *Slice[T]) Gather(indices []int, dst []T) error {
-	if s.closed {
-		return ErrClosed
+	if err := s.usable(); err != nil {
+		return err
 	}
 	if len(dst) != len(indices) {
 		return fmt.Errorf("vmem: Slice.Gather: %d indices for %d elements of dst: %w", len(indices), len(dst), ErrRange)
@@ -888,8 +888,8 @@ func kernLCM(a, b uint64) uint64 {
 // float64 Slices on the CPU.
 func Sum[T Number](s *Slice[T]) (T, error) {
 	var total T
-	if s.closed {
-		return total, ErrClosed
+	if err := s.usable(); err != nil {
+		return total, err
 	}
 	if s.n == 0 {
 		return total, nil

@@ -11,12 +11,16 @@ import (
 )
 
 // stageSize is one staging buffer. Transfers larger than this are split
-// and pipelined over two buffers: the GPU fills one while the CPU drains
-// the other. 16 MiB pieces run DMA at about 31 GB/s alone and overlap well.
-const stageSize = 16 << 20
+// and pipelined over laneDepth buffers: the GPU fills the next ones while
+// the CPU drains one. 16 MiB pieces run DMA at about 31 GB/s alone; with
+// two more in flight the copy engine never waits for a submit.
+const (
+	stageSize = 16 << 20
+	laneDepth = 3
+)
 
 // maxLanes bounds concurrent staged transfers (and pinned staging memory:
-// maxLanes * 2 * stageSize).
+// maxLanes * laneDepth * stageSize).
 const maxLanes = 4
 
 // vkState is the Vulkan side of a Device.
@@ -40,10 +44,10 @@ type vkState struct {
 	kern kernState // compute kernels (kernel.go)
 }
 
-// lane is a pair of streams with a staging buffer each.
+// lane is laneDepth streams with a staging buffer each.
 type lane struct {
-	s     [2]*vk.Stream
-	stage [2]*vk.Memory
+	s     [laneDepth]*vk.Stream
+	stage [laneDepth]*vk.Memory
 }
 
 func openVulkan(o Options, auto bool) (*Device, error) {
@@ -177,7 +181,7 @@ func (v *vkState) close() {
 }
 
 func (v *vkState) destroyLane(l *lane) {
-	for k := range 2 {
+	for k := range laneDepth {
 		if l.s[k] != nil {
 			l.s[k].Destroy()
 		}
@@ -215,7 +219,7 @@ func (v *vkState) getLane() (*lane, error) {
 
 func (v *vkState) newLane() (*lane, error) {
 	l := &lane{}
-	for k := range 2 {
+	for k := range laneDepth {
 		s, err := v.dev.NewStream(vk.QueueIndexTransfer)
 		if err != nil {
 			v.destroyLane(l)
@@ -277,7 +281,7 @@ func (d *Device) staged(n uint64, read bool, gpu func(piece, k int, off, size ui
 		return d.noteErr(err)
 	}
 	pieces := int((n + stageSize - 1) / stageSize)
-	var pending [2]bool
+	var pending [laneDepth]bool
 	var firstErr error
 	wait := func(k int) {
 		if pending[k] {
@@ -288,7 +292,7 @@ func (d *Device) staged(n uint64, read bool, gpu func(piece, k int, off, size ui
 		}
 	}
 	submit := func(i int) {
-		k := i % 2
+		k := i % laneDepth
 		off := uint64(i) * stageSize
 		size := min(stageSize, n-off)
 		if !read {
@@ -310,31 +314,32 @@ func (d *Device) staged(n uint64, read bool, gpu func(piece, k int, off, size ui
 		pending[k] = true
 	}
 	if read {
-		for i := 0; i < min(2, pieces) && firstErr == nil; i++ {
+		for i := 0; i < min(laneDepth, pieces) && firstErr == nil; i++ {
 			submit(i)
 		}
 		for i := 0; i < pieces && firstErr == nil; i++ {
-			k := i % 2
+			k := i % laneDepth
 			wait(k)
 			if firstErr != nil {
 				break
 			}
 			off := uint64(i) * stageSize
 			cpu(l.stage[k].Ptr, off, min(stageSize, n-off))
-			if i+2 < pieces {
-				submit(i + 2)
+			if i+laneDepth < pieces {
+				submit(i + laneDepth)
 			}
 		}
 	} else {
 		for i := 0; i < pieces && firstErr == nil; i++ {
-			wait(i % 2)
+			wait(i % laneDepth)
 			if firstErr == nil {
 				submit(i)
 			}
 		}
 	}
-	wait(0)
-	wait(1)
+	for k := range laneDepth {
+		wait(k)
+	}
 	d.vk.putLane(l)
 	return d.gpuErr(firstErr)
 }

@@ -124,9 +124,24 @@ func (w *SliceWriter[T]) stale(b *layout.Batcher) {
 
 var errWriterStale = errors.New("vmem: the Slice grew while a SliceWriter held stores; Flush before Append, Grow or Resize")
 
-// Flush writes every pending store.
+// Flush writes every pending store. After the Slice's Close it drops them
+// and returns ErrClosed; after device loss, ErrDeviceLost.
 func (w *SliceWriter[T]) Flush() error {
 	s := w.s
+	if err := s.usable(); err != nil {
+		for _, l := range w.logs {
+			if l != nil {
+				l.Discard()
+			}
+		}
+		for _, b := range w.bat {
+			if b != nil {
+				b.Discard()
+			}
+		}
+		w.logs, w.bat, w.err = nil, nil, nil
+		return err
+	}
 	for seg, l := range w.logs {
 		if l == nil {
 			continue

@@ -5,7 +5,7 @@
 // # Why lines, and why streaming instructions
 //
 // Mapped VRAM is uncached for loads and write-combining (WC) for stores
-// (see shared/PHYSICS.md). A plain 8-byte Go load from it costs about
+// (see docs/physics.md). A plain 8-byte Go load from it costs about
 // 1.2-1.5 µs, because every load is a separate round trip over PCIe. One
 // 64-byte VMOVNTDQA (AVX-512 streaming load) costs 0.1-0.25 µs and returns the
 // whole line, so reading a line costs less than reading one word the plain

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 )
@@ -421,4 +422,33 @@ func BenchmarkCopy(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestStoreRelease: a reader that sees the flag sees the data stored
+// before it.
+func TestStoreRelease(t *testing.T) {
+	var data [64]uint64
+	var flag uint64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := uint64(1); i <= 2000; i++ {
+			for k := range data {
+				atomic.StoreUint64(&data[k], i)
+			}
+			StoreRelease(&flag, i)
+		}
+	}()
+	for {
+		f := atomic.LoadUint64(&flag)
+		for k := range data {
+			if d := atomic.LoadUint64(&data[k]); d < f {
+				t.Fatalf("flag %d seen before data[%d] = %d", f, k, d)
+			}
+		}
+		if f == 2000 {
+			break
+		}
+	}
+	<-done
 }

@@ -1,6 +1,10 @@
 // Package vmemtest runs tests on every backend present and fails tests that
 // leak blocks.
 //
+// Devices opened here record where every block is allocated
+// (vmem.Options.TraceBlocks), so a leak report names the call that made the
+// leaked block, as cilium/ebpf's fd tracer does for file descriptors.
+//
 // The host backend always runs. The Vulkan backend runs when a Vulkan
 // device is present (lavapipe counts); otherwise its subtests skip, unless
 // VMEM_REQUIRE_VULKAN=1, which turns the skip into a failure so CI cannot
@@ -9,7 +13,10 @@
 package vmemtest
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/govram/govram/vmem"
@@ -32,6 +39,7 @@ func Backends() []vmem.Backend {
 func Open(t testing.TB, b vmem.Backend, o vmem.Options) *vmem.Device {
 	t.Helper()
 	o.Backend = b
+	o.TraceBlocks = true
 	d, err := vmem.Open(o)
 	if err != nil {
 		if b == vmem.BackendVulkan && !RequireVulkan() {
@@ -46,14 +54,40 @@ func Open(t testing.TB, b vmem.Backend, o vmem.Options) *vmem.Device {
 	return d
 }
 
-// CheckNoLeaks fails t if d has blocks in use.
+// CheckNoLeaks fails t if d has blocks in use, naming where each leaked
+// block was allocated when the device traces blocks (devices from Open do).
 func CheckNoLeaks(t testing.TB, d *vmem.Device) {
 	t.Helper()
+	if err := Leaks(d); err != nil {
+		t.Error(err)
+	}
+}
+
+// maxReported bounds the leaked blocks a report details.
+const maxReported = 5
+
+// Leaks returns an error describing the blocks still allocated on d (nil if
+// none): the counts per tier, then the first few blocks with their
+// allocation stacks.
+func Leaks(d *vmem.Device) error {
+	var b strings.Builder
 	for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
 		if st := d.Stats(tier); st.Blocks != 0 || st.InUse != 0 {
-			t.Errorf("%s tier: %d blocks (%d bytes) still allocated", tier, st.Blocks, st.InUse)
+			fmt.Fprintf(&b, "%s tier: %d blocks (%d bytes) still allocated\n", tier, st.Blocks, st.InUse)
 		}
 	}
+	if b.Len() == 0 {
+		return nil
+	}
+	live := d.LiveBlocks()
+	for i, lb := range live {
+		if i == maxReported {
+			fmt.Fprintf(&b, "... and %d more\n", len(live)-i)
+			break
+		}
+		fmt.Fprintf(&b, "leaked %s\n", lb)
+	}
+	return errors.New(strings.TrimSuffix(b.String(), "\n"))
 }
 
 // Each runs f as a subtest on every backend, on a fresh device.
@@ -64,4 +98,17 @@ func Each(t *testing.T, o vmem.Options, f func(t *testing.T, d *vmem.Device)) {
 			f(t, Open(t, b, o))
 		})
 	}
+}
+
+// Panics runs f and returns the message of the panic it raised, and whether
+// it panicked: for tests of methods that must panic clearly (use after
+// Close of a method with no error result).
+func Panics(f func()) (msg string, panicked bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, panicked = fmt.Sprint(r), true
+		}
+	}()
+	f()
+	return "", false
 }

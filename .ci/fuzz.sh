@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every fuzz target of the module for a bounded time each.
+#
+#   .ci/fuzz.sh                  # every target, 30 s each (FUZZTIME)
+#   FUZZTIME=5s .ci/fuzz.sh      # a quick pass
+#   .ci/fuzz.sh ./collections    # only the targets of some packages
+#
+# Targets are found with `go test -list`, so a new Fuzz function is picked up
+# without editing this file. A crash fails the run (after every target has
+# had its turn); the failing input is saved by go test under the package's
+# testdata/fuzz/<Target>/ and replays as a regression test in every plain
+# `go test` once committed. For long runs see docs/reliability.md.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+fuzztime="${FUZZTIME:-30s}"
+pkgs=("$@")
+if [ ${#pkgs[@]} -eq 0 ]; then
+  mapfile -t pkgs < <(go list ./...)
+fi
+
+failed=()
+ran=0
+for pkg in "${pkgs[@]}"; do
+  # -list prints the matching names, then "ok <pkg> ..." (or nothing useful
+  # when the package has no tests).
+  if ! list="$(go test -run '^$' -list '^Fuzz' "$pkg" 2>&1)"; then
+    echo "$list" >&2
+    failed+=("$pkg (does not build)")
+    continue
+  fi
+  for target in $(printf '%s\n' "$list" | grep -E '^Fuzz[A-Za-z0-9_]*$'); do
+    echo "== fuzz $pkg $target ($fuzztime)"
+    ran=$((ran + 1))
+    if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg"; then
+      failed+=("$pkg $target")
+    fi
+  done
+done
+
+echo "== fuzzed $ran targets for $fuzztime each"
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'FAILED: %s\n' "${failed[@]}" >&2
+  exit 1
+fi

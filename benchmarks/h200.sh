@@ -1,0 +1,47 @@
+#!/bin/bash
+# The H200 runs behind docs/: the benchmarks program's report and the
+# per-package benchmarks each issue names. The machine has no Go toolchain,
+# so the binaries are built beforehand (../shared/device/prepare.sh builds
+# the test binaries into .devrun/bin; `go build -o .devrun/bin/bench
+# ./benchmarks` the program). Usage, from the project root on that machine:
+#
+#   source .devrun/gpu-env.sh && bash benchmarks/h200.sh report|tests OUTDIR
+#
+# Each step has its own time limit, so one slow step cannot stop the rest.
+set -u
+what=$1
+out=${2:-/tmp/h200}
+mkdir -p "$out"
+bin=$PWD/.devrun/bin
+root=$PWD
+log=$out/$what.txt
+step() {
+	local limit=$1
+	shift
+	echo "== $(date +%T) $*" >>"$log"
+	timeout "$limit" "$@" >>"$log" 2>&1
+	echo "== rc=$?" >>"$log"
+}
+
+case $what in
+report)
+	step 540 "$bin/bench" -backend vulkan -sizes 1e6,1e7 -time 100ms -count 3 \
+		-capacity-max 160GiB -build-budget 10s -deadline ${DEADLINE:-7m} -suites ${SUITES:-all} -out "$out/report" -format svg
+	tar -C "$out" -czf "$out/report.tgz" report && rm -rf "$out/report"
+	;;
+tests)
+	cd "$root/vmem"
+	GOVRAM_BENCH_BIG=1 step 100 "$bin/vmem.test" -test.run X -test.benchtime 1s \
+		-test.bench 'SliceGet$|SliceSet$|SliceBulk'
+	GOVRAM_BENCH_SNAPSHOT_GIB=10 step 100 "$bin/vmem.test" -test.run X -test.benchtime 2x \
+		-test.bench 'SliceSnapshot'
+	cd "$root/collections"
+	GOVRAM_BENCH_SIZES=1e6,64MiB,256MiB step 50 "$bin/collections.test" -test.run X -test.benchtime 20x \
+		-test.bench 'Ring(PushBatch|PopBatch|SPSC)$'
+	step 30 "$bin/collections.test" -test.run X -test.benchtime 10000000x -test.bench 'Ring(Push|Pop)$'
+	GOVRAM_BENCH_SIZES=1e7 step 120 "$bin/collections.test" -test.run X -test.benchtime 3x \
+		-test.bench 'Benchmark(MapGetBatch|MapPutBatch)$'
+	GOVRAM_BENCH_SIZES=1.6e7 step 130 "$bin/collections.test" -test.run X -test.benchtime 1s \
+		-test.bench 'BTree(Get|Scan|BulkLoad)$'
+	;;
+esac

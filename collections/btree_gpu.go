@@ -1,0 +1,176 @@
+package collections
+
+// BTree.GetBatch: many lookups, the leaves searched by a GPU kernel.
+//
+// One Get walks the host index (host memory, no VRAM) and then reads the
+// leaf's key lines and the value's line: one or two PCIe round trips of
+// 0.1-0.25 µs each. For a batch, the CPU walks the index for every key on
+// all cores (host memory only) and writes, per key, the leaf's device
+// address, the key and the leaf's entry count into pinned host memory;
+// one kernel (bt_get.comp) binary-searches each leaf in VRAM and writes
+// the values and found flags back: one round trip per two million keys,
+// and no VRAM read by the CPU at all. The batch is not sorted first: the
+// index is small (under a byte an entry) and its walks are independent,
+// so they spread over the cores as they are.
+//
+// The kernel compares keys as integers, so it takes the ordered integer
+// keys of NewBTreeOrdered (int32, uint32, int64, uint64 and types defined
+// on them) with values that are whole 4-byte words (not strings); other
+// trees, and devices without kernels, look up on the CPU (Get on all
+// cores).
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/govram/govram/vmem"
+)
+
+type btGetPush struct {
+	q, vals, found                                         uint64
+	n, ks, vs, keyOff, valOff, perLine, group, stride, sgn uint32
+}
+
+var btGetKernel = vmem.NewKernel("bt_get", btGetPush{})
+
+// btGPUChunk bounds the keys of one kernel round (tests shrink it).
+var btGPUChunk = 1 << 21
+
+// btGPUOff keeps GetBatch on its CPU path (benchmarks compare both).
+var btGPUOff = false
+
+// GetBatch looks up every key: vals[i] gets the value of keys[i] (the
+// zero value if absent) and, when found is not nil, found[i] whether it is
+// there. vals and found must be at least as long as keys (else an error
+// matching vmem.ErrRange).
+//
+// On a GPU, for integer keys (NewBTreeOrdered) and values of whole 4-byte
+// words, the CPU finds each key's leaf in the host index on all cores and
+// one kernel searches the leaves in VRAM: one round trip per two million
+// keys. Elsewhere the keys are looked up with Get on all cores. Errors:
+// ErrClosed, vmem.ErrDeviceLost.
+//
+// GetBatch is a read: it may run together with other reads.
+func (t *BTree[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
+	if t.closed {
+		return ErrClosed
+	}
+	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
+		return fmt.Errorf("collections: BTree.GetBatch: %d keys, %d values, %d found flags: %w", len(keys), len(vals), len(found), vmem.ErrRange)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	t.sync()
+	if t.idx.height == 0 {
+		clear(vals[:len(keys)])
+		if found != nil {
+			clear(found[:len(keys)])
+		}
+		return nil
+	}
+	if !btGPUOff && t.gpuOK() {
+		err := t.gpuGet(keys, vals, found)
+		if !errors.Is(err, vmem.ErrNoKernels) {
+			return err
+		}
+	}
+	before := t.Err()
+	mapPar(len(keys), 1<<12, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			v, ok := t.get(keys[i], true)
+			vals[i] = v
+			if found != nil {
+				found[i] = ok
+			}
+		}
+	})
+	if err := t.Err(); err != nil && before == nil {
+		return err
+	}
+	return nil
+}
+
+// gpuOK reports whether bt_get can search this tree's leaves.
+func (t *BTree[K, V]) gpuOK() bool {
+	g := &t.g
+	if t.kk == btKGeneric || t.strV || g.vs%4 != 0 || g.keyOff%4 != 0 || g.valOff%4 != 0 {
+		return false
+	}
+	if !g.vdense && (g.vrec.Stride%4 != 0 || g.vrec.PerLine == 0) {
+		return false
+	}
+	return true
+}
+
+func (t *BTree[K, V]) gpuGet(keys []K, vals []V, found []bool) error {
+	kb, err := t.dev.NewKernelBatch()
+	if err != nil {
+		return err
+	}
+	defer kb.Close()
+	g := &t.g
+	c := uint64(min(len(keys), btGPUChunk))
+	vs := uint64(g.vs)
+	offV := c * 24
+	offF := offV + mapRoundUp64(c*vs, 64)
+	st, err := kb.Staging(offF + mapRoundUp64(c, 4))
+	if err != nil {
+		return err
+	}
+	base := st.Ptr
+	p := btGetPush{q: st.Addr, vals: st.Addr + offV, found: st.Addr + offF, ks: uint32(g.ks), vs: uint32(vs),
+		keyOff: uint32(g.keyOff), valOff: uint32(g.valOff)}
+	if !g.vdense {
+		p.perLine, p.group, p.stride = uint32(g.vrec.PerLine), uint32(g.vrec.LinesPer*64), uint32(g.vrec.Stride)
+	}
+	if t.kk == btKI64 || t.kk == btKI32 {
+		p.sgn = 1
+	}
+	for lo := 0; lo < len(keys); lo += int(c) {
+		hi := min(lo+int(c), len(keys))
+		n := hi - lo
+		q := unsafe.Slice((*btQuery)(base), n)
+		mapPar(n, 1<<12, func(a, b int) {
+			for i := a; i < b; i++ {
+				q[i] = t.gpuQuery(keys[lo+i])
+			}
+		})
+		p.n = uint32(n)
+		kb.Dispatch(btGetKernel, uint64(n), &p)
+		if err := kb.Run(); err != nil {
+			return err
+		}
+		if vs > 0 {
+			mapParCopy(unsafe.Pointer(&vals[lo]), unsafe.Add(base, offV), uint64(n)*vs)
+		}
+		if found != nil {
+			mapParCopy(unsafe.Pointer(&found[lo]), unsafe.Add(base, offF), uint64(n))
+		}
+	}
+	return nil
+}
+
+// btQuery is one key of bt_get: its leaf's device address, the key's bits
+// (zero-extended), the leaf's entry count.
+type btQuery struct {
+	leaf, key uint64
+	cnt, _    uint32
+}
+
+// gpuQuery finds k's leaf in the host index.
+func (t *BTree[K, V]) gpuQuery(k K) btQuery {
+	x := &t.idx
+	b, i := x.find(k)
+	nd := x.nodes[b]
+	id, cnt := nd.kids[i], uint32(nd.cnts[i])
+	e := t.lv.extentOf(id)
+	q := btQuery{leaf: e.blk.DeviceAddr(uint64(id&t.g.xMask) * uint64(t.g.leafSize)), cnt: cnt}
+	if t.g.ks == 8 {
+		q.key = *(*uint64)(unsafe.Pointer(&k))
+	} else {
+		q.key = uint64(*(*uint32)(unsafe.Pointer(&k)))
+	}
+	return q
+}

@@ -1,0 +1,149 @@
+package collections
+
+// BTree snapshots: the entries in ascending key order (the leaves read by
+// All, extent by extent, by DMA on a GPU), each the key then the value as
+// in a Map snapshot. A load rebuilds the tree with BulkLoad, which fills
+// leaves completely and writes them sequentially: the loaded tree is
+// denser than one built by inserts, and the snapshot says nothing about
+// the old tree's shape.
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+
+	"github.com/govram/govram/internal/snapfmt"
+	"github.com/govram/govram/vmem"
+)
+
+func btSnapFingerprint[K, V any]() uint64 {
+	return snapfmt.Fingerprint(snapfmt.KindBTree, reflect.TypeFor[K](), reflect.TypeFor[V]())
+}
+
+// Save writes the tree's entries to w as a snapshot (docs/snapshots.md),
+// in ascending key order. LoadBTree reads it back. Save is a reader: it may
+// run alongside other readers, not alongside a change.
+func (t *BTree[K, V]) Save(w io.Writer) error {
+	if t.closed {
+		return ErrClosed
+	}
+	if err := t.btSave(w); err != nil {
+		return fmt.Errorf("collections: BTree.Save: %w", err)
+	}
+	return nil
+}
+
+func (t *BTree[K, V]) btSave(w io.Writer) error {
+	n := t.Len()
+	sw, err := newSnapWriter(w, snapfmt.Header{Kind: snapfmt.KindBTree, Fingerprint: btSnapFingerprint[K, V](), Count: uint64(n)})
+	if err != nil {
+		return err
+	}
+	kc, vc := snapCodecFor[K](), snapCodecFor[V]()
+	prev := t.Err()
+	seen := 0
+	for k, v := range t.All() {
+		sw.buf = kc.append(sw.buf, &k)
+		sw.buf = vc.append(sw.buf, &v)
+		seen++
+		if err := sw.flush(false); err != nil {
+			return err
+		}
+	}
+	if err := t.Err(); err != nil && err != prev {
+		return err
+	}
+	if seen != n {
+		return fmt.Errorf("iteration produced %d entries, Len is %d", seen, n)
+	}
+	return sw.close()
+}
+
+// LoadBTree reads a snapshot written by BTree.Save into a new tree on dev
+// ordered by less (opts as for NewBTree). It checks the header's checksum,
+// that the snapshot holds a BTree with K's and V's layouts
+// (ErrTypeMismatch otherwise), every block's CRC-32C, every length and the
+// trailer; damage gives an error matching ErrCorrupt, and so do keys that
+// are not strictly ascending under less (a snapshot saved under another
+// order). On any error the new tree is closed.
+func LoadBTree[K, V any](dev *vmem.Device, r io.Reader, less func(a, b K) bool, opts ...BTreeOption) (*BTree[K, V], error) {
+	sr, err := btLoadHeader[K, V](dev, r)
+	if err != nil {
+		return nil, err
+	}
+	t, err := NewBTree[K, V](dev, less, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("collections: LoadBTree: %w", err)
+	}
+	return btLoad(t, sr)
+}
+
+// LoadBTreeOrdered is LoadBTree for a tree ordered by <, as made by
+// NewBTreeOrdered.
+func LoadBTreeOrdered[K cmp.Ordered, V any](dev *vmem.Device, r io.Reader, opts ...BTreeOption) (*BTree[K, V], error) {
+	sr, err := btLoadHeader[K, V](dev, r)
+	if err != nil {
+		return nil, err
+	}
+	t, err := NewBTreeOrdered[K, V](dev, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("collections: LoadBTree: %w", err)
+	}
+	return btLoad(t, sr)
+}
+
+// btLoadHeader checks the header and the first block before a tree is
+// made.
+func btLoadHeader[K, V any](dev *vmem.Device, r io.Reader) (*snapfmt.Reader, error) {
+	sr, err := snapfmt.NewReader(r, snapfmt.KindBTree, btSnapFingerprint[K, V]())
+	if err == nil && sr.Header().Aux != [3]uint64{} {
+		err = fmt.Errorf("%w: tree header has aux fields set", snapfmt.ErrCorrupt)
+	}
+	if err == nil {
+		err = snapCountCheck(dev, sr.Header().Count, 1)
+	}
+	if err == nil {
+		err = sr.Prefetch()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("collections: LoadBTree: %w", snapErr(err))
+	}
+	return sr, nil
+}
+
+// btLoad fills the empty tree t; it owns t, closing it on error.
+func btLoad[K, V any](t *BTree[K, V], sr *snapfmt.Reader) (*BTree[K, V], error) {
+	if err := t.btLoadBody(sr); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("collections: LoadBTree: %w", snapErr(err))
+	}
+	return t, nil
+}
+
+func (t *BTree[K, V]) btLoadBody(sr *snapfmt.Reader) error {
+	count := int(sr.Header().Count)
+	kc, vc := snapCodecFor[K](), snapCodecFor[V]()
+	keys := make([]K, min(count, snapBatch))
+	vals := make([]V, len(keys))
+	for done := 0; done < count; {
+		k := min(len(keys), count-done)
+		for i := range k {
+			if err := kc.read(sr, &keys[i]); err != nil {
+				return err
+			}
+			if err := vc.read(sr, &vals[i]); err != nil {
+				return err
+			}
+		}
+		if err := t.BulkLoad(keys[:k], vals[:k]); err != nil {
+			if errors.Is(err, ErrUnsorted) {
+				return fmt.Errorf("%w: keys not strictly ascending under the tree's order near entry %d: %v", snapfmt.ErrCorrupt, done, err)
+			}
+			return err
+		}
+		done += k
+	}
+	return sr.End()
+}

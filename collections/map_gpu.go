@@ -1,0 +1,585 @@
+package collections
+
+// Batch operations on the GPU: Map.GetBatch and Map.PutBatch.
+//
+// A Get of one key costs a VRAM line (0.1-0.25 µs of PCIe round trip); a
+// GPU kernel probes a million keys in well under a millisecond, next to
+// the slots, so a batch pays one round trip (22-35 µs) plus moving its
+// keys and values over the bus once (50 GB/s).
+//
+// What the kernels need to know is which slots are full: the control
+// bytes, which live in host memory. The GPU works on a device copy of
+// them (the mirror, one VRAM block per segment, 1.1-2 bytes an entry),
+// not on the host bytes over the bus (a scattered PCIe read per probe)
+// and not on occupancy written into the lines (which would make every Put
+// and Delete write VRAM twice). The mirror is brought in step lazily: it
+// records the table and the write count (Map.version) it copies; any
+// write through the CPU paths (Put, Delete, Clear, growth) makes it stale
+// by changing one or the other, at no cost to them, and the next batch
+// copies the control bytes over by DMA (one copy per segment: 2.3 ms for
+// a 1e8-entry map at 50 GB/s) before its kernel. PutBatch keeps it in step
+// itself: the kernel claims slots in the mirror and the CPU sets the same
+// bytes on the host from the kernel's results. So Get and Put are
+// untouched; a run of batches after a run of single writes pays one copy.
+//
+// The hash: for keys of 4, 8 and 16 bytes with the built-in hash, the
+// kernel computes the Map's own mixer (map.glsl is mapMix and mapHome to
+// the bit); other fixed-size keys (WithHasher, other sizes) are hashed by
+// the CPU and the hashes sent with the keys. Keys are compared as bytes,
+// so only types whose == is byte equality run on the GPU (no floats, no
+// padding); strings, and records whose key, value or stride is not a
+// whole number of 4-byte words, take the CPU paths (GetMany, PutMany).
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"reflect"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/govram/govram/vmem"
+)
+
+// mapGPU is a Map's device-side state: the mirror of the control bytes.
+type mapGPU struct {
+	mu     sync.Mutex
+	t      *mapTable    // the table the mirror copies; nil: none
+	ver    uint64       // Map.version the mirror is in step with
+	inStep bool         // the mirror holds t's control bytes as of ver
+	mirror []vmem.Block // per segment of t
+}
+
+// Push constants of map_get.comp and map_put.comp (same names, same
+// order; vmem checks them against the SPIR-V).
+type (
+	mapGetPush struct {
+		keys, hashes, segs, vals, found, seed, nb, nbAll uint64
+		n, ks, vs, stride, valOff, pp, shift, hmode      uint32
+	}
+	mapPutPush struct {
+		scr, vals, segs, seed, nb, nbAll                          uint64
+		n, ks, vs, stride, valOff, pp, shift, hmode, phase, tsize uint32
+	}
+)
+
+var (
+	mapGetKernel = vmem.NewKernel("map_get", mapGetPush{})
+	mapPutKernel = vmem.NewKernel("map_put", mapPutPush{})
+)
+
+// mapGPUChunk bounds the keys of one kernel round (a variable so that
+// tests can make rounds small).
+var mapGPUChunk = 1 << 21
+
+// gpuMode reports whether the batch kernels take this Map, and how keys
+// are hashed (4, 8, 16: by the kernel; 0: by the CPU).
+func (m *Map[K, V]) gpuMode() (uint32, bool) {
+	var k K
+	var v V
+	ks, vs := unsafe.Sizeof(k), unsafe.Sizeof(v)
+	if m.strK || m.strV || m.r.lines != 1 || ks == 0 || ks > 64 || ks%4 != 0 || vs%4 != 0 ||
+		m.r.stride%4 != 0 || m.r.valOff%4 != 0 {
+		return 0, false
+	}
+	switch m.hk {
+	case mapHash4:
+		return 4, true
+	case mapHash8:
+		return 8, true
+	case mapHash16:
+		return 16, true
+	case mapHashMem:
+		return 0, true
+	case mapHashUser:
+		return 0, m.keysMemEqual()
+	}
+	return 0, false
+}
+
+// keysMemEqual reports whether K's == is byte equality.
+func (m *Map[K, V]) keysMemEqual() bool {
+	return mapMemHashable(reflect.TypeFor[K]())
+}
+
+// gpuDrop frees the mirror of t, which is being freed. freeTable calls it.
+func (m *Map[K, V]) gpuDrop(t *mapTable) {
+	g := &m.gpu
+	g.mu.Lock()
+	if g.t == t {
+		m.gpuFreeMirror()
+	}
+	g.mu.Unlock()
+}
+
+func (m *Map[K, V]) gpuFreeMirror() {
+	g := &m.gpu
+	for _, b := range g.mirror {
+		m.dev.Free(b)
+		m.held.remove(b)
+	}
+	g.mirror, g.t, g.inStep = nil, nil, false
+}
+
+// gpuMirror makes the mirror fit t and records into kb the copies that
+// bring it in step, if it is not. The caller holds m.gpu.mu and runs kb
+// before any kernel reads the mirror. It reports whether it recorded
+// copies. On error (out of memory) nothing is recorded and the map is
+// unchanged.
+func (m *Map[K, V]) gpuMirror(kb *vmem.KernelBatch, t *mapTable) (bool, error) {
+	g := &m.gpu
+	if g.t != t {
+		m.gpuFreeMirror()
+		var mir []vmem.Block
+		for i := range t.segs {
+			size := mapRoundUp(uintptr(t.segs[i].n)*uintptr(m.r.p)+8, 64)
+			b, err := m.dev.Alloc(vmem.Private, uint64(size), 64)
+			if err != nil && (errors.Is(err, vmem.ErrOutOfMemory) || errors.Is(err, vmem.ErrNoTier)) {
+				b, err = m.dev.Alloc(vmem.Mapped, uint64(size), 64)
+			}
+			if err != nil {
+				for _, b := range mir {
+					m.dev.Free(b)
+				}
+				return false, err
+			}
+			mir = append(mir, b)
+		}
+		m.held.add(mir...)
+		g.mirror, g.t = mir, t
+	}
+	if g.inStep && g.ver == m.version {
+		return false, nil
+	}
+	for i := range t.segs {
+		sg := &t.segs[i]
+		kb.CopyBlock(g.mirror[i], 0, sg.fpBlk, 0, sg.n*uint64(m.r.p)+8)
+	}
+	return true, nil
+}
+
+// gpuSegs writes the segment table (slots address, mirror address) into
+// staging memory at p.
+func (m *Map[K, V]) gpuSegs(t *mapTable, p unsafe.Pointer) {
+	s := unsafe.Slice((*uint64)(p), 2*len(t.segs))
+	for i := range t.segs {
+		s[2*i] = t.segs[i].slots.DeviceAddr(0)
+		s[2*i+1] = m.gpu.mirror[i].DeviceAddr(0)
+	}
+}
+
+// GetBatch looks up every key, as GetMany does: vals[i] gets the value of
+// keys[i] (the zero value if absent) and, when found is not nil, found[i]
+// whether it is there. vals and found must be at least as long as keys
+// (else an error matching vmem.ErrRange).
+//
+// On a GPU, for fixed-size keys and values (see docs/gpu.md), the keys go
+// to pinned host memory, one kernel probes the table where it lies and
+// writes the answers back, and the CPU copies them out: one round trip per
+// two million keys. The first batch after single writes (Put, Delete,
+// Clear) first copies the control bytes to the device (about 1.1-2 bytes
+// an entry, by DMA). Elsewhere it is GetMany. Errors: ErrClosed,
+// ErrOutOfMemory (no room for the device copy of the control bytes; the
+// map is unchanged), vmem.ErrDeviceLost.
+//
+// GetBatch is a read: it may run together with other reads.
+func (m *Map[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
+	if m.closed {
+		return ErrClosed
+	}
+	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
+		return fmt.Errorf("collections: GetBatch: %d keys, %d values, %d found flags: %w", len(keys), len(vals), len(found), vmem.ErrRange)
+	}
+	if m.pending.Load() {
+		m.flushForRead()
+	}
+	t := m.t
+	if t == nil || m.writing {
+		m.badRead()
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if hmode, ok := m.gpuMode(); ok {
+		err := m.gpuGet(t, hmode, keys, vals, found)
+		if !errors.Is(err, vmem.ErrNoKernels) {
+			return err
+		}
+	}
+	before := m.Err()
+	m.GetMany(keys, vals, found)
+	if err := m.Err(); err != nil && before == nil {
+		return err
+	}
+	return nil
+}
+
+func (m *Map[K, V]) gpuGet(t *mapTable, hmode uint32, keys []K, vals []V, found []bool) error {
+	kb, err := m.dev.NewKernelBatch()
+	if err != nil {
+		return err
+	}
+	defer kb.Close()
+	g := &m.gpu
+	g.mu.Lock()
+	copied, err := m.gpuMirror(kb, t)
+	if err == nil && copied {
+		if err = kb.Run(); err == nil {
+			g.ver, g.inStep = m.version, true
+		}
+	}
+	g.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	var zk K
+	var zv V
+	ks, vs := uint64(unsafe.Sizeof(zk)), uint64(unsafe.Sizeof(zv))
+	c := uint64(min(len(keys), mapGPUChunk))
+	segB := uint64(len(t.segs)) * 16
+	offK := mapRoundUp64(segB, 64)
+	offH := offK + mapRoundUp64(c*ks, 64)
+	offV := offH
+	if hmode == 0 {
+		offV += c * 8
+	}
+	offF := offV + mapRoundUp64(c*vs, 64)
+	st, err := kb.Staging(offF + mapRoundUp64(c, 4))
+	if err != nil {
+		return err
+	}
+	base := st.Ptr
+	m.gpuSegs(t, base)
+	for lo := 0; lo < len(keys); lo += int(c) {
+		hi := min(lo+int(c), len(keys))
+		n := uint64(hi - lo)
+		mapParCopy(unsafe.Add(base, offK), unsafe.Pointer(&keys[lo]), n*ks)
+		if hmode == 0 {
+			hs := unsafe.Slice((*uint64)(unsafe.Add(base, offH)), n)
+			mapPar(int(n), 1<<14, func(a, b int) {
+				for i := a; i < b; i++ {
+					hs[i] = m.hash(&keys[lo+i])
+				}
+			})
+		}
+		p := mapGetPush{keys: st.Addr + offK, hashes: st.Addr + offH, segs: st.Addr, vals: st.Addr + offV,
+			found: st.Addr + offF, seed: m.seed, nb: t.nb, nbAll: t.nbAll, n: uint32(n), ks: uint32(ks),
+			vs: uint32(vs), stride: uint32(m.r.stride), valOff: uint32(m.r.valOff), pp: uint32(m.r.p),
+			shift: uint32(t.shift), hmode: hmode}
+		kb.Dispatch(mapGetKernel, n, &p)
+		if err := kb.Run(); err != nil {
+			return err
+		}
+		if vs > 0 {
+			mapParCopy(unsafe.Pointer(&vals[lo]), unsafe.Add(base, offV), n*vs)
+		}
+		if found != nil {
+			// The kernel writes 0 or 1 per key: Go's bools.
+			mapParCopy(unsafe.Pointer(&found[lo]), unsafe.Add(base, offF), n)
+		}
+	}
+	return nil
+}
+
+// PutBatch stores vals[i] for keys[i], with PutMany's semantics: in order,
+// so a key given twice keeps its later value. vals must be at least as
+// long as keys (else an error matching vmem.ErrRange).
+//
+// On a GPU, for fixed-size keys and values (see docs/gpu.md), one kernel
+// keeps the last store of each key, probes the table, and reports how
+// many keys are new; the CPU grows the table if they need room; then the
+// kernel overwrites the values of the keys found and inserts the others,
+// claiming slots in the device copy of the control bytes, and the CPU
+// sets the same control bytes on the host from the kernel's answer. Two
+// round trips per two million keys. Elsewhere it is PutMany.
+//
+// Errors: ErrClosed; ErrOutOfMemory when the table must grow and cannot,
+// or there is no room for the device copy of the control bytes: the keys
+// not yet stored are then unchanged (a batch of up to two million keys is
+// stored all or nothing); vmem.ErrDeviceLost (the map's contents are then
+// undefined, as the device's).
+func (m *Map[K, V]) PutBatch(keys []K, vals []V) error {
+	if m.closed {
+		return ErrClosed
+	}
+	if len(vals) < len(keys) {
+		return fmt.Errorf("collections: PutBatch: %d keys but %d values: %w", len(keys), len(vals), vmem.ErrRange)
+	}
+	if m.writing {
+		m.badWrite()
+	}
+	hmode, ok := m.gpuMode()
+	if !ok || len(keys) == 0 {
+		return m.PutMany(keys, vals)
+	}
+	m.writing = true
+	err := m.gpuPut(hmode, keys, vals)
+	m.writing = false
+	if errors.Is(err, vmem.ErrNoKernels) {
+		return m.PutMany(keys, vals)
+	}
+	m.version++
+	g := &m.gpu
+	g.mu.Lock()
+	if g.inStep {
+		g.ver = m.version // PutBatch kept the mirror in step
+	}
+	g.mu.Unlock()
+	if mapInvariants {
+		m.mustCheck()
+	}
+	return err
+}
+
+// mapPutLayout is the scratch layout of map_put (its twin is in
+// map_put.comp): offsets of the keys, hashes, dedup slots, states,
+// locations, counters, dedup table and winners, and the total.
+type mapPutLayout struct {
+	k, h, d, s, l, c, t, w, total uint64
+}
+
+func mapPutLayoutFor(n, ks, tsize uint64) mapPutLayout {
+	var y mapPutLayout
+	y.h = mapRoundUp64(n*ks, 16)
+	y.d = y.h + n*8
+	y.s = y.d + mapRoundUp64(n*4, 16)
+	y.l = y.s + mapRoundUp64(n*4, 16)
+	y.c = y.l + n*8
+	y.t = y.c + 64
+	y.w = y.t + tsize*4
+	y.total = y.w + tsize*4
+	return y
+}
+
+// gpuPut is PutBatch on the GPU, a chunk at a time. ErrNoKernels means
+// nothing was changed.
+func (m *Map[K, V]) gpuPut(hmode uint32, keys []K, vals []V) error {
+	m.flushForRead() // the kernels read and write memory, not the batch
+	kb, err := m.dev.NewKernelBatch()
+	if err != nil {
+		return err
+	}
+	defer kb.Close()
+	var zk K
+	var zv V
+	ks, vs := uint64(unsafe.Sizeof(zk)), uint64(unsafe.Sizeof(zv))
+	c := uint64(min(len(keys), mapGPUChunk))
+	tsize := uint64(1) << bits.Len64(2*c-1)
+	scr, err := kb.Scratch(mapPutLayoutFor(c, ks, tsize).total)
+	if err != nil {
+		return err
+	}
+	// Staging: keys, hashes, values, states, locations, counters.
+	var o mapPutStage
+	o.h = mapRoundUp64(c*ks, 64)
+	o.v = o.h + c*8
+	o.s = o.v + mapRoundUp64(c*vs, 64)
+	o.l = o.s + mapRoundUp64(c*4, 64)
+	o.c = o.l + c*8
+	st, err := kb.Staging(o.c + 64)
+	if err != nil {
+		return err
+	}
+	for lo := 0; lo < len(keys); lo += int(c) {
+		hi := min(lo+int(c), len(keys))
+		if err := m.gpuPutChunk(kb, hmode, keys[lo:hi], vals[lo:hi], scr, st, tsize, o); err != nil {
+			if lo > 0 && errors.Is(err, vmem.ErrNoKernels) {
+				// Earlier chunks are stored: not a reason for the CPU path.
+				err = fmt.Errorf("collections: PutBatch: %v", err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// mapPutStage is the staging layout of gpuPut: offsets of the keys (0),
+// hashes, values, states, locations and counters.
+type mapPutStage struct{ h, v, s, l, c uint64 }
+
+// gpuPutChunk stores one chunk: round one dedups, syncs the mirror and
+// classifies; the CPU grows the table if the new keys need room; round two
+// (re-classifying after a growth) applies; the CPU sets the control bytes.
+func (m *Map[K, V]) gpuPutChunk(kb *vmem.KernelBatch, hmode uint32, keys []K, vals []V, scr uint64, st vmem.Staging, tsize uint64, o mapPutStage) error {
+	var zk K
+	var zv V
+	ks, vs := uint64(unsafe.Sizeof(zk)), uint64(unsafe.Sizeof(zv))
+	n := uint64(len(keys))
+	y := mapPutLayoutFor(n, ks, tsize)
+	base := st.Ptr
+	mapParCopy(base, unsafe.Pointer(&keys[0]), n*ks)
+	if vs > 0 {
+		mapParCopy(unsafe.Add(base, o.v), unsafe.Pointer(&vals[0]), n*vs)
+	}
+	if hmode == 0 {
+		hs := unsafe.Slice((*uint64)(unsafe.Add(base, o.h)), n)
+		mapPar(int(n), 1<<14, func(a, b int) {
+			for i := a; i < b; i++ {
+				hs[i] = m.hash(&keys[i])
+			}
+		})
+	}
+	g := &m.gpu
+	push := func(t *mapTable, phase uint32, segs uint64) *mapPutPush {
+		return &mapPutPush{scr: scr, vals: st.Addr + o.v, segs: segs, seed: m.seed, nb: t.nb, nbAll: t.nbAll,
+			n: uint32(n), ks: uint32(ks), vs: uint32(vs), stride: uint32(m.r.stride), valOff: uint32(m.r.valOff),
+			pp: uint32(m.r.p), shift: uint32(t.shift), hmode: hmode, phase: phase, tsize: uint32(tsize)}
+	}
+	// classify records the mirror's copies (if it is out of step) and
+	// phase 2 against table t; it returns the segment table's address.
+	classify := func(t *mapTable) (uint64, error) {
+		segs, err := kb.Staging(uint64(len(t.segs)) * 16)
+		if err != nil {
+			return 0, err
+		}
+		g.mu.Lock()
+		_, err = m.gpuMirror(kb, t)
+		g.mu.Unlock()
+		if err != nil {
+			return 0, err
+		}
+		m.gpuSegs(t, segs.Ptr)
+		kb.Barrier()
+		kb.Dispatch(mapPutKernel, n, push(t, 2, segs.Addr))
+		kb.Barrier()
+		return segs.Addr, nil
+	}
+	inStep := func(ok bool) {
+		g.mu.Lock()
+		g.ver, g.inStep = m.version, ok
+		g.mu.Unlock()
+	}
+
+	// Round one.
+	kb.Upload(scr+y.k, st, 0, n*ks)
+	if hmode == 0 {
+		kb.Upload(scr+y.h, st, o.h, n*8)
+	}
+	t := m.t
+	kb.Barrier()
+	kb.Dispatch(mapPutKernel, tsize, push(t, 0, 0))
+	kb.Barrier()
+	kb.Dispatch(mapPutKernel, n, push(t, 1, 0))
+	segs, err := classify(t)
+	if err != nil {
+		return err
+	}
+	kb.CopyTo(st, o.c, scr+y.c, 16)
+	if err := kb.Run(); err != nil {
+		if !errors.Is(err, vmem.ErrNoKernels) {
+			inStep(false)
+		}
+		return err
+	}
+	inStep(true)
+	fresh := int(*(*uint32)(unsafe.Add(base, o.c)))
+
+	// Room for the new keys; the map is unchanged if there is none.
+	if t.growthLeft < fresh {
+		if err := m.grow(m.n+fresh, false); err != nil {
+			return err
+		}
+		t = m.t
+		if segs, err = classify(t); err != nil {
+			return err
+		}
+	}
+
+	// Round two.
+	kb.Dispatch(mapPutKernel, n, push(t, 3, segs))
+	kb.Barrier()
+	kb.CopyTo(st, o.s, scr+y.s, n*4)
+	kb.CopyTo(st, o.l, scr+y.l, n*8)
+	kb.CopyTo(st, o.c, scr+y.c, 16)
+	if err := kb.Run(); err != nil {
+		inStep(false)
+		return err
+	}
+	inStep(true)
+	states := unsafe.Slice((*uint32)(unsafe.Add(base, o.s)), n)
+	locs := unsafe.Slice((*uint64)(unsafe.Add(base, o.l)), n)
+	disp := uint64(*(*uint32)(unsafe.Add(base, o.c+4)))
+
+	// The same control bytes on the host (distinct bytes: no two
+	// goroutines write one).
+	var mu sync.Mutex
+	var ins, tomb, over int
+	mapPar(int(n), 1<<15, func(a, b int) {
+		var in, tb, ov int
+		for i := a; i < b; i++ {
+			s := states[i]
+			switch s & 0xff {
+			case 3:
+				l := locs[i]
+				t.setFP(l>>3, int(l&7), byte(s>>8), m.r.p)
+				in++
+				if s>>16&1 != 0 {
+					tb++
+				}
+			case 4:
+				ov++
+			}
+		}
+		mu.Lock()
+		ins, tomb, over = ins+in, tomb+tb, over+ov
+		mu.Unlock()
+	})
+	t.growthLeft -= ins - tomb
+	t.tombs -= tomb
+	t.maxDisp = max(t.maxDisp, disp)
+	m.n += ins
+	if over == 0 {
+		return nil
+	}
+	// Keys whose probe ran off the table's tail: the CPU stores them (and
+	// rebuilds the table with a longer tail). The mirror falls out of step.
+	inStep(false)
+	for i := range states {
+		if states[i]&0xff == 4 {
+			if err := m.put(&keys[i], &vals[i], m.hash(&keys[i])); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func mapRoundUp64(x, a uint64) uint64 { return (x + a - 1) / a * a }
+
+// mapPar runs f over [0, n) in parts of at least min items, on up to
+// GOMAXPROCS goroutines.
+func mapPar(n, minPart int, f func(lo, hi int)) {
+	w := min(runtime.GOMAXPROCS(0), n/max(minPart, 1))
+	if w <= 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	per := (n + w - 1) / w
+	for lo := 0; lo < n; lo += per {
+		wg.Go(func() { f(lo, min(lo+per, n)) })
+	}
+	wg.Wait()
+}
+
+// mapParCopy copies n bytes, on several goroutines when n is large (one
+// goroutine moves 10-20 GB/s; a batch of a million keys is 8 MB each way).
+func mapParCopy(dst, src unsafe.Pointer, n uint64) {
+	if n == 0 {
+		return
+	}
+	d, s := unsafe.Slice((*byte)(dst), n), unsafe.Slice((*byte)(src), n)
+	const part = 1 << 19
+	if n < 2*part {
+		copy(d, s)
+		return
+	}
+	mapPar(int(n/part), 1, func(a, b int) {
+		hi := uint64(b) * part
+		if b == int(n/part) {
+			hi = n
+		}
+		copy(d[uint64(a)*part:hi], s[uint64(a)*part:hi])
+	})
+}

@@ -1,0 +1,278 @@
+package collections
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/govram/govram/vmem"
+)
+
+// Batch benchmarks: BenchmarkMapGetBatch, BenchmarkMapPutBatch,
+// BenchmarkBTreeGetBatch (btree_gpu_bench_test.go).
+//
+// Each runs a batch of 1e6 keys (GOVRAM_BENCH_BATCH sets another) against
+// a container of each size of GOVRAM_BENCH_SIZES (default 1e6; the issue's
+// figure is 1e8: GOVRAM_BENCH_SIZES=1e6,1e8), comparing in one run:
+//
+//	gpu-batch  GetBatch / PutBatch (kernels on a GPU; the CPU path elsewhere)
+//	getmany    GetMany / PutMany (the CPU batch path: all cores)
+//	gomap-1    a Go map, one goroutine
+//	gomap-16   a Go map, 16 goroutines (reads share one map; writes go to
+//	           16 maps, one per goroutine, the keys split by shard first)
+//
+// Metric Mkeys/s: keys answered (or stored) per second, end to end: keys
+// in Go memory to answers in Go memory.
+
+func mapGPUBenchBatch() int {
+	if v, err := strconv.ParseFloat(os.Getenv("GOVRAM_BENCH_BATCH"), 64); err == nil && v >= 1 {
+		return int(v)
+	}
+	return 1e6
+}
+
+// mapGPUBenchSet is a Map and a Go map of the same n entries (keys
+// mapBenchKey(i), values i), built once per size with PutBatch.
+type mapGPUBenchSet struct {
+	m     *Map[uint64, uint64]
+	gomap map[uint64]uint64
+	n     int
+}
+
+var mapGPUBenchSets = map[int]*mapGPUBenchSet{}
+
+func mapGPUBenchBuild(b *testing.B, n int) *mapGPUBenchSet {
+	if s := mapGPUBenchSets[n]; s != nil {
+		return s
+	}
+	d := mapBenchDevice(b)
+	m, err := NewMap[uint64, uint64](d, WithCapacity(n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := make(map[uint64]uint64, n)
+	const batch = 1 << 21
+	ks, vs := make([]uint64, batch), make([]uint64, batch)
+	for lo := 0; lo < n; lo += batch {
+		k := min(batch, n-lo)
+		for i := range k {
+			ks[i], vs[i] = mapBenchKey(uint64(lo+i)), uint64(lo+i)
+			g[ks[i]] = vs[i]
+		}
+		if err := m.PutBatch(ks[:k], vs[:k]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := &mapGPUBenchSet{m: m, gomap: g, n: n}
+	mapGPUBenchSets[n] = s
+	return s
+}
+
+// mapGPUBenchKeys returns k random keys of a set of n: hits, or misses
+// (keys past n) for one in four when miss is set.
+func mapGPUBenchKeys(n, k int, seed uint64) []uint64 {
+	r := mapRand(seed | 1)
+	ks := make([]uint64, k)
+	for i := range ks {
+		x := r.next()
+		ks[i] = mapBenchKey(x % uint64(n))
+	}
+	return ks
+}
+
+func mapGPUReport(b *testing.B, keys int) {
+	b.ReportMetric(float64(keys)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mkeys/s")
+}
+
+// mapGPUPar16 runs f over 16 goroutines' shares of [0, n).
+func mapGPUPar16(n int, f func(w, lo, hi int)) {
+	const w = 16
+	var wg sync.WaitGroup
+	per := (n + w - 1) / w
+	for x := 0; x < w; x++ {
+		wg.Go(func() { f(x, x*per, min((x+1)*per, n)) })
+	}
+	wg.Wait()
+}
+
+func BenchmarkMapGetBatch(b *testing.B) {
+	batch := mapGPUBenchBatch()
+	for _, n := range mapBenchSizes() {
+		b.Run(mapSizeName(n), func(b *testing.B) {
+			s := mapGPUBenchBuild(b, n)
+			ks := mapGPUBenchKeys(n, batch, 42)
+			vs := make([]uint64, batch)
+			found := make([]bool, batch)
+			check := func(b *testing.B) {
+				for i := 0; i < len(ks); i += 9973 {
+					if !found[i] || vs[i] != s.gomap[ks[i]] {
+						b.Fatalf("key %d: %d, %v", i, vs[i], found[i])
+					}
+				}
+			}
+			b.Run("gpu-batch", func(b *testing.B) {
+				if err := s.m.GetBatch(ks, vs, found); err != nil { // brings the control bytes over once
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for range b.N {
+					if err := s.m.GetBatch(ks, vs, found); err != nil {
+						b.Fatal(err)
+					}
+				}
+				mapGPUReport(b, batch)
+				check(b)
+			})
+			b.Run("getmany", func(b *testing.B) {
+				for range b.N {
+					s.m.GetMany(ks, vs, found)
+				}
+				mapGPUReport(b, batch)
+				check(b)
+			})
+			b.Run("gomap-1", func(b *testing.B) {
+				for range b.N {
+					for i, k := range ks {
+						vs[i], found[i] = s.gomap[k]
+					}
+				}
+				mapGPUReport(b, batch)
+				check(b)
+			})
+			b.Run("gomap-16", func(b *testing.B) {
+				for range b.N {
+					mapGPUPar16(len(ks), func(_, lo, hi int) {
+						for i := lo; i < hi; i++ {
+							vs[i], found[i] = s.gomap[ks[i]]
+						}
+					})
+				}
+				mapGPUReport(b, batch)
+				check(b)
+			})
+		})
+	}
+}
+
+func BenchmarkMapPutBatch(b *testing.B) {
+	batch := mapGPUBenchBatch()
+	for _, n := range mapBenchSizes() {
+		// update: overwrite batch random existing keys of a map of n.
+		b.Run("update/"+mapSizeName(n), func(b *testing.B) {
+			s := mapGPUBenchBuild(b, n)
+			ks := mapGPUBenchKeys(n, batch, 7)
+			vs := make([]uint64, batch)
+			for i, k := range ks {
+				vs[i] = s.gomap[k] // the values they have: the sets stay as built
+			}
+			b.Run("gpu-batch", func(b *testing.B) {
+				for range b.N {
+					if err := s.m.PutBatch(ks, vs); err != nil {
+						b.Fatal(err)
+					}
+				}
+				mapGPUReport(b, batch)
+			})
+			b.Run("putmany", func(b *testing.B) {
+				for range b.N {
+					if err := s.m.PutMany(ks, vs); err != nil {
+						b.Fatal(err)
+					}
+				}
+				mapGPUReport(b, batch)
+			})
+			b.Run("gomap-1", func(b *testing.B) {
+				for range b.N {
+					for i, k := range ks {
+						s.gomap[k] = vs[i]
+					}
+				}
+				mapGPUReport(b, batch)
+			})
+			mapGPUBenchShards(b, ks, vs, n)
+		})
+	}
+	// insert: batch new keys into an empty map sized for them.
+	b.Run("insert/"+mapSizeName(batch), func(b *testing.B) {
+		d := mapBenchDevice(b)
+		ks := make([]uint64, batch)
+		vs := make([]uint64, batch)
+		for i := range ks {
+			ks[i], vs[i] = mapBenchKey(uint64(i)), uint64(i)
+		}
+		run := func(b *testing.B, put func(m *Map[uint64, uint64]) error) {
+			var busy time.Duration
+			for range b.N {
+				m, err := NewMap[uint64, uint64](d, WithCapacity(batch))
+				if err != nil {
+					b.Fatal(err)
+				}
+				t0 := time.Now()
+				if err := put(m); err != nil {
+					b.Fatal(err)
+				}
+				busy += time.Since(t0)
+				if m.Len() != batch {
+					b.Fatalf("Len %d", m.Len())
+				}
+				m.Close()
+			}
+			b.ReportMetric(float64(batch)*float64(b.N)/busy.Seconds()/1e6, "Mkeys/s")
+		}
+		b.Run("gpu-batch", func(b *testing.B) {
+			run(b, func(m *Map[uint64, uint64]) error { return m.PutBatch(ks, vs) })
+		})
+		b.Run("putmany", func(b *testing.B) {
+			run(b, func(m *Map[uint64, uint64]) error { return m.PutMany(ks, vs) })
+		})
+		b.Run("gomap-1", func(b *testing.B) {
+			var busy time.Duration
+			for range b.N {
+				g := make(map[uint64]uint64, batch)
+				t0 := time.Now()
+				for i, k := range ks {
+					g[k] = vs[i]
+				}
+				busy += time.Since(t0)
+			}
+			b.ReportMetric(float64(batch)*float64(b.N)/busy.Seconds()/1e6, "Mkeys/s")
+		})
+	})
+	_ = vmem.ErrRange
+}
+
+// mapGPUBenchShards is the gomap-16 store baseline: 16 Go maps of n/16
+// entries each, each written by its own goroutine with its share of the
+// keys (split beforehand, untimed).
+func mapGPUBenchShards(b *testing.B, ks, vs []uint64, n int) {
+	b.Run("gomap-16", func(b *testing.B) {
+		const w = 16
+		var shards [w]map[uint64]uint64
+		var sk, sv [w][]uint64
+		for x := range shards {
+			shards[x] = make(map[uint64]uint64, n/w+1)
+		}
+		for i := uint64(0); i < uint64(n); i++ {
+			k := mapBenchKey(i)
+			shards[k%w][k] = i
+		}
+		for i, k := range ks {
+			sk[k%w] = append(sk[k%w], k)
+			sv[k%w] = append(sv[k%w], vs[i])
+		}
+		runtime.GC()
+		b.ResetTimer()
+		for range b.N {
+			mapGPUPar16(w, func(x, _, _ int) {
+				m, kk, vv := shards[x], sk[x], sv[x]
+				for i, k := range kk {
+					m[k] = vv[i]
+				}
+			})
+		}
+		mapGPUReport(b, len(ks))
+	})
+}

@@ -1,0 +1,246 @@
+package vmem
+
+// Kernel batches for govram's containers.
+//
+// The containers of package collections keep their slots in Blocks of a
+// Device; their batch operations (Map.GetBatch, Map.PutBatch,
+// BTree.GetBatch) run kernels of package shaders over those Blocks. This
+// file is the small exported surface they use, so that collections never
+// imports Vulkan and vmem never imports collections:
+//
+//	var myKernel = vmem.NewKernel("my_kernel", myPush{}) // package level
+//
+//	kb, err := dev.NewKernelBatch()  // vmem.ErrNoKernels: take the CPU path
+//	defer kb.Close()
+//	in, _ := kb.Staging(n * 8)       // pinned host memory: CPU pointer + device address
+//	// ... the CPU fills in.Bytes() ...
+//	tmp, _ := kb.Scratch(n * 4)      // device-local scratch
+//	kb.Dispatch(myKernel, n, &myPush{keys: in.Addr, out: tmp, table: blk.DeviceAddr(0)})
+//	kb.Barrier()
+//	kb.CopyTo(out, 0, tmp, n*4)      // device to pinned host memory
+//	err = kb.Run()                   // one submission, one fence wait
+//
+// Everything recorded between two Runs is one command buffer: one round
+// trip (22-35 µs on an H200) however many uploads, dispatches and copies.
+// Staging and scratch buffers stay valid until Close, across Runs, so an
+// operation of several round trips (look up, decide on the CPU, apply)
+// keeps its uploaded keys on the device.
+//
+// These calls are for govram's own packages; their contract is the same
+// as the unexported plumbing described in kernel.go.
+
+import (
+	"fmt"
+	"reflect"
+	"unsafe"
+
+	"github.com/govram/govram/internal/hostmem"
+	"github.com/govram/govram/internal/vk"
+)
+
+// ErrNoKernels is returned by NewKernelBatch (and by Run, when a kernel's
+// pipeline cannot be built before anything was submitted) on devices that
+// run no compute kernels: the host backend, GOVRAM_KERNELS=0, a device
+// without buffer device addresses. The caller then takes its CPU path.
+var ErrNoKernels = errKernUnavailable
+
+// Kernel is a compute kernel of package shaders declared by another
+// govram package. Create it with NewKernel in a package-level variable.
+type Kernel struct{ k *kernel }
+
+// NewKernel declares the kernel shaders/<name>.spv whose push constants
+// are the fields of the struct push (a zero value), laid out as the
+// shader's push-constant block (std430, 64-bit fields first). The first
+// use of the kernel on a device checks the struct against the SPIR-V's
+// block, member by member, and panics on a difference (a broken build,
+// not a runtime condition). Call it only during package initialisation.
+func NewKernel(name string, push any) *Kernel {
+	if reflect.TypeOf(push).Kind() != reflect.Struct {
+		panic("vmem: NewKernel: push must be a struct value")
+	}
+	return &Kernel{k: newKernel(name, push, false)}
+}
+
+// DeviceAddr returns the device address of byte off of b, which kernels
+// dereference (GL_EXT_buffer_reference), or 0 where kernels cannot run
+// (the host backend).
+func (b Block) DeviceAddr(off uint64) uint64 {
+	if b.c == nil || b.c.mem == nil {
+		return 0
+	}
+	return b.kaddr(off)
+}
+
+// KernelBatch records the commands of one operation of a container:
+// uploads, dispatches, copies. Run submits them as one command buffer and
+// waits once. A KernelBatch is used by one goroutine; Close it.
+type KernelBatch struct {
+	d    *Device
+	k    *kernState
+	b    *kernBatch
+	held []kernHeld
+	open bool
+}
+
+type kernHeld struct {
+	kind int
+	m    *vk.Memory
+}
+
+// Staging is pinned host memory of a KernelBatch: the CPU reads and writes
+// it through Ptr, kernels and copies reach it at Addr (over the bus).
+type Staging struct {
+	Ptr  unsafe.Pointer
+	Addr uint64
+	Size uint64
+	mem  *vk.Memory
+}
+
+// Bytes returns the staging memory as a slice (valid until the batch's
+// Close).
+func (s Staging) Bytes() []byte { return hostmem.Bytes(s.Ptr, s.Size) }
+
+// NewKernelBatch starts a batch on d. It fails with ErrNoKernels where
+// kernels cannot run, or with ErrClosed or ErrDeviceLost. The device stays
+// open until Close.
+func (d *Device) NewKernelBatch() (*KernelBatch, error) {
+	k := d.kern()
+	if k == nil {
+		if err := d.enter(); err != nil {
+			return nil, err
+		}
+		d.exit()
+		return nil, ErrNoKernels
+	}
+	if err := d.enter(); err != nil {
+		return nil, err
+	}
+	return &KernelBatch{d: d, k: k, b: d.newKernBatch(k), open: true}, nil
+}
+
+// Staging returns size bytes of pinned host memory, kept until Close. Its
+// contents are not zeroed.
+func (kb *KernelBatch) Staging(size uint64) (Staging, error) {
+	m, err := kb.take(kernScratchHost, size)
+	if err != nil {
+		return Staging{}, err
+	}
+	return Staging{Ptr: m.Ptr, Addr: m.Addr, Size: size, mem: m}, nil
+}
+
+// Scratch returns the device address of size bytes of device-local
+// memory (the private tier's memory type where there is one), kept until
+// Close. Its contents are not zeroed.
+func (kb *KernelBatch) Scratch(size uint64) (uint64, error) {
+	m, err := kb.take(kernScratchDevice, size)
+	if err != nil {
+		return 0, err
+	}
+	return m.Addr, nil
+}
+
+func (kb *KernelBatch) take(kind int, size uint64) (*vk.Memory, error) {
+	if !kb.open {
+		return nil, ErrClosed
+	}
+	m, err := kb.d.kernTakeScratch(kind, max(size, 64))
+	if err != nil {
+		return nil, err
+	}
+	kb.held = append(kb.held, kernHeld{kind, m})
+	return m, nil
+}
+
+// Groups returns the workgroups of 256 invocations a grid-stride kernel
+// over items items is dispatched with (at most the device's limit).
+func (kb *KernelBatch) Groups(items uint64) uint32 { return kb.k.groups(items) }
+
+// Dispatch records kn over items items (grid-stride: Groups(items)
+// workgroups of 256) with push constants *push, which must be a pointer
+// to kn's push struct.
+func (kb *KernelBatch) Dispatch(kn *Kernel, items uint64, push any) {
+	kb.DispatchGroups(kn, kb.k.groups(items), push)
+}
+
+// DispatchGroups is Dispatch with an explicit workgroup count.
+func (kb *KernelBatch) DispatchGroups(kn *Kernel, groups uint32, push any) {
+	v := reflect.ValueOf(push)
+	if v.Kind() != reflect.Pointer || v.Elem().Type() != kn.k.pushType {
+		panic(fmt.Sprintf("vmem: kernel %s takes a *%v, not a %T", kn.k.name, kn.k.pushType, push))
+	}
+	kb.b.dispatch(kn.k, max(groups, 1), unsafe.Slice((*byte)(v.UnsafePointer()), kn.k.push))
+}
+
+// Barrier makes the writes of every command before it visible to every
+// command after it.
+func (kb *KernelBatch) Barrier() { kb.b.barrier() }
+
+// CopyBlock records a copy of n bytes from src at srcOff to dst at dstOff
+// (any tiers of kb's device).
+func (kb *KernelBatch) CopyBlock(dst Block, dstOff uint64, src Block, srcOff, n uint64) {
+	kb.b.copy(dst.c.mem, dst.off+dstOff, src.c.mem, src.off+srcOff, n)
+}
+
+// Upload records a copy of n bytes from staging memory at srcOff to the
+// scratch buffer at device address dst.
+func (kb *KernelBatch) Upload(dst uint64, src Staging, srcOff, n uint64) {
+	m, off := kb.scratchAt(dst)
+	kb.b.copy(m, off, src.mem, srcOff, n)
+}
+
+// CopyTo records a copy of n bytes from the scratch buffer at device
+// address src to staging memory at dstOff.
+func (kb *KernelBatch) CopyTo(dst Staging, dstOff uint64, src uint64, n uint64) {
+	m, off := kb.scratchAt(src)
+	kb.b.copy(dst.mem, dstOff, m, off, n)
+}
+
+// scratchAt finds the held buffer that holds device address a.
+func (kb *KernelBatch) scratchAt(a uint64) (*vk.Memory, uint64) {
+	for _, h := range kb.held {
+		if a >= h.m.Addr && a < h.m.Addr+h.m.Size {
+			return h.m, a - h.m.Addr
+		}
+	}
+	panic("vmem: KernelBatch: address is not a buffer of this batch")
+}
+
+// Run submits what was recorded since the last Run as one command buffer
+// and waits for it. The batch can then record more. A failed submission
+// returns ErrDeviceLost (every later call fails too); ErrNoKernels means a
+// pipeline could not be built and nothing was submitted.
+func (kb *KernelBatch) Run() error {
+	if !kb.open {
+		return ErrClosed
+	}
+	b := kb.b
+	kb.b = kb.d.newKernBatch(kb.k)
+	return kb.d.kernRunHeld(b)
+}
+
+// Close returns the batch's staging and scratch memory and releases the
+// device. It is idempotent.
+func (kb *KernelBatch) Close() {
+	if !kb.open {
+		return
+	}
+	kb.open = false
+	for _, h := range kb.held {
+		kb.d.kernPutScratch(h.kind, h.m)
+	}
+	kb.held = nil
+	kb.d.exit()
+}
+
+// KernelsAvailable reports whether d runs compute kernels (else batch
+// operations take their CPU paths).
+func (d *Device) KernelsAvailable() bool { return d.kern() != nil }
+
+// KernelDispatches returns how many kernel dispatches d has completed,
+// for tests and diagnostics.
+func (d *Device) KernelDispatches() int64 {
+	if d.vk == nil {
+		return 0
+	}
+	return d.vk.kern.dispatches.Load()
+}

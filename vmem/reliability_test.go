@@ -1,0 +1,264 @@
+package vmem_test
+
+// The device's testing hooks (Faults), its lifecycle (Close with blocks and
+// containers open, AtClose), leak tracing, and zeroed reuse of memory.
+// Container behaviour under these faults is tested in package collections
+// (reliability_test.go), vmem.Slice included.
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/govram/govram/internal/vmemtest"
+	"github.com/govram/govram/vmem"
+)
+
+func TestFaultFailAlloc(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		d.InjectFaults(vmem.Faults{FailAlloc: 3})
+		var blks []vmem.Block
+		for i := 1; i <= 4; i++ {
+			b, err := d.Alloc(vmem.Mapped, 100, 0)
+			if i == 3 {
+				if !errors.Is(err, vmem.ErrOutOfMemory) || !b.IsZero() {
+					t.Fatalf("third Alloc: %v, %v; want ErrOutOfMemory", b, err)
+				}
+				if st := d.Stats(vmem.Mapped); st.Blocks != 2 {
+					t.Fatalf("the failed Alloc changed the blocks: %+v", st)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("Alloc %d: %v", i, err)
+			}
+			blks = append(blks, b)
+		}
+		if p := d.PendingFaults(); p != (vmem.Faults{}) {
+			t.Errorf("PendingFaults after the fault fired: %+v", p)
+		}
+		if err := d.Err(); err != nil {
+			t.Errorf("out of memory is not sticky, but Err = %v", err)
+		}
+		for _, b := range blks {
+			d.Free(b)
+		}
+	})
+}
+
+func TestFaultFailSubmitIsSticky(t *testing.T) {
+	for _, b := range vmemtest.Backends() {
+		t.Run(b.String(), func(t *testing.T) {
+			d := vmemtest.Open(t, b, vmem.Options{})
+			blk, err := d.Alloc(vmem.Private, 4096, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			host, err := d.Alloc(vmem.Host, 4096, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.InjectFaults(vmem.Faults{FailSubmit: 2})
+			if p := d.PendingFaults(); p.FailSubmit != 2 {
+				t.Fatalf("PendingFaults: %+v", p)
+			}
+			buf := make([]byte, 256)
+			if err := d.Write(blk, 0, buf); err != nil {
+				t.Fatalf("first transfer: %v", err)
+			}
+			if err := d.Read(buf, blk, 0); !errors.Is(err, vmem.ErrDeviceLost) {
+				t.Fatalf("second transfer: %v, want ErrDeviceLost", err)
+			}
+			// Sticky: everything but Free and Close fails from now on.
+			checks := map[string]error{
+				"Err":   d.Err(),
+				"Write": d.Write(blk, 0, buf),
+				"Read":  d.Read(buf, host, 0),
+				"Copy":  d.Copy(host, 0, blk, 0, 64),
+				"Fill":  d.Fill(host, 0, 64, 1),
+			}
+			_, checks["Alloc"] = d.Alloc(vmem.Mapped, 64, 0)
+			for name, err := range checks {
+				if !errors.Is(err, vmem.ErrDeviceLost) {
+					t.Errorf("%s after device loss: %v, want ErrDeviceLost", name, err)
+				}
+			}
+			if err := d.Free(blk); err != nil {
+				t.Errorf("Free after device loss: %v", err)
+			}
+			if err := d.Free(host); err != nil {
+				t.Errorf("Free after device loss: %v", err)
+			}
+		})
+	}
+}
+
+func TestFaultLoseDevice(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		s, err := vmem.NewSlice[uint64](d, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Err(); err != nil {
+			t.Fatal(err)
+		}
+		d.InjectFaults(vmem.Faults{LoseDevice: true})
+		if err := d.Err(); !errors.Is(err, vmem.ErrDeviceLost) {
+			t.Fatalf("Err after LoseDevice: %v", err)
+		}
+		d.InjectFaults(vmem.Faults{}) // disarming does not bring the device back
+		if err := d.Err(); !errors.Is(err, vmem.ErrDeviceLost) {
+			t.Fatalf("Err after disarming: %v", err)
+		}
+		if err := s.Append(1); !errors.Is(err, vmem.ErrDeviceLost) {
+			t.Errorf("Slice.Append on a lost device: %v", err)
+		}
+		if err := s.CopyFrom(make([]uint64, 10), 0); !errors.Is(err, vmem.ErrDeviceLost) {
+			t.Errorf("Slice.CopyFrom on a lost device: %v", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("Slice.Close on a lost device: %v", err)
+		}
+	})
+}
+
+// TestDeviceCloseReportsOpenBlocks: Close frees blocks left allocated, says
+// how many and how much, and makes the device unusable.
+func TestDeviceCloseReportsOpenBlocks(t *testing.T) {
+	for _, b := range vmemtest.Backends() {
+		t.Run(b.String(), func(t *testing.T) {
+			d, err := vmem.Open(vmem.Options{Backend: b})
+			if err != nil {
+				if b == vmem.BackendVulkan && !vmemtest.RequireVulkan() {
+					t.Skip(err)
+				}
+				t.Fatal(err)
+			}
+			for range 3 {
+				if _, err := d.Alloc(vmem.Mapped, 1<<20, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ran := 0
+			d.AtClose(func() { ran++ })
+			cancel := d.AtClose(func() { t.Error("a cancelled AtClose ran") })
+			cancel()
+			err = d.Close()
+			if !errors.Is(err, vmem.ErrOpenBlocks) || !strings.Contains(err.Error(), "3 blocks (3.0 MiB)") {
+				t.Fatalf("Close: %v, want ErrOpenBlocks with 3 blocks (3.0 MiB)", err)
+			}
+			if ran != 1 {
+				t.Errorf("AtClose function ran %d times", ran)
+			}
+			if err := d.Close(); err != nil {
+				t.Errorf("second Close: %v", err)
+			}
+			if err := d.Err(); !errors.Is(err, vmem.ErrClosed) {
+				t.Errorf("Err after Close: %v", err)
+			}
+			if _, err := d.Alloc(vmem.Mapped, 64, 0); !errors.Is(err, vmem.ErrClosed) {
+				t.Errorf("Alloc after Close: %v", err)
+			}
+			for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
+				if st := d.Stats(tier); st != (vmem.Stats{}) {
+					t.Errorf("%s after Close: %+v", tier, st)
+				}
+			}
+		})
+	}
+}
+
+// TestLiveBlocksTrace: with TraceBlocks, LiveBlocks names where each block
+// still allocated came from.
+func TestLiveBlocksTrace(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		b, err := traceHelperAlloc(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live := d.LiveBlocks()
+		if len(live) != 1 || live[0].Size != 200 || live[0].Tier != vmem.Host ||
+			!strings.Contains(live[0].Stack, "traceHelperAlloc") {
+			t.Fatalf("LiveBlocks: %v", live)
+		}
+		err = vmemtest.Leaks(d)
+		if err == nil || !strings.Contains(err.Error(), "traceHelperAlloc") || !strings.Contains(err.Error(), "reliability_test.go") {
+			t.Fatalf("leak report: %v", err)
+		}
+		d.Free(b)
+		if live := d.LiveBlocks(); len(live) != 0 {
+			t.Fatalf("LiveBlocks after Free: %v", live)
+		}
+	})
+}
+
+func traceHelperAlloc(d *vmem.Device) (vmem.Block, error) { return d.Alloc(vmem.Host, 200, 0) }
+
+// TestReusedBlocksAreZero: a block carved from memory another block used
+// reads as zeros, in every tier, on every backend.
+func TestReusedBlocksAreZero(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{ChunkSize: 1 << 20}, func(t *testing.T, d *vmem.Device) {
+		pat := bytes.Repeat([]byte{0xA5}, 300<<10)
+		for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
+			for round := range 3 {
+				a, err := d.Alloc(tier, uint64(len(pat)), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := d.Write(a, 0, pat); err != nil {
+					t.Fatal(err)
+				}
+				d.Free(a)
+				// Sizes that overlap the old block differently each round.
+				b, err := d.Alloc(tier, uint64(len(pat))+uint64(round)*4096, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := make([]byte, b.Size())
+				if err := d.Read(got, b, 0); err != nil {
+					t.Fatal(err)
+				}
+				if i := bytes.IndexByte(got, 0xA5); i >= 0 {
+					t.Fatalf("%s round %d: reused block shows the freed block's byte at %d", tier, round, i)
+				}
+				d.Free(b)
+			}
+		}
+	})
+}
+
+// TestSliceGrowthIsZero: segments a Slice grows into, and elements past a
+// shrink, read as zeros even where freed data was.
+func TestSliceGrowthIsZero(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{ChunkSize: 1 << 20}, func(t *testing.T, d *vmem.Device) {
+		old, err := vmem.NewSlice[uint64](d, 50000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old.Fill(0xA5A5A5A5A5A5A5A5)
+		old.Close()
+		s, err := vmem.NewSlice[uint64](d, 0, vmem.WithSegmentBytes(64<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		pat := uint64(0xA5A5A5A5A5A5A5A5)
+		for _, n := range []int{1000, 30000, 10, 50000} {
+			prev := s.Len()
+			if err := s.Resize(n); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range s.All() {
+				if i >= prev && v != 0 {
+					t.Fatalf("Resize(%d) from %d: element %d = %#x, want 0", n, prev, i, v)
+				}
+			}
+			// Dirty everything, so the next growth (or the growth after a
+			// shrink) must not bring it back.
+			if err := s.Fill(pat); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,68 @@
+#version 460
+// map_get answers a batch of Map lookups (Map.GetBatch): each invocation
+// takes one key from pinned host memory, hashes them (or
+// reads the CPU's hashes), probes the table (control bytes from their
+// device copy, slots in VRAM), and writes each value (zero when absent)
+// and a found byte per key back into pinned host memory.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#include "map.glsl"
+
+layout(push_constant) uniform P {
+	uint64_t keys;   // n keys, ks bytes apart
+	uint64_t hashes; // n hashes (hmode 0)
+	uint64_t segs;   // per segment: slots address, control bytes address
+	uint64_t vals;   // n values, vs bytes apart
+	uint64_t found;  // n bytes, rounded up to a word
+	uint64_t seed;
+	uint64_t nb;
+	uint64_t nbAll;
+	uint n;
+	uint ks;
+	uint vs;
+	uint stride;
+	uint valOff;
+	uint pp;
+	uint shift;
+	uint hmode;
+} p;
+
+shared uint fsh[WG];
+
+void main() {
+	// One key per invocation, so that a warp's reads of keys and writes
+	// of values are contiguous; the found bytes are packed into words in
+	// shared memory. The loop bound is uniform per workgroup (barriers).
+	for (uint base = gl_WorkGroupID.x * WG; base < p.n; base += GSTRIDE) {
+		uint i = base + TID;
+		uint f = 0u;
+		if (i < p.n) {
+			uint kw[MAXKW];
+			uint64_t ka = p.keys + uint64_t(i) * p.ks;
+			for (uint w = 0u; w < p.ks / 4u; w++) {
+				kw[w] = ld(ka + w * 4u);
+			}
+			uint64_t h = p.hmode == 0u ? ld64(p.hashes + uint64_t(i) * 8) : mapHashKey(kw, p.hmode, p.seed);
+			uint64_t rec;
+			uint64_t loc = mapFind(p.segs, p.shift, p.nb, p.nbAll, p.pp, p.stride, p.ks, h, kw, rec);
+			uint64_t dst = p.vals + uint64_t(i) * p.vs;
+			if (loc != ~uint64_t(0)) {
+				f = 1u;
+				for (uint w = 0u; w < p.vs / 4u; w++) {
+					st(dst + w * 4u, ld(rec + p.valOff + w * 4u));
+				}
+			} else {
+				for (uint w = 0u; w < p.vs / 4u; w++) {
+					st(dst + w * 4u, 0u);
+				}
+			}
+		}
+		fsh[TID] = f;
+		barrier();
+		if (TID < WG / 4u && base + TID * 4u < p.n) {
+			uint x = TID * 4u;
+			st(p.found + uint64_t(base + x), fsh[x] | (fsh[x + 1u] << 8) | (fsh[x + 2u] << 16) | (fsh[x + 3u] << 24));
+		}
+		barrier();
+	}
+}

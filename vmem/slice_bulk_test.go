@@ -1,0 +1,86 @@
+package vmem_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/govram/govram/internal/vmemtest"
+	"github.com/govram/govram/vmem"
+)
+
+// TestSliceBulkReads checks the paths that read many elements at once:
+// GetMany with batches large enough to be spread over goroutines, and
+// Chunks/All, whose next run is read while the caller works on this one
+// (runs of 16 MiB: the Slice spans several), with an early stop.
+func TestSliceBulkReads(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		n := 600_000 // 4.8 MB of e8: several DMA runs of e64 below
+		if testing.Short() {
+			n = 200_000
+		}
+		s, err := vmem.NewSlice[e8](d, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		src := make([]e8, n)
+		for i := range src {
+			src[i] = e8(uint64(i)*0x9e3779b97f4a7c15 + 1)
+		}
+		if err := s.CopyFrom(src, 0); err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(3, 3))
+		idx := make([]int, 20_000)
+		for i := range idx {
+			idx[i] = rng.IntN(n)
+		}
+		got := make([]e8, len(idx))
+		s.GetMany(idx, got)
+		for k, i := range idx {
+			if got[k] != src[i] {
+				t.Fatalf("GetMany[%d] (index %d) = %x, want %x", k, i, got[k], src[i])
+			}
+		}
+
+		big, err := vmem.NewSlice[e64](d, 3*(16<<20)/64+777)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer big.Close()
+		model := make([]e64, big.Len())
+		for i := range model {
+			model[i] = mk[e64](uint64(i))
+		}
+		if err := big.CopyFrom(model, 0); err != nil {
+			t.Fatal(err)
+		}
+		next := 0
+		for at, run := range big.Chunks() {
+			if at != next {
+				t.Fatalf("run at %d, want %d", at, next)
+			}
+			for k := range run {
+				if run[k] != model[at+k] {
+					t.Fatalf("Chunks: element %d differs", at+k)
+				}
+			}
+			next = at + len(run)
+		}
+		if next != big.Len() || big.Err() != nil {
+			t.Fatalf("Chunks covered %d of %d elements (err %v)", next, big.Len(), big.Err())
+		}
+		seen := 0
+		for i, v := range big.All() {
+			if v != model[i] {
+				t.Fatalf("All: element %d differs", i)
+			}
+			if seen++; seen == 300_000 {
+				break // an early stop must leave no read in flight
+			}
+		}
+		if seen != 300_000 {
+			t.Fatalf("All stopped after %d elements", seen)
+		}
+	})
+}

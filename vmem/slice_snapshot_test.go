@@ -1,0 +1,337 @@
+package vmem_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"testing"
+	"testing/iotest"
+	"unsafe"
+
+	"github.com/govram/govram/internal/snapfmt"
+	"github.com/govram/govram/internal/vmemtest"
+	"github.com/govram/govram/vmem"
+)
+
+type snap24 struct{ A, B, C uint64 }
+type snap100 struct {
+	X [25]uint32
+}
+type snapPair struct{ Lo, Hi uint32 }
+type snapWide struct{ V uint64 }
+
+func snapBytes[T any](v []T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), uintptr(len(v))*unsafe.Sizeof(*new(T)))
+}
+
+func snapFill[T any](t testing.TB, d *vmem.Device, n int, opts ...vmem.SliceOption) (*vmem.Slice[T], []T) {
+	t.Helper()
+	want := make([]T, n)
+	b := snapBytes(want)
+	for k := range b {
+		b[k] = byte(k*131 + k/251 + 1)
+	}
+	s, err := vmem.NewSlice[T](d, n, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CopyFrom(want, 0); err != nil {
+		t.Fatal(err)
+	}
+	return s, want
+}
+
+func snapSave[T any](t testing.TB, s *vmem.Slice[T]) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := s.Save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func snapCheck[T any](t *testing.T, s *vmem.Slice[T], want []T) {
+	t.Helper()
+	if s.Len() != len(want) {
+		t.Fatalf("Len %d, want %d", s.Len(), len(want))
+	}
+	got := make([]T, len(want))
+	if err := s.CopyTo(got, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Compared as bytes: reflect on millions of array elements is slow
+	// under the race detector.
+	if !bytes.Equal(snapBytes(got), snapBytes(want)) {
+		for i := range want {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Fatalf("element %d: got %v, want %v", i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// snapRoundTrip saves n elements and loads them back through a
+// bytes.Buffer (the zero-copy path), a bytes.Reader (the staged path) and,
+// for small snapshots, a one-byte-at-a-time reader.
+func snapRoundTrip[T any](t *testing.T, d *vmem.Device, n int, opts ...vmem.SliceOption) {
+	t.Run(fmt.Sprintf("%dB/%d", unsafe.Sizeof(*new(T)), n), func(t *testing.T) {
+		s, want := snapFill[T](t, d, n, opts...)
+		defer s.Close()
+		data := snapSave(t, s)
+		readers := map[string]func() io.Reader{
+			"buffer": func() io.Reader { return bytes.NewBuffer(data) },
+			"reader": func() io.Reader { return bytes.NewReader(data) },
+		}
+		if len(data) < 64<<10 {
+			readers["onebyte"] = func() io.Reader { return iotest.OneByteReader(bytes.NewReader(data)) }
+		}
+		for name, mk := range readers {
+			l, err := vmem.LoadSlice[T](d, mk(), opts...)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			snapCheck(t, l, want)
+			again := snapSave(t, l)
+			if !bytes.Equal(again, data) {
+				t.Fatalf("%s: re-saved snapshot differs", name)
+			}
+			l.Close()
+		}
+	})
+}
+
+func TestSliceSnapshotRoundTrip(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		// Full size: several blocks, stages and 64 KiB segments.
+		big, many, seg := 9000, 300000, vmem.WithSegmentBytes(64<<10)
+		if testing.Short() || snapRace {
+			big, many = 600, 20000
+		}
+		snapRoundTrip[uint8](t, d, 0)
+		snapRoundTrip[uint8](t, d, 1)
+		snapRoundTrip[uint8](t, d, 1000)
+		snapRoundTrip[uint64](t, d, 0)
+		snapRoundTrip[uint64](t, d, 12345)
+		snapRoundTrip[uint64](t, d, many, seg)
+		snapRoundTrip[snap24](t, d, 5000)
+		snapRoundTrip[snap24](t, d, many/3, seg)
+		snapRoundTrip[[8]uint64](t, d, 3000)
+		snapRoundTrip[snap100](t, d, 777)
+		snapRoundTrip[snap100](t, d, many/10, seg)
+		snapRoundTrip[[4096]byte](t, d, 3)
+		snapRoundTrip[[4096]byte](t, d, big)
+		snapRoundTrip[struct{}](t, d, 17)
+		if d.Backend() == vmem.BackendVulkan {
+			snapRoundTrip[uint64](t, d, 50000, vmem.InTier(vmem.Private))
+		}
+	})
+}
+
+func TestSliceSnapshotTypeMismatch(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		s, _ := snapFill[uint64](t, d, 100)
+		defer s.Close()
+		data := snapSave(t, s)
+		check := func(name string, err error) {
+			t.Helper()
+			if !errors.Is(err, vmem.ErrTypeMismatch) {
+				t.Errorf("load as %s: %v, want ErrTypeMismatch", name, err)
+			}
+		}
+		_, err := vmem.LoadSlice[uint32](d, bytes.NewReader(data))
+		check("uint32", err)
+		_, err = vmem.LoadSlice[snapPair](d, bytes.NewReader(data))
+		check("struct{Lo, Hi uint32}", err)
+		_, err = vmem.LoadSlice[snapWide](d, bytes.NewReader(data))
+		check("struct{V uint64}", err)
+		_, err = vmem.LoadSlice[int64](d, bytes.NewReader(data))
+		check("int64", err)
+		_, err = vmem.LoadSlice[float64](d, bytes.NewReader(data))
+		check("float64", err)
+		// Same layout, same type: loads.
+		l, err := vmem.LoadSlice[uint64](d, bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+	})
+}
+
+// TestSliceSnapshotDamage cuts a small snapshot at every length and flips
+// every bit of it: each must fail with ErrCorrupt, never panic, and leave
+// nothing allocated (vmemtest checks).
+func TestSliceSnapshotDamage(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		s, _ := snapFill[uint32](t, d, 10)
+		data := snapSave(t, s)
+		s.Close()
+		for cut := 0; cut < len(data); cut++ {
+			for _, r := range []io.Reader{bytes.NewReader(data[:cut]), bytes.NewBuffer(data[:cut])} {
+				l, err := vmem.LoadSlice[uint32](d, r)
+				if !errors.Is(err, vmem.ErrCorrupt) {
+					t.Fatalf("cut at %d of %d: %v, want ErrCorrupt", cut, len(data), err)
+				}
+				if l != nil {
+					t.Fatal("a Slice came back with an error")
+				}
+			}
+		}
+		flip := bytes.Clone(data)
+		for bit := 0; bit < 8*len(data); bit++ {
+			flip[bit/8] ^= 1 << (bit % 8)
+			_, err := vmem.LoadSlice[uint32](d, bytes.NewReader(flip))
+			if !errors.Is(err, vmem.ErrCorrupt) {
+				t.Fatalf("bit %d flipped: %v, want ErrCorrupt", bit, err)
+			}
+			flip[bit/8] ^= 1 << (bit % 8)
+		}
+		// Trailing bytes after the trailer are not read.
+		l, err := vmem.LoadSlice[uint32](d, bytes.NewReader(append(bytes.Clone(data), 1, 2, 3)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+	})
+}
+
+// snapHeader is a header for a Slice of T with a valid checksum and the
+// given count, followed by nothing.
+func snapHeader[T any](count uint64, aux0 uint64) []byte {
+	h := snapfmt.Header{
+		Kind:        snapfmt.KindSlice,
+		BlockSize:   uint32(max(16<<20/unsafe.Sizeof(*new(T)), 1) * unsafe.Sizeof(*new(T))),
+		Fingerprint: snapfmt.Fingerprint(snapfmt.KindSlice, reflect.TypeFor[T]()),
+		Count:       count,
+		Aux:         [3]uint64{aux0},
+	}
+	b := h.Encode()
+	return b[:]
+}
+
+func TestSliceSnapshotAbsurdHeader(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		for _, count := range []uint64{1 << 60, 1<<64 - 1, 1 << 45, 1 << 61} {
+			_, err := vmem.LoadSlice[uint64](d, bytes.NewReader(snapHeader[uint64](count, 8)))
+			if !errors.Is(err, vmem.ErrCorrupt) {
+				t.Errorf("count %d: %v, want ErrCorrupt", count, err)
+			}
+		}
+		// A count the device could hold, with no data: only the first
+		// segment (1 MiB here) is allocated before the stream runs out.
+		for _, r := range []func(b []byte) io.Reader{
+			func(b []byte) io.Reader { return bytes.NewReader(b) },
+			func(b []byte) io.Reader { return bytes.NewBuffer(b) },
+		} {
+			b := snapHeader[uint64](1<<24, 8)
+			b = binary.LittleEndian.AppendUint32(b, 16<<20)
+			b = binary.LittleEndian.AppendUint32(b, 0)
+			_, err := vmem.LoadSlice[uint64](d, r(b), vmem.WithSegmentBytes(1<<20))
+			if !errors.Is(err, vmem.ErrCorrupt) {
+				t.Errorf("count 1<<24 without data: %v, want ErrCorrupt", err)
+			}
+		}
+		// A wrong element size in the header.
+		_, err := vmem.LoadSlice[uint64](d, bytes.NewReader(snapHeader[uint64](1, 4)))
+		if !errors.Is(err, vmem.ErrCorrupt) {
+			t.Errorf("element size 4: %v, want ErrCorrupt", err)
+		}
+		// Not a snapshot at all.
+		_, err = vmem.LoadSlice[uint64](d, bytes.NewReader([]byte("hello, world, this is not a snapshot of anything at all........")))
+		if !errors.Is(err, vmem.ErrCorrupt) {
+			t.Errorf("text: %v, want ErrCorrupt", err)
+		}
+	})
+}
+
+// failWriter fails after n bytes.
+type failWriter struct{ n int }
+
+var errSnapWrite = errors.New("disk full")
+
+func (w *failWriter) Write(p []byte) (int, error) {
+	if len(p) > w.n {
+		return 0, errSnapWrite
+	}
+	w.n -= len(p)
+	return len(p), nil
+}
+
+func TestSliceSnapshotWriterError(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		s, _ := snapFill[[64]byte](t, d, 300000) // 19 MiB: two blocks
+		defer s.Close()
+		for _, n := range []int{0, 10, 100, 18 << 20} {
+			if err := s.Save(&failWriter{n}); !errors.Is(err, errSnapWrite) {
+				t.Errorf("writer failing after %d bytes: %v", n, err)
+			}
+		}
+		s.Close()
+		if err := s.Save(io.Discard); !errors.Is(err, vmem.ErrClosed) {
+			t.Errorf("Save after Close: %v, want ErrClosed", err)
+		}
+	})
+}
+
+// TestSliceSnapshotFaults: a device fault during Save or Load is reported
+// and Load frees what it allocated.
+func TestSliceSnapshotFaults(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		s, _ := snapFill[uint64](t, d, 5000, vmem.WithSegmentBytes(4096))
+		data := snapSave(t, s)
+		s.Close()
+		for n := int64(1); n <= 4; n++ {
+			d.InjectFaults(vmem.Faults{FailAlloc: n})
+			l, err := vmem.LoadSlice[uint64](d, bytes.NewReader(data), vmem.WithSegmentBytes(4096))
+			d.InjectFaults(vmem.Faults{})
+			if err == nil {
+				l.Close()
+				continue // the Nth allocation was a staging buffer, which falls back to the heap
+			}
+			if !errors.Is(err, vmem.ErrOutOfMemory) {
+				t.Errorf("alloc fault %d: %v, want ErrOutOfMemory", n, err)
+			}
+		}
+	})
+}
+
+// FuzzLoadSlice loads arbitrary bytes as a Slice[uint32]: an error, or a
+// Slice that saves back to the same bytes.
+func FuzzLoadSlice(f *testing.F) {
+	d, err := vmem.Open(vmem.Options{Backend: vmem.BackendHost})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer d.Close()
+	for _, n := range []int{0, 1, 7, 100} {
+		s, _ := snapFill[uint32](f, d, n)
+		f.Add(snapSave(f, s))
+		s.Close()
+	}
+	f.Add(snapHeader[uint32](1<<62, 4))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := vmem.LoadSlice[uint32](d, bytes.NewReader(data))
+		if err != nil {
+			if s != nil {
+				t.Fatal("a Slice came back with an error")
+			}
+			if !errors.Is(err, vmem.ErrCorrupt) && !errors.Is(err, vmem.ErrTypeMismatch) && !errors.Is(err, vmem.ErrOutOfMemory) {
+				t.Fatalf("unexpected error kind: %v", err)
+			}
+		} else {
+			var buf bytes.Buffer
+			if err := s.Save(&buf); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			if !bytes.HasPrefix(data, buf.Bytes()) {
+				t.Fatal("loaded Slice saves to other bytes")
+			}
+		}
+		if st := d.Stats(vmem.Mapped); st.Blocks != 0 {
+			t.Fatalf("%d blocks leaked", st.Blocks)
+		}
+	})
+}
