@@ -1,0 +1,164 @@
+package collections
+
+// Batches over shards: ShardedMap and ShardedBTree split a batch of keys
+// by shard, run every shard's batch at once (one goroutine per device, so
+// each GPU probes its part while the others probe theirs), and put the
+// results back in the batch's order.
+//
+// The split is a stable counting sort done in place-sized pieces: the
+// batch is cut into one contiguous piece per core; each core records the
+// shard of every key of its piece (one byte a key) and counts them; a
+// prefix sum over (shard, piece) says where each piece's keys of each shard
+// go, so every shard's keys end up contiguous and in batch order (a key
+// given twice keeps its order, which PutBatch's "the later value wins"
+// needs). Results come back by replaying the same pass: each core walks
+// its piece again with one cursor per shard, so both the grouped reads and
+// the batch-order writes are sequential streams. No index array is kept:
+// a key costs one byte of scratch besides the grouped copies.
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// shPieceMin is the fewest keys worth a goroutine of their own.
+const shPieceMin = 1 << 14
+
+// shPlan is a batch of n keys grouped by shard: shard d's keys are the
+// grouped positions [base[d], base[d+1]).
+type shPlan struct {
+	nd   int
+	sid  []uint8 // shard of each key of the batch
+	plo  []int   // piece p covers keys [plo[p], plo[p+1])
+	off  []int   // off[p*nd+d]: first grouped position of piece p's keys of shard d
+	base []int
+}
+
+// shPar runs f(p) for p in [0, n), one goroutine each when n > 1.
+func shPar(n int, f func(p int)) {
+	if n <= 1 {
+		if n == 1 {
+			f(0)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for p := range n {
+		wg.Go(func() { f(p) })
+	}
+	wg.Wait()
+}
+
+// shPlanBatch groups n keys over nd shards; shardOf(i) is key i's shard. sid
+// is scratch of at least n bytes (nil: allocate).
+func shPlanBatch(n, nd int, sid []uint8, shardOf func(i int) int) *shPlan {
+	pieces := max(min(runtime.GOMAXPROCS(0), n/shPieceMin), 1)
+	if cap(sid) < n {
+		sid = make([]uint8, n)
+	}
+	pl := &shPlan{nd: nd, sid: sid[:n], plo: make([]int, pieces+1), off: make([]int, pieces*nd), base: make([]int, nd+1)}
+	for p := range pieces + 1 {
+		pl.plo[p] = n * p / pieces
+	}
+	cnt := make([]int, pieces*nd)
+	shPar(pieces, func(p int) {
+		c := cnt[p*nd : p*nd+nd]
+		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
+			d := shardOf(i)
+			pl.sid[i] = uint8(d)
+			c[d]++
+		}
+	})
+	at := 0
+	for d := range nd {
+		pl.base[d] = at
+		for p := range pieces {
+			pl.off[p*nd+d] = at
+			at += cnt[p*nd+d]
+		}
+	}
+	pl.base[nd] = at
+	return pl
+}
+
+// active lists the shards with keys in the batch.
+func (pl *shPlan) active() []int {
+	var ds []int
+	for d := range pl.nd {
+		if pl.base[d+1] > pl.base[d] {
+			ds = append(ds, d)
+		}
+	}
+	return ds
+}
+
+// run returns shard d's grouped range.
+func (pl *shPlan) run(d int) (lo, hi int) { return pl.base[d], pl.base[d+1] }
+
+// shGroup copies src (in batch order) into dst grouped by shard.
+func shGroup[T any](pl *shPlan, src, dst []T) {
+	shPar(len(pl.plo)-1, func(p int) {
+		cur := append([]int(nil), pl.off[p*pl.nd:p*pl.nd+pl.nd]...)
+		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
+			d := pl.sid[i]
+			dst[cur[d]] = src[i]
+			cur[d]++
+		}
+	})
+}
+
+// shUngroup copies grouped results back into dst in batch order.
+func shUngroup[T any](pl *shPlan, grouped, dst []T) {
+	shPar(len(pl.plo)-1, func(p int) {
+		cur := append([]int(nil), pl.off[p*pl.nd:p*pl.nd+pl.nd]...)
+		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
+			d := pl.sid[i]
+			dst[i] = grouped[cur[d]]
+			cur[d]++
+		}
+	})
+}
+
+// shRun runs f for every shard in ds, one goroutine each when there are
+// several, and joins the errors, each naming its shard.
+func shRun(ds []int, f func(d int) error) error {
+	errs := make([]error, len(ds))
+	shPar(len(ds), func(k int) {
+		if err := f(ds[k]); err != nil {
+			errs[k] = fmt.Errorf("shard %d: %w", ds[k], err)
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// shScratch holds a batch's grouped copies, reused across batches (a
+// batch of ten million keys would otherwise allocate and zero hundreds of
+// megabytes per call).
+type shScratch[K, V any] struct {
+	sid   []uint8
+	keys  []K
+	vals  []V
+	found []bool
+}
+
+func (sc *shScratch[K, V]) size(n int) {
+	if cap(sc.keys) < n {
+		sc.sid = make([]uint8, n)
+		sc.keys = make([]K, n)
+		sc.vals = make([]V, n)
+		sc.found = make([]bool, n)
+	}
+	sc.sid, sc.keys, sc.vals, sc.found = sc.sid[:n], sc.keys[:n], sc.vals[:n], sc.found[:n]
+}
+
+// release drops references (string keys and values point into the Go
+// heap) before the scratch goes back to its pool.
+func (sc *shScratch[K, V]) release(p *sync.Pool, strs bool) {
+	if strs {
+		clear(sc.keys[:cap(sc.keys)])
+		clear(sc.vals[:cap(sc.vals)])
+	}
+	p.Put(sc)
+}

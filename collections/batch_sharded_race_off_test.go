@@ -1,0 +1,5 @@
+//go:build !race
+
+package collections
+
+const shRace = false

@@ -1,0 +1,376 @@
+package collections
+
+import (
+	"errors"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/govram/govram/internal/vmemtest"
+	"github.com/govram/govram/vmem"
+)
+
+// shBTModel is a sorted view of a Go map, the model of a ShardedBTree.
+type shBTModel map[int64]uint64
+
+func (m shBTModel) sorted() []int64 { return slices.Sorted(maps.Keys(m)) }
+
+// shBTCollect runs a callback scan and returns what it produced, stopping
+// after limit entries (-1: all).
+func shBTCollect(limit int, scan func(fn func(int64, uint64) bool)) (ks []int64, vs []uint64) {
+	scan(func(k int64, v uint64) bool {
+		if limit >= 0 && len(ks) == limit {
+			return false
+		}
+		ks = append(ks, k)
+		vs = append(vs, v)
+		return true
+	})
+	return ks, vs
+}
+
+// shBTDiff runs random operations on a ShardedBTree and on a model.
+func shBTDiff(t *testing.T, s *ShardedBTree[int64, uint64], steps int, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 11))
+	model := shBTModel{}
+	for k, v := range s.All() {
+		model[k] = v
+	}
+	key := func() int64 { return int64(r.IntN(20000)) - 5000 }
+	// want returns the model's entries with lo <= k < hi (asc) or lo < k <= hi (desc).
+	want := func(lo, hi int64, desc bool, limit int) []int64 {
+		var out []int64
+		ks := model.sorted()
+		if desc {
+			slices.Reverse(ks)
+		}
+		for _, k := range ks {
+			in := lo <= k && k < hi
+			if desc {
+				in = lo < k && k <= hi
+			}
+			if in && (limit < 0 || len(out) < limit) {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	const minK, maxK = int64(-1 << 62), int64(1 << 62)
+	for step := range steps {
+		switch op := r.IntN(12); op {
+		case 0, 1, 2:
+			k, v := key(), r.Uint64()
+			old, rep, err := s.ReplaceOrInsert(k, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mo, had := model[k]
+			if rep != had || old != mo {
+				t.Fatalf("step %d: ReplaceOrInsert(%d) = %d %v, want %d %v", step, k, old, rep, mo, had)
+			}
+			model[k] = v
+		case 3:
+			k := key()
+			v, ok := s.Get(k)
+			mv, had := model[k]
+			if ok != had || v != mv || s.Has(k) != had {
+				t.Fatalf("step %d: Get(%d) = %d %v, want %d %v", step, k, v, ok, mv, had)
+			}
+		case 4:
+			k := key()
+			old, del, err := s.Delete(k)
+			mv, had := model[k]
+			if err != nil || del != had || old != mv {
+				t.Fatalf("step %d: Delete(%d) = %d %v %v", step, k, old, del, err)
+			}
+			delete(model, k)
+		case 5:
+			if len(model) == 0 {
+				continue
+			}
+			ks := model.sorted()
+			var k int64
+			if r.IntN(2) == 0 {
+				dk, v, ok, err := s.DeleteMax()
+				if err != nil || !ok || dk != ks[len(ks)-1] || v != model[dk] {
+					t.Fatalf("step %d: DeleteMax = %d %d %v %v", step, dk, v, ok, err)
+				}
+				k = dk
+			} else {
+				dk, v, ok, err := s.DeleteMin()
+				if err != nil || !ok || dk != ks[0] || v != model[dk] {
+					t.Fatalf("step %d: DeleteMin = %d %d %v %v", step, dk, v, ok, err)
+				}
+				k = dk
+			}
+			delete(model, k)
+		case 6: // ranged callback scans, with early stops
+			a, b := key(), key()
+			if a > b {
+				a, b = b, a
+			}
+			limit := -1
+			if r.IntN(2) == 0 {
+				limit = r.IntN(30)
+			}
+			check := func(name string, got []int64, w []int64) {
+				if !slices.Equal(got, w) {
+					t.Fatalf("step %d: %s(%d, %d, limit %d): %d entries, want %d", step, name, a, b, limit, len(got), len(w))
+				}
+			}
+			g, _ := shBTCollect(limit, func(fn func(int64, uint64) bool) { s.AscendRange(a, b, fn) })
+			check("AscendRange", g, want(a, b, false, limit))
+			g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.AscendGreaterOrEqual(a, fn) })
+			check("AscendGreaterOrEqual", g, want(a, maxK, false, limit))
+			g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.AscendLessThan(b, fn) })
+			check("AscendLessThan", g, want(minK, b, false, limit))
+			g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.DescendRange(b, a, fn) })
+			check("DescendRange", g, want(a, b, true, limit))
+			g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.DescendLessOrEqual(b, fn) })
+			check("DescendLessOrEqual", g, want(minK, b, true, limit))
+			g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.DescendGreaterThan(a, fn) })
+			check("DescendGreaterThan", g, want(a, maxK, true, limit))
+			g, _ = shBTCollect(limit, s.Ascend)
+			check("Ascend", g, want(minK, maxK, false, limit))
+			g, _ = shBTCollect(limit, s.Descend)
+			check("Descend", g, want(minK, maxK, true, limit))
+			var rg []int64
+			for k, v := range s.Range(a, b) {
+				if v != model[k] {
+					t.Fatalf("step %d: Range gave %d=%d, want %d", step, k, v, model[k])
+				}
+				rg = append(rg, k)
+			}
+			check("Range", rg, want(a, b, false, -1))
+		case 7: // GetBatch
+			ks := make([]int64, r.IntN(300))
+			for i := range ks {
+				ks[i] = key()
+			}
+			vs := make([]uint64, len(ks))
+			found := make([]bool, len(ks))
+			if err := s.GetBatch(ks, vs, found); err != nil {
+				t.Fatal(err)
+			}
+			for i, k := range ks {
+				mv, had := model[k]
+				if found[i] != had || vs[i] != mv {
+					t.Fatalf("step %d: GetBatch key %d = %d %v, want %d %v", step, k, vs[i], found[i], mv, had)
+				}
+			}
+		case 8: // BulkLoad above the maximum
+			hi := int64(-1 << 40)
+			if mk, _, ok := s.Max(); ok {
+				hi = mk
+			}
+			n := r.IntN(200)
+			ks := make([]int64, n)
+			vs := make([]uint64, n)
+			for i := range ks {
+				hi += 1 + int64(r.IntN(3))
+				ks[i], vs[i] = hi, r.Uint64()
+			}
+			if err := s.BulkLoad(ks, vs); err != nil {
+				t.Fatal(err)
+			}
+			for i, k := range ks {
+				model[k] = vs[i]
+			}
+			if n > 2 {
+				// Out of order: refused, nothing changes.
+				if err := s.BulkLoad([]int64{hi + 5, hi + 4}, []uint64{1, 2}); !errors.Is(err, ErrUnsorted) {
+					t.Fatalf("step %d: unsorted BulkLoad: %v", step, err)
+				}
+			}
+		case 9: // Min and Max
+			mk, mv, ok := s.Min()
+			xk, xv, xok := s.Max()
+			if len(model) == 0 {
+				if ok || xok {
+					t.Fatalf("step %d: Min/Max of an empty tree", step)
+				}
+				continue
+			}
+			ks := model.sorted()
+			if !ok || mk != ks[0] || mv != model[mk] || !xok || xk != ks[len(ks)-1] || xv != model[xk] {
+				t.Fatalf("step %d: Min %d Max %d, want %d %d", step, mk, xk, ks[0], ks[len(ks)-1])
+			}
+		case 10:
+			if r.IntN(30) == 0 {
+				if err := s.Clear(); err != nil {
+					t.Fatal(err)
+				}
+				clear(model)
+			}
+		case 11:
+			if s.Len() != len(model) {
+				t.Fatalf("step %d: Len %d, model %d", step, s.Len(), len(model))
+			}
+		}
+		if step%100 == 99 || step == steps-1 {
+			var ks []int64
+			for k, v := range s.All() {
+				if v != model[k] {
+					t.Fatalf("step %d: All gave %d=%d, want %d", step, k, v, model[k])
+				}
+				ks = append(ks, k)
+			}
+			if !slices.Equal(ks, model.sorted()) {
+				t.Fatalf("step %d: All gave %d keys, model %d", step, len(ks), len(model))
+			}
+			var bk []int64
+			for k := range s.Backward() {
+				bk = append(bk, k)
+			}
+			slices.Reverse(bk)
+			if !slices.Equal(bk, ks) {
+				t.Fatalf("step %d: Backward differs from All", step)
+			}
+			if st := s.Stats(); st.Len != len(model) {
+				t.Fatalf("step %d: Stats.Len %d", step, st.Len)
+			}
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestShardedBTreeModel(t *testing.T) {
+	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
+		steps := shSteps(p)
+		t.Run("bulk-splits", func(t *testing.T) {
+			s, err := NewShardedBTreeOrdered[int64, uint64](p, WithBTreeLeafEntries(8))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			// Keys on shard 0 until a BulkLoad chooses the splits.
+			for k := range int64(50) {
+				s.ReplaceOrInsert(k-6000, uint64(k))
+			}
+			if ls := s.ShardLens(); ls[0] != 50 || len(s.Splits()) != 0 {
+				t.Fatalf("before any split: %v %v", ls, s.Splits())
+			}
+			ks := make([]int64, 3000)
+			vs := make([]uint64, len(ks))
+			for i := range ks {
+				ks[i], vs[i] = int64(i*5)-5000, uint64(i)
+			}
+			if err := s.BulkLoad(ks, vs); err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Splits()) != s.Shards()-1 {
+				t.Fatalf("BulkLoad chose %v", s.Splits())
+			}
+			for d, l := range s.ShardLens() {
+				if want := 3050 / s.Shards(); l < want-2 || l > want+2 {
+					t.Errorf("shard %d holds %d, want about %d: %v", d, l, want, s.ShardLens())
+				}
+			}
+			shBTDiff(t, s, steps, 1)
+		})
+		t.Run("with-splits", func(t *testing.T) {
+			sp := []int64{-2000, 3000}[:p.Len()-1]
+			s, err := NewShardedBTree[int64, uint64](p, func(a, b int64) bool { return a < b }, WithSplits(sp...), WithBTreeLeafEntries(5))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			shBTDiff(t, s, steps, 2)
+			for k := range s.All() {
+				if d := s.shardOf(k); !(d == 0 || sp[d-1] <= k) || (d < len(sp) && k >= sp[d]) {
+					t.Fatalf("key %d on shard %d, splits %v", k, d, sp)
+				}
+			}
+		})
+	})
+}
+
+// TestShardedBTreeFaults: a BulkLoad that runs out of memory on one device
+// changes nothing, on any shard.
+func TestShardedBTreeFaults(t *testing.T) {
+	var o vmem.Options
+	o.Limits[vmem.Private] = 64 // no retry in the private tier on Vulkan
+	shEachPool(t, o, func(t *testing.T, p *vmem.Pool) {
+		s, err := NewShardedBTreeOrdered[int64, uint64](p, WithBTreeExtentLeaves(2), WithBTreeLeafEntries(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ks := make([]int64, 600)
+		vs := make([]uint64, len(ks))
+		for i := range ks {
+			ks[i], vs[i] = int64(i), uint64(i)*3
+		}
+		p.Device(p.Len() - 1).InjectFaults(vmem.Faults{FailAlloc: 1})
+		if err := s.BulkLoad(ks, vs); !errors.Is(err, vmem.ErrOutOfMemory) {
+			t.Fatalf("BulkLoad with a failing device: %v, want ErrOutOfMemory", err)
+		}
+		if s.Len() != 0 || len(s.Splits()) != 0 {
+			t.Fatalf("failed BulkLoad left %d entries, splits %v", s.Len(), s.Splits())
+		}
+		if err := s.BulkLoad(ks, vs); err != nil {
+			t.Fatal(err)
+		}
+		// Now a failing load above the maximum leaves the loaded tree as it was.
+		p.Device(p.Len() - 1).InjectFaults(vmem.Faults{FailAlloc: 1})
+		more := make([]int64, 600)
+		for i := range more {
+			more[i] = int64(1000 + i)
+		}
+		if err := s.BulkLoad(more, vs); !errors.Is(err, vmem.ErrOutOfMemory) {
+			t.Fatalf("second BulkLoad: %v, want ErrOutOfMemory", err)
+		}
+		got := slices.Collect(func(yield func(int64) bool) {
+			for k := range s.All() {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		if !slices.Equal(got, ks) {
+			t.Fatalf("failed BulkLoad changed the tree: %d keys", len(got))
+		}
+	})
+}
+
+func TestShardedBTreeClose(t *testing.T) {
+	p := shOpenPool(t, shPoolKinds()[0], vmem.Options{})
+	if _, err := NewShardedBTree[int, int](p, nil); err == nil {
+		t.Error("nil less accepted")
+	}
+	if _, err := NewShardedBTreeOrdered[int, int](p, WithSplits(3, 2)); !errors.Is(err, ErrUnsorted) {
+		t.Errorf("descending splits: %v", err)
+	}
+	if _, err := NewShardedBTreeOrdered[int, int](p, WithSplits(1, 2, 3)); err == nil {
+		t.Error("3 splits for 3 shards accepted")
+	}
+	if _, err := NewShardedBTreeOrdered[int, int](p, WithSplits[int64](1)); err == nil {
+		t.Error("splits of the wrong type accepted")
+	}
+	s, err := NewShardedBTreeOrdered[int, int](p, WithSplits(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ReplaceOrInsert(1, 1)
+	s.ReplaceOrInsert(20, 2)
+	if ls := s.ShardLens(); !slices.Equal(ls, []int{1, 1, 0}) {
+		t.Errorf("ShardLens %v", ls)
+	}
+	s.Close()
+	s.Close()
+	if _, _, err := s.ReplaceOrInsert(1, 1); !errors.Is(err, ErrClosed) {
+		t.Errorf("ReplaceOrInsert after Close: %v", err)
+	}
+	if err := s.BulkLoad([]int{1}, []int{1}); !errors.Is(err, ErrClosed) {
+		t.Errorf("BulkLoad after Close: %v", err)
+	}
+	if _, panicked := vmemtest.Panics(func() { s.Get(1) }); !panicked {
+		t.Error("Get after Close did not panic")
+	}
+	if s.Len() != 0 {
+		t.Error("Len after Close")
+	}
+}

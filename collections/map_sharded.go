@@ -1,0 +1,497 @@
+package collections
+
+// ShardedMap: one Map per device of a vmem.Pool, keys sharded by hash.
+//
+// Design:
+//
+//   - A key's shard is the high bits of hash×shards, where the hash is the
+//     Map's kind of hash (mapMix for fixed-size keys, maphash for strings
+//     and the rest, the caller's WithHasher mixed again) under a seed of
+//     its own. Each shard's Map hashes with its own random seed, so the
+//     keys of one shard are still spread evenly over that shard's buckets:
+//     sharding by the bits the Map also uses for its home bucket would
+//     leave most of every shard's table empty.
+//   - A single Get, Put or Delete costs one hash more than a Map's (a few
+//     nanoseconds) and touches one device.
+//   - Batches (GetBatch, PutBatch, GetMany, PutMany) are split by shard
+//     (batch_sharded.go) and every shard's part runs in its own goroutine,
+//     so every GPU runs its batch kernel at the same time; the results are
+//     put back in the batch's order.
+//   - Shards never move keys between devices: a table grows on its own
+//     device, and a shard whose device is full fails its Put with
+//     ErrOutOfMemory even when another device has room (hashing spreads
+//     keys evenly, so the devices fill together).
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"iter"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"unsafe"
+
+	"github.com/govram/govram/vmem"
+)
+
+// ShardedMap is a hash map spread over every device of a vmem.Pool: one
+// Map per device, each key on the device its hash picks. Its methods are
+// Map's, so moving a program from one GPU to all of them is a change of
+// constructor (NewMap(dev, ...) to NewShardedMap(pool, ...)).
+//
+// Semantics and concurrency are Map's: any number of goroutines may call
+// Get, GetMany, GetBatch, Len, All, Keys and Values at once; a write (Put,
+// PutMany, PutBatch, Delete, Clear, Close) must not overlap with any other
+// call. Batches start one goroutine per shard and wait for them.
+//
+// Errors of a batch that several shards ran are joined (errors.Is finds
+// each); a shard that failed is unchanged as a Map is after that error,
+// while the others have done their part: after a failed PutBatch every key
+// holds its old or its new value.
+type ShardedMap[K comparable, V any] struct {
+	pool   *vmem.Pool
+	shards []*Map[K, V]
+	nd     uint64
+	hk     mapHashKind
+	seed   uint64
+	mseed  maphash.Seed
+	user   func(K) uint64
+	strs   bool // K or V is a string type: scratch must drop its references
+	closed bool
+	writes int // writes so far, for the invariants check
+
+	scratch sync.Pool // *shScratch[K, V]
+}
+
+// NewShardedMap makes an empty map with one shard on each device of pool.
+// The options are NewMap's and apply to every shard, except that
+// WithCapacity counts entries of the whole map (each shard is sized for
+// its share, with room for the unevenness of hashing).
+func NewShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*ShardedMap[K, V], error) {
+	if pool == nil {
+		return nil, errors.New("collections: NewShardedMap: nil pool")
+	}
+	if err := pool.Usable(); err != nil {
+		return nil, fmt.Errorf("collections: NewShardedMap: %w", err)
+	}
+	strK, strV, err := mapCheckTypes[K, V]()
+	if err != nil {
+		return nil, err
+	}
+	var cfg mapConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	var user func(K) uint64
+	if cfg.hasher != nil {
+		var ok bool
+		if user, ok = cfg.hasher.(func(K) uint64); !ok {
+			return nil, fmt.Errorf("collections: NewShardedMap: WithHasher got a %T, want a func(%v) uint64", cfg.hasher, reflect.TypeFor[K]())
+		}
+	}
+	nd := pool.Len()
+	shardOpts := append([]MapOption(nil), opts...)
+	if cfg.capacity > 0 {
+		// Each shard gets its share plus four standard deviations of a
+		// binomial count, so that the first Capacity Puts grow no shard.
+		share := float64(cfg.capacity) / float64(nd)
+		per := int(share + 4*math.Sqrt(share) + 16)
+		shardOpts = append(shardOpts, WithCapacity(per))
+	}
+	s := &ShardedMap[K, V]{
+		pool:   pool,
+		shards: make([]*Map[K, V], nd),
+		nd:     uint64(nd),
+		hk:     mapPickHash(reflect.TypeFor[K](), strK, user != nil),
+		seed:   rand.Uint64(),
+		mseed:  maphash.MakeSeed(),
+		user:   user,
+		strs:   strK || strV,
+	}
+	all := make([]int, nd)
+	for d := range all {
+		all[d] = d
+	}
+	// Shards are made at once: a large capacity is zeroed by each device.
+	err = shRun(all, func(d int) error {
+		m, err := NewMap[K, V](pool.Device(d), shardOpts...)
+		s.shards[d] = m
+		return err
+	})
+	if err != nil {
+		for _, m := range s.shards {
+			if m != nil {
+				m.Close()
+			}
+		}
+		return nil, fmt.Errorf("collections: NewShardedMap: %w", err)
+	}
+	return s, nil
+}
+
+// shardOf returns k's shard: the high bits of its hash times the shards.
+func (s *ShardedMap[K, V]) shardOf(k *K) int {
+	if s.nd == 1 {
+		return 0
+	}
+	var h uint64
+	p := unsafe.Pointer(k)
+	switch s.hk {
+	case mapHash8:
+		h = mapMix(*(*uint64)(p), s.seed)
+	case mapHash4:
+		h = mapMix(uint64(*(*uint32)(p)), s.seed)
+	case mapHashStr:
+		h = maphash.String(s.mseed, *(*string)(p))
+	case mapHash16:
+		h = mapMix(*(*uint64)(p)^mapMix(*(*uint64)(unsafe.Add(p, 8)), s.seed), s.seed)
+	case mapHash2:
+		h = mapMix(uint64(*(*uint16)(p)), s.seed)
+	case mapHash1:
+		h = mapMix(uint64(*(*uint8)(p)), s.seed)
+	case mapHash0:
+		h = 0
+	case mapHashMem:
+		h = maphash.Bytes(s.mseed, unsafe.Slice((*byte)(p), unsafe.Sizeof(*k)))
+	case mapHashComp:
+		h = maphash.Comparable(s.mseed, *k)
+	default:
+		h = mapMix(s.user(*k), s.seed)
+	}
+	hi, _ := bits.Mul64(h, s.nd)
+	return int(hi)
+}
+
+// check panics if a shard holds a key that routes to another shard. It
+// walks every shard (a full scan of each table), so it runs on every
+// shCheckEvery-th write only.
+func (s *ShardedMap[K, V]) check() {
+	if s.writes++; s.writes%shCheckEvery != 0 {
+		return
+	}
+	for d, m := range s.shards {
+		for k := range m.Keys() {
+			if got := s.shardOf(&k); got != d {
+				panic(fmt.Sprintf("collections: ShardedMap: key %v on shard %d routes to shard %d", k, d, got))
+			}
+		}
+	}
+}
+
+func (s *ShardedMap[K, V]) live() {
+	if s.closed {
+		panic("collections: ShardedMap used after Close")
+	}
+}
+
+// Pool returns the pool the map lives on.
+func (s *ShardedMap[K, V]) Pool() *vmem.Pool { return s.pool }
+
+// Shards returns the number of shards (the pool's devices).
+func (s *ShardedMap[K, V]) Shards() int { return len(s.shards) }
+
+// ShardLens returns the number of entries of each shard.
+func (s *ShardedMap[K, V]) ShardLens() []int {
+	ls := make([]int, len(s.shards))
+	if !s.closed {
+		for d, m := range s.shards {
+			ls[d] = m.Len()
+		}
+	}
+	return ls
+}
+
+// Len returns the number of entries (0 after Close).
+func (s *ShardedMap[K, V]) Len() int {
+	if s.closed {
+		return 0
+	}
+	n := 0
+	for _, m := range s.shards {
+		n += m.Len()
+	}
+	return n
+}
+
+// Err returns the first error met by a method without an error result on
+// any shard (a device lost during Get, an iteration stopped by an error).
+func (s *ShardedMap[K, V]) Err() error {
+	for _, m := range s.shards {
+		if err := m.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Get returns the value stored for k and whether there is one. It panics if
+// the map is closed or a write is in progress.
+func (s *ShardedMap[K, V]) Get(k K) (V, bool) {
+	s.live()
+	return s.shards[s.shardOf(&k)].Get(k)
+}
+
+// Put stores v for k, replacing any value k had. It fails as Map.Put does
+// (ErrClosed, ErrOutOfMemory when k's shard must grow and its device has
+// no room: the map is then unchanged).
+func (s *ShardedMap[K, V]) Put(k K, v V) error {
+	if s.closed {
+		return ErrClosed
+	}
+	err := s.shards[s.shardOf(&k)].Put(k, v)
+	if shInvariants {
+		s.check()
+	}
+	return err
+}
+
+// Delete removes k and reports whether it was present. It panics if the map
+// is closed.
+func (s *ShardedMap[K, V]) Delete(k K) bool {
+	s.live()
+	ok := s.shards[s.shardOf(&k)].Delete(k)
+	if shInvariants {
+		s.check()
+	}
+	return ok
+}
+
+// Clear removes every entry and keeps the tables' memory. It panics if the
+// map is closed.
+func (s *ShardedMap[K, V]) Clear() {
+	s.live()
+	for _, m := range s.shards {
+		m.Clear()
+	}
+}
+
+// Close frees every shard's memory. It is idempotent; the map is invalid
+// afterwards (as a closed Map: Get, Delete, Clear, GetMany and iteration
+// panic, Put, PutMany, GetBatch and PutBatch return ErrClosed, Len returns
+// 0).
+func (s *ShardedMap[K, V]) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for d, m := range s.shards {
+		if err := m.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", d, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// All returns every entry, shard after shard, each shard in its Map's
+// order; the loop body may Put and Delete as with a Map (an entry added
+// during the iteration may or may not be produced). An error ends the
+// iteration early; Err reports it.
+func (s *ShardedMap[K, V]) All() iter.Seq2[K, V] {
+	s.live()
+	return func(yield func(K, V) bool) {
+		for _, m := range s.shards {
+			before := m.Err()
+			for k, v := range m.All() {
+				if !yield(k, v) {
+					return
+				}
+			}
+			if m.Err() != nil && before == nil {
+				return
+			}
+		}
+	}
+}
+
+// Keys returns the keys in the order of All.
+func (s *ShardedMap[K, V]) Keys() iter.Seq[K] {
+	all := s.All()
+	return func(yield func(K) bool) {
+		for k := range all {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// Values returns the values in the order of All.
+func (s *ShardedMap[K, V]) Values() iter.Seq[V] {
+	all := s.All()
+	return func(yield func(V) bool) {
+		for _, v := range all {
+			if !yield(v) {
+				return
+			}
+		}
+	}
+}
+
+// shCheckEvery: the invariants check walks the shards after every
+// shCheckEvery-th write.
+const shCheckEvery = 64
+
+// shSmallBatch: batches smaller than this go key by key (splitting them
+// would cost more than it saves).
+const shSmallBatch = 64
+
+func (s *ShardedMap[K, V]) getScratch(n int) *shScratch[K, V] {
+	sc, _ := s.scratch.Get().(*shScratch[K, V])
+	if sc == nil {
+		sc = new(shScratch[K, V])
+	}
+	sc.size(n)
+	return sc
+}
+
+// plan groups keys by shard.
+func (s *ShardedMap[K, V]) plan(keys []K, sc *shScratch[K, V]) *shPlan {
+	pl := shPlanBatch(len(keys), len(s.shards), sc.sid, func(i int) int { return s.shardOf(&keys[i]) })
+	shGroup(pl, keys, sc.keys)
+	return pl
+}
+
+// GetMany looks up every key: vals[i] gets the value of keys[i] (the zero
+// value if absent) and, when found is not nil, found[i] whether it is
+// there. It returns the number found. vals and found must be at least as
+// long as keys. The keys are split by shard and every shard looks up its
+// part at once (Map.GetMany: streaming loads on all cores). It panics if
+// the map is closed or a write is in progress.
+func (s *ShardedMap[K, V]) GetMany(keys []K, vals []V, found []bool) int {
+	s.live()
+	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
+		panic(fmt.Sprintf("collections: ShardedMap.GetMany: %d keys, %d values, %d found flags", len(keys), len(vals), len(found)))
+	}
+	if s.nd == 1 {
+		return s.shards[0].GetMany(keys, vals, found)
+	}
+	if len(keys) < shSmallBatch {
+		total := 0
+		for i := range keys {
+			v, ok := s.Get(keys[i])
+			vals[i] = v
+			if found != nil {
+				found[i] = ok
+			}
+			if ok {
+				total++
+			}
+		}
+		return total
+	}
+	sc := s.getScratch(len(keys))
+	defer sc.release(&s.scratch, s.strs)
+	pl := s.plan(keys, sc)
+	ds := pl.active()
+	counts := make([]int, len(s.shards))
+	shRun(ds, func(d int) error {
+		lo, hi := pl.run(d)
+		counts[d] = s.shards[d].GetMany(sc.keys[lo:hi], sc.vals[lo:hi], sc.found[lo:hi])
+		return nil
+	})
+	shUngroup(pl, sc.vals, vals[:len(keys)])
+	if found != nil {
+		shUngroup(pl, sc.found, found[:len(keys)])
+	}
+	total := 0
+	for _, c := range counts {
+		total += c
+	}
+	return total
+}
+
+// GetBatch looks up every key as GetMany does, with Map.GetBatch on each
+// shard: on GPUs, every device's kernel probes its shard's keys at the
+// same time, so a batch over D GPUs takes about 1/D of the time on one,
+// plus the split (one pass over the keys on all cores). Errors: ErrClosed,
+// a length error matching vmem.ErrRange, and the shards' errors, joined.
+// GetBatch is a read: it may run together with other reads.
+func (s *ShardedMap[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
+		return fmt.Errorf("collections: ShardedMap.GetBatch: %d keys, %d values, %d found flags: %w", len(keys), len(vals), len(found), vmem.ErrRange)
+	}
+	if s.nd == 1 {
+		return s.shards[0].GetBatch(keys, vals, found)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	sc := s.getScratch(len(keys))
+	defer sc.release(&s.scratch, s.strs)
+	pl := s.plan(keys, sc)
+	err := shRun(pl.active(), func(d int) error {
+		lo, hi := pl.run(d)
+		var f []bool
+		if found != nil {
+			f = sc.found[lo:hi]
+		}
+		return s.shards[d].GetBatch(sc.keys[lo:hi], sc.vals[lo:hi], f)
+	})
+	if err != nil {
+		return err
+	}
+	shUngroup(pl, sc.vals, vals[:len(keys)])
+	if found != nil {
+		shUngroup(pl, sc.found, found[:len(keys)])
+	}
+	return nil
+}
+
+// PutMany stores vals[i] for keys[i], in order (a key given twice keeps its
+// later value); vals must be at least as long as keys. The keys are split
+// by shard, keeping their order, and every shard stores its part at once
+// (Map.PutMany). On error every key holds its old or its new value; a
+// shard that ran out of memory left its keys not yet stored unchanged.
+func (s *ShardedMap[K, V]) PutMany(keys []K, vals []V) error {
+	return s.putBatch("PutMany", keys, vals, (*Map[K, V]).PutMany)
+}
+
+// PutBatch stores vals[i] for keys[i] with PutMany's semantics, with
+// Map.PutBatch on each shard: on GPUs, every device's kernels store its
+// shard's keys at the same time. Errors: ErrClosed, a length error matching
+// vmem.ErrRange, and the shards' errors, joined; a shard that failed with
+// ErrOutOfMemory is unchanged, the others stored their keys.
+func (s *ShardedMap[K, V]) PutBatch(keys []K, vals []V) error {
+	return s.putBatch("PutBatch", keys, vals, (*Map[K, V]).PutBatch)
+}
+
+func (s *ShardedMap[K, V]) putBatch(op string, keys []K, vals []V, put func(*Map[K, V], []K, []V) error) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if len(vals) < len(keys) {
+		return fmt.Errorf("collections: ShardedMap.%s: %d keys but %d values: %w", op, len(keys), len(vals), vmem.ErrRange)
+	}
+	if s.nd == 1 {
+		return put(s.shards[0], keys, vals)
+	}
+	if len(keys) < shSmallBatch {
+		for i := range keys {
+			if err := s.Put(keys[i], vals[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	sc := s.getScratch(len(keys))
+	defer sc.release(&s.scratch, s.strs)
+	pl := s.plan(keys, sc)
+	shGroup(pl, vals[:len(keys)], sc.vals)
+	err := shRun(pl.active(), func(d int) error {
+		lo, hi := pl.run(d)
+		return put(s.shards[d], sc.keys[lo:hi], sc.vals[lo:hi])
+	})
+	if shInvariants {
+		s.check()
+	}
+	return err
+}

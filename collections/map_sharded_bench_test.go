@@ -1,0 +1,118 @@
+package collections
+
+// BenchmarkShardedMapGetBatch: batch lookups on one GPU against every GPU
+// of the machine (vmem.OpenAll). Without a GPU it runs on one host device
+// and its figures mean nothing. On a machine with GPUs:
+//
+//	GOVRAM_BENCH_SIZES=1e7,1e8 go test -run X -bench BenchmarkShardedMapGetBatch -benchtime 20x ./collections
+//
+// GOVRAM_BENCH_BATCH sets the keys per GetBatch (default 1<<23, or the
+// map's size if smaller).
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/govram/govram/vmem"
+)
+
+func shBenchSizes(b *testing.B) []int {
+	s := os.Getenv("GOVRAM_BENCH_SIZES")
+	if s == "" {
+		return []int{1e5}
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v < 1 {
+			b.Fatalf("GOVRAM_BENCH_SIZES: %q is not a count", f)
+		}
+		out = append(out, int(v))
+	}
+	return out
+}
+
+func shSizeName(n int) string {
+	e := int(math.Round(math.Log10(float64(n))))
+	if math.Pow10(e) == float64(n) {
+		return fmt.Sprintf("1e%d", e)
+	}
+	return strconv.Itoa(n)
+}
+
+// shBenchKey is the i-th key: distinct for distinct i (an odd multiplier).
+func shBenchKey(i uint64) uint64 { return i * 0x9e3779b97f4a7c15 }
+
+func BenchmarkShardedMapGetBatch(b *testing.B) {
+	p, err := vmem.OpenAll(vmem.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	one, err := vmem.NewPool(p.Device(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := 1 << 23
+	if s := os.Getenv("GOVRAM_BENCH_BATCH"); s != "" {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || v < 1 {
+			b.Fatalf("GOVRAM_BENCH_BATCH=%q", s)
+		}
+		batch = int(v)
+	}
+	pools := []struct {
+		name string
+		p    *vmem.Pool
+	}{{"one", one}, {fmt.Sprintf("all-%d", p.Len()), p}}
+	for _, n := range shBenchSizes(b) {
+		keys := make([]uint64, n)
+		for i := range keys {
+			keys[i] = shBenchKey(uint64(i))
+		}
+		q := make([]uint64, min(batch, n))
+		var x uint64 = 88172645463325252
+		for i := range q {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			q[i] = keys[x%uint64(n)]
+		}
+		vals := make([]uint64, len(q))
+		found := make([]bool, len(q))
+		for _, v := range pools {
+			m, err := NewShardedMap[uint64, uint64](v.p, WithCapacity(n))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for lo := 0; lo < n; lo += 1 << 22 {
+				hi := min(lo+1<<22, n)
+				if err := m.PutBatch(keys[lo:hi], keys[lo:hi]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// The first batch copies the control bytes to each device.
+			if err := m.GetBatch(q, vals, found); err != nil {
+				b.Fatal(err)
+			}
+			b.Run(fmt.Sprintf("%s/%s", shSizeName(n), v.name), func(b *testing.B) {
+				for b.Loop() {
+					if err := m.GetBatch(q, vals, found); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(len(q))*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mkeys/s")
+				for i := range q {
+					if !found[i] || vals[i] != q[i] {
+						b.Fatalf("key %d: %d %v", q[i], vals[i], found[i])
+					}
+				}
+			})
+			m.Close()
+		}
+	}
+}

@@ -1,0 +1,387 @@
+package collections
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/govram/govram/internal/vmemtest"
+	"github.com/govram/govram/vmem"
+)
+
+// shMapDiff runs random operations on a ShardedMap and on a Go map.
+func shMapDiff[K comparable, V comparable](t *testing.T, p *vmem.Pool, steps int, genK func(*rand.Rand) K, genV func(*rand.Rand) V, opts ...MapOption) {
+	s, err := NewShardedMap[K, V](p, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	model := map[K]V{}
+	r := rand.New(rand.NewPCG(7, uint64(steps)))
+	keysOf := func(n int, present bool) []K {
+		ks := make([]K, n)
+		var have []K
+		if present {
+			for k := range model {
+				have = append(have, k)
+				if len(have) > 500 {
+					break
+				}
+			}
+		}
+		for i := range ks {
+			if len(have) > 0 && r.IntN(2) == 0 {
+				ks[i] = have[r.IntN(len(have))]
+			} else {
+				ks[i] = genK(r)
+			}
+		}
+		return ks
+	}
+	checkGet := func(step int, what string, ks []K, vs []V, found []bool, n int) {
+		t.Helper()
+		cnt := 0
+		for i, k := range ks {
+			want, ok := model[k]
+			if found != nil && found[i] != ok {
+				t.Fatalf("step %d %s: key %v found %v, want %v", step, what, k, found[i], ok)
+			}
+			if vs[i] != want {
+				t.Fatalf("step %d %s: key %v = %v, want %v", step, what, k, vs[i], want)
+			}
+			if ok {
+				cnt++
+			}
+		}
+		if n >= 0 && n != cnt {
+			t.Fatalf("step %d %s: %d found, want %d", step, what, n, cnt)
+		}
+	}
+	full := func(step int) {
+		t.Helper()
+		if s.Len() != len(model) {
+			t.Fatalf("step %d: Len %d, model %d", step, s.Len(), len(model))
+		}
+		sum := 0
+		for _, l := range s.ShardLens() {
+			sum += l
+		}
+		if sum != len(model) {
+			t.Fatalf("step %d: ShardLens %v", step, s.ShardLens())
+		}
+		seen := map[K]bool{}
+		for k, v := range s.All() {
+			if seen[k] {
+				t.Fatalf("step %d: All gave %v twice", step, k)
+			}
+			seen[k] = true
+			if want, ok := model[k]; !ok || want != v {
+				t.Fatalf("step %d: All gave %v=%v, model %v %v", step, k, v, want, ok)
+			}
+		}
+		if len(seen) != len(model) {
+			t.Fatalf("step %d: All gave %d entries, want %d", step, len(seen), len(model))
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for step := range steps {
+		switch op := r.IntN(10); op {
+		case 0, 1: // Put
+			k, v := genK(r), genV(r)
+			if err := s.Put(k, v); err != nil {
+				t.Fatal(err)
+			}
+			model[k] = v
+		case 2: // Get
+			ks := keysOf(1, true)
+			v, ok := s.Get(ks[0])
+			checkGet(step, "Get", ks, []V{v}, []bool{ok}, -1)
+		case 3: // Delete
+			k := keysOf(1, true)[0]
+			_, want := model[k]
+			if got := s.Delete(k); got != want {
+				t.Fatalf("step %d: Delete(%v) = %v, want %v", step, k, got, want)
+			}
+			delete(model, k)
+		case 4, 5: // PutMany / PutBatch, with repeated keys
+			ks := keysOf(r.IntN(400), true)
+			vs := make([]V, len(ks))
+			for i := range vs {
+				vs[i] = genV(r)
+			}
+			var err error
+			if op == 4 {
+				err = s.PutMany(ks, vs)
+			} else {
+				err = s.PutBatch(ks, vs)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, k := range ks {
+				model[k] = vs[i]
+			}
+		case 6, 7: // GetMany / GetBatch
+			ks := keysOf(r.IntN(400), true)
+			vs := make([]V, len(ks))
+			found := make([]bool, len(ks))
+			if op == 6 {
+				n := s.GetMany(ks, vs, found)
+				checkGet(step, "GetMany", ks, vs, found, n)
+			} else {
+				if err := s.GetBatch(ks, vs, found); err != nil {
+					t.Fatal(err)
+				}
+				checkGet(step, "GetBatch", ks, vs, found, -1)
+				clear(vs)
+				if err := s.GetBatch(ks, vs, nil); err != nil {
+					t.Fatal(err)
+				}
+				checkGet(step, "GetBatch(nil)", ks, vs, nil, -1)
+			}
+		case 8: // Clear, rarely
+			if r.IntN(20) == 0 {
+				s.Clear()
+				clear(model)
+			}
+		case 9:
+			if s.Len() != len(model) {
+				t.Fatalf("step %d: Len %d, model %d", step, s.Len(), len(model))
+			}
+		}
+		if step%100 == 99 {
+			full(step)
+		}
+	}
+	full(steps)
+	if len(model) > 100*s.Shards() {
+		for d, l := range s.ShardLens() {
+			if l == 0 {
+				t.Errorf("shard %d is empty: %v", d, s.ShardLens())
+			}
+		}
+	}
+}
+
+func shSteps(p *vmem.Pool) int {
+	n := 600
+	if testing.Short() {
+		n = 250
+	}
+	if p.Device(0).Backend() == vmem.BackendVulkan {
+		n /= 2
+	}
+	if shRace {
+		n /= 3
+	}
+	if shInvariants || mapInvariants || btInvariants {
+		n /= 10 // every write then walks the whole structure
+	}
+	return n
+}
+
+func TestShardedMapModel(t *testing.T) {
+	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
+		t.Run("uint64", func(t *testing.T) {
+			shMapDiff(t, p, shSteps(p), func(r *rand.Rand) uint64 { return r.Uint64N(5000) }, func(r *rand.Rand) uint64 { return r.Uint64() })
+		})
+		t.Run("int32/hasher", func(t *testing.T) {
+			shMapDiff(t, p, shSteps(p)/2, func(r *rand.Rand) int32 { return int32(r.IntN(3000)) - 1000 }, func(r *rand.Rand) [3]uint32 { return [3]uint32{r.Uint32(), 1, 2} },
+				WithHasher(func(k int32) uint64 { return uint64(k) * 31 }), WithCapacity(1000))
+		})
+		t.Run("string", func(t *testing.T) {
+			shMapDiff(t, p, shSteps(p)/2, func(r *rand.Rand) string { return fmt.Sprintf("key-%d", r.IntN(2000)) }, func(r *rand.Rand) string { return fmt.Sprint(r.Uint32()) })
+		})
+	})
+}
+
+// TestShardedMapFaults makes one shard's device fail its allocations: a
+// Put or batch that needs room there fails with ErrOutOfMemory and that
+// shard is unchanged; the map stays usable.
+func TestShardedMapFaults(t *testing.T) {
+	// On Vulkan a table that does not fit the mapped tier retries in the
+	// private one; a tiny private limit makes the injected failure final.
+	var o vmem.Options
+	o.Limits[vmem.Private] = 64
+	shEachPool(t, o, func(t *testing.T, p *vmem.Pool) {
+		s, err := NewShardedMap[uint64, uint64](p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		model := map[uint64]uint64{}
+		for i := range uint64(300) {
+			if err := s.Put(i, i); err != nil {
+				t.Fatal(err)
+			}
+			model[i] = i
+		}
+		last := s.Shards() - 1
+		// A single Put that must grow the last shard's table fails and
+		// changes nothing.
+		p.Device(last).InjectFaults(vmem.Faults{FailAlloc: 1})
+		// (In invariants builds the walk after a write allocates too and
+		// may take the fault instead, so the loop is bounded.)
+		failed := false
+		for k := uint64(1 << 40); k < 1<<40+20_000 && !failed; k++ {
+			if s.shardOf(&k) != last {
+				continue
+			}
+			before := s.ShardLens()
+			err := s.Put(k, 1)
+			if err == nil {
+				model[k] = 1
+				continue
+			}
+			if !errors.Is(err, vmem.ErrOutOfMemory) {
+				t.Fatalf("Put with a failing allocation: %v, want ErrOutOfMemory", err)
+			}
+			failed = true
+			if _, ok := s.Get(k); ok || !slices.Equal(s.ShardLens(), before) {
+				t.Fatalf("the failed Put changed the map: %v, was %v", s.ShardLens(), before)
+			}
+		}
+		if !failed && !shInvariants {
+			t.Fatal("no Put met the injected fault")
+		}
+		for k, v := range model {
+			if got, ok := s.Get(k); !ok || got != v {
+				t.Fatalf("after the failed Put: key %d = %d %v, want %d", k, got, ok, v)
+			}
+		}
+		// A batch that meets the fault fails; every key holds its old or
+		// its new value. (On Vulkan the first allocation may be the GPU
+		// copy of the control bytes, which falls back to another tier, so
+		// the batch may also succeed.)
+		p.Device(last).InjectFaults(vmem.Faults{FailAlloc: 1})
+		nk := 20000
+		if mapInvariants {
+			nk = 4000 // every store then walks the table
+		}
+		keys := make([]uint64, nk)
+		vals := make([]uint64, len(keys))
+		for i := range keys {
+			keys[i] = uint64(i)
+			vals[i] = uint64(i) + 1_000_000
+		}
+		err = s.PutBatch(keys, vals)
+		if err != nil && !errors.Is(err, vmem.ErrOutOfMemory) || err == nil && p.Device(0).Backend() == vmem.BackendHost {
+			t.Fatalf("PutBatch with a failing device: %v, want ErrOutOfMemory", err)
+		}
+		got := make([]uint64, len(keys))
+		found := make([]bool, len(keys))
+		s.GetMany(keys, got, found)
+		for i, k := range keys {
+			old, had := model[k]
+			if !(found[i] && got[i] == vals[i]) && !(found[i] == had && got[i] == old) {
+				t.Fatalf("key %d = %d %v: neither old (%d %v) nor new", k, got[i], found[i], old, had)
+			}
+		}
+		// The fault fired once: the map works again.
+		if err := s.PutBatch(keys, vals); err != nil {
+			t.Fatalf("PutBatch after the fault: %v", err)
+		}
+		for _, k := range keys {
+			model[k] = k + 1_000_000
+		}
+		if s.Len() != len(model) {
+			t.Fatalf("Len %d, want %d", s.Len(), len(model))
+		}
+	})
+}
+
+func TestShardedMapClose(t *testing.T) {
+	p := shOpenPool(t, shPoolKinds()[0], vmem.Options{})
+	if _, err := NewShardedMap[*int, int](p); !errors.Is(err, ErrPointerType) {
+		t.Errorf("NewShardedMap[*int]: %v", err)
+	}
+	if _, err := NewShardedMap[int, int](p, WithHasher(func(string) uint64 { return 0 })); err == nil {
+		t.Error("NewShardedMap took a hasher of the wrong key type")
+	}
+	s, err := NewShardedMap[int, int](p, WithCapacity(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Put(1, 2)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 0 {
+		t.Error("Len after Close")
+	}
+	if err := s.Put(1, 1); !errors.Is(err, ErrClosed) {
+		t.Errorf("Put after Close: %v", err)
+	}
+	if err := s.GetBatch([]int{1}, make([]int, 1), nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("GetBatch after Close: %v", err)
+	}
+	if _, panicked := vmemtest.Panics(func() { s.Get(1) }); !panicked {
+		t.Error("Get after Close did not panic")
+	}
+	if err := s.GetBatch([]int{1, 2}, make([]int, 1), nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("GetBatch with short vals after Close: %v", err)
+	}
+}
+
+// TestShardedMapConcurrentReads runs readers at once (for -race).
+func TestShardedMapConcurrentReads(t *testing.T) {
+	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
+		n := 5000
+		if mapInvariants {
+			n = 1000 // every store then walks the table
+		}
+		s, err := NewShardedMap[uint64, uint64](p, WithCapacity(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		keys := make([]uint64, n)
+		for i := range keys {
+			keys[i] = uint64(i) * 977
+		}
+		if err := s.PutMany(keys, keys); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.GetBatch(keys, make([]uint64, len(keys)), nil); err != nil {
+			t.Fatal(err) // brings the GPU copies of the control bytes in step first
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for g := range 4 {
+			wg.Go(func() {
+				vs := make([]uint64, len(keys))
+				for range 2 {
+					if g%2 == 0 {
+						s.GetMany(keys, vs, nil)
+					} else if err := s.GetBatch(keys, vs, nil); err != nil {
+						errs <- err
+						return
+					}
+					if !slices.Equal(vs, keys) {
+						errs <- fmt.Errorf("reader %d: wrong values", g)
+						return
+					}
+					for _, k := range keys[:50] {
+						if v, ok := s.Get(k); !ok || v != k {
+							errs <- fmt.Errorf("reader %d: Get(%d) = %d %v", g, k, v, ok)
+							return
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	})
+}

@@ -1,0 +1,250 @@
+package vmem_test
+
+// Capacity and bandwidth of a pool of real GPUs. Both open every GPU of the
+// machine (vmem.OpenAll); here, without a GPU, they run on one host device
+// (or on lavapipe with VMEM_BACKEND=vulkan), which checks that they work
+// and says nothing of GPU speed.
+//
+//	VMEM_POOL_CAPACITY=1 VMEM_POOL_CAPACITY_MIN_GIB=270 go test -run TestPoolCapacity -v -timeout 20m ./vmem
+//	GOVRAM_BENCH_SIZES=1e8,1e9 go test -run X -bench BenchmarkPoolSliceCopy ./vmem
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/govram/govram/vmem"
+)
+
+// poolValue is element i's value in the capacity test.
+func poolValue(i int) uint64 { return uint64(i)*0x9e3779b97f4a7c15 + 12345 }
+
+// poolGen fills buf with the values of elements at, at+1, ... on all cores.
+func poolGen(buf []uint64, at int) {
+	w := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	per := (len(buf) + w - 1) / w
+	for lo := 0; lo < len(buf); lo += per {
+		wg.Go(func() {
+			for i := lo; i < min(lo+per, len(buf)); i++ {
+				buf[i] = poolValue(at + i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func envFloat(t testing.TB, name string) float64 {
+	s := os.Getenv(name)
+	if s == "" {
+		return 0
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, s, err)
+	}
+	return f
+}
+
+// TestPoolCapacity makes one PoolSlice as large as every GPU of the machine
+// allows, fills it with CopyFrom (every device's share at once), and checks
+// a sample of the values. Opt-in: VMEM_POOL_CAPACITY=1. Options:
+// VMEM_POOL_CAPACITY_MIN_GIB fails the test below that size (270 for two
+// H200s); VMEM_POOL_CAPACITY_MAX_GIB caps the request (for small runs);
+// VMEM_POOL_PLACEMENT=fill-first fills one device after the other
+// (default stripe).
+func TestPoolCapacity(t *testing.T) {
+	if os.Getenv("VMEM_POOL_CAPACITY") != "1" {
+		t.Skip("set VMEM_POOL_CAPACITY=1 to fill every GPU (see the file comment)")
+	}
+	minGiB, maxGiB := envFloat(t, "VMEM_POOL_CAPACITY_MIN_GIB"), envFloat(t, "VMEM_POOL_CAPACITY_MAX_GIB")
+	pl, err := vmem.ParsePlacement(os.Getenv("VMEM_POOL_PLACEMENT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := vmem.OpenAll(vmem.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	t.Logf("%s", p)
+	if p.Device(0).Backend() != vmem.BackendVulkan && maxGiB == 0 {
+		t.Skip("no GPU: set VMEM_POOL_CAPACITY_MAX_GIB to run on host memory")
+	}
+	var want uint64
+	for _, in := range p.Info() {
+		want += in.Tiers[vmem.Mapped].Capacity // mapped and private share the VRAM heap
+	}
+	if maxGiB > 0 {
+		want = min(want, uint64(maxGiB*(1<<30)))
+	}
+	start := time.Now()
+	s, err := vmem.NewPoolSlice[uint64](p, 0, vmem.WithPlacement(pl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Asking for all of VRAM fails, but every device keeps what it could
+	// reserve as capacity; then take exactly that.
+	if err := s.Resize(int(want / 8)); err != nil {
+		if !errors.Is(err, vmem.ErrOutOfMemory) {
+			t.Fatal(err)
+		}
+		t.Logf("asked for %s: %v", vmem.Bytes(want), err)
+		if err := s.Resize(s.Cap()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := s.Len()
+	size := vmem.Bytes(uint64(n) * 8)
+	t.Logf("one PoolSlice[uint64] of %d elements = %s (%.1f GiB), placement %s, allocated in %v", n, size, float64(n)*8/(1<<30), pl, time.Since(start))
+	for d, l := range s.DeviceLens() {
+		t.Logf("device %d: %s; mapped %+v; private %+v", d, vmem.Bytes(uint64(l)*8), p.Stats(vmem.Mapped)[d], p.Stats(vmem.Private)[d])
+	}
+	if got := float64(n) * 8 / (1 << 30); got < minGiB {
+		t.Errorf("capacity %.1f GiB, want at least %.1f GiB", got, minGiB)
+	}
+
+	// Fill: the next chunk is generated on all cores while CopyFrom moves
+	// this one (a striped chunk covers every device, so they all work).
+	chunk := min(n, max(p.Len()*(64<<20)/8, 1))
+	bufs := [2][]uint64{make([]uint64, chunk), make([]uint64, chunk)}
+	start = time.Now()
+	poolGen(bufs[0][:min(chunk, n)], 0)
+	for at, i := 0, 0; at < n; at, i = at+chunk, i^1 {
+		k := min(chunk, n-at)
+		var wg sync.WaitGroup
+		if at+k < n {
+			wg.Go(func() { poolGen(bufs[i^1][:min(chunk, n-at-k)], at+k) })
+		}
+		err := s.CopyFrom(bufs[i][:k], at)
+		wg.Wait()
+		if err != nil {
+			t.Fatalf("CopyFrom at %d: %v", at, err)
+		}
+	}
+	el := time.Since(start)
+	t.Logf("filled %s in %v: %.1f GB/s (generation included)", size, el, float64(n)*8/el.Seconds()/1e9)
+
+	// Check a sample: random elements by Gather (a kernel per GPU at once)
+	// and GetMany, and every device boundary.
+	r := rand.New(rand.NewPCG(1, 2))
+	idx := make([]int, 1<<20)
+	for i := range idx {
+		idx[i] = r.IntN(n)
+	}
+	idx = append(idx, 0, n-1)
+	at := 0
+	for _, l := range s.DeviceLens() {
+		if l > 0 {
+			idx = append(idx, at, at+l-1)
+			at += l
+		}
+	}
+	got := make([]uint64, len(idx))
+	if err := s.Gather(idx, got); err != nil {
+		t.Fatal(err)
+	}
+	for k, i := range idx {
+		if got[k] != poolValue(i) {
+			t.Fatalf("Gather: element %d = %#x, want %#x", i, got[k], poolValue(i))
+		}
+	}
+	s.GetMany(idx[:4096], got[:4096])
+	for k, i := range idx[:4096] {
+		if got[k] != poolValue(i) {
+			t.Fatalf("GetMany: element %d = %#x, want %#x", i, got[k], poolValue(i))
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("checked %d elements", len(idx))
+}
+
+// poolBenchSizes: element counts from GOVRAM_BENCH_SIZES (default 4e6
+// uint64s, 32 MB).
+func poolBenchSizes(b *testing.B) []int {
+	s := os.Getenv("GOVRAM_BENCH_SIZES")
+	if s == "" {
+		return []int{4e6}
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v < 1 {
+			b.Fatalf("GOVRAM_BENCH_SIZES: %q is not a count", f)
+		}
+		out = append(out, int(v))
+	}
+	return out
+}
+
+func poolSizeName(n int) string {
+	e := int(math.Round(math.Log10(float64(n))))
+	if math.Pow10(e) == float64(n) {
+		return fmt.Sprintf("1e%d", e)
+	}
+	return strconv.Itoa(n)
+}
+
+// BenchmarkPoolSliceCopy moves a striped PoolSlice[uint64] to and from Go
+// memory, on device 0 alone ("one") and on every device of the machine
+// ("all-N"): the bandwidth a pool adds. GB/s counts the array's bytes.
+func BenchmarkPoolSliceCopy(b *testing.B) {
+	p, err := vmem.OpenAll(vmem.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	one, err := vmem.NewPool(p.Device(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pools := []struct {
+		name string
+		p    *vmem.Pool
+	}{{"one", one}, {fmt.Sprintf("all-%d", p.Len()), p}}
+	for _, n := range poolBenchSizes(b) {
+		buf := make([]uint64, n)
+		poolGen(buf, 0)
+		for _, v := range pools {
+			s, err := vmem.NewPoolSlice[uint64](v.p, n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Touch every page once: the first stores into freshly mapped
+			// VRAM fault page by page (PHYSICS.md), which is not the
+			// bandwidth being compared.
+			if err := s.CopyFrom(buf, 0); err != nil {
+				b.Fatal(err)
+			}
+			for _, op := range []string{"CopyFrom", "CopyTo"} {
+				b.Run(fmt.Sprintf("%s/%s/%s", op, poolSizeName(n), v.name), func(b *testing.B) {
+					b.SetBytes(int64(n) * 8)
+					for b.Loop() {
+						var err error
+						if op == "CopyFrom" {
+							err = s.CopyFrom(buf, 0)
+						} else {
+							err = s.CopyTo(buf, 0)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(n)*8*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+				})
+			}
+			s.Close()
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package vmem_test
+
+const poolRace = false

@@ -1,0 +1,722 @@
+package vmem_test
+
+// Tests of Pool and PoolSlice.
+//
+// This machine (and CI) has no second GPU, so the pools here simulate
+// several devices: three host devices, or lavapipe's one CPU Vulkan device
+// opened twice as two logical devices. Each simulated device has its own
+// allocator, limits, faults and (on Vulkan) queues, so routing, spilling,
+// fan-out and error paths run exactly as on several GPUs; but the devices
+// share one memory and one processor, so nothing here measures the speed
+// of several GPUs (TestPoolCapacity and the benchmarks do, on real GPUs).
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/govram/govram/internal/vmemtest"
+	"github.com/govram/govram/vmem"
+)
+
+// poolKind is one simulated pool.
+type poolKind struct {
+	name    string
+	backend vmem.Backend
+	n       int
+}
+
+func poolKinds() []poolKind {
+	ks := []poolKind{{"host3", vmem.BackendHost, 3}}
+	if slices.Contains(vmemtest.Backends(), vmem.BackendVulkan) {
+		ks = append(ks, poolKind{"lavapipe2", vmem.BackendVulkan, 2})
+	}
+	return ks
+}
+
+// openPool opens k's devices (options per device: opts[i], or the last of
+// opts) and makes a pool of them. vmemtest checks each for leaks and closes
+// it at cleanup; a missing Vulkan device skips (or fails with
+// VMEM_REQUIRE_VULKAN=1).
+func openPool(t testing.TB, k poolKind, opts ...vmem.Options) *vmem.Pool {
+	t.Helper()
+	devs := make([]*vmem.Device, k.n)
+	for i := range devs {
+		var o vmem.Options
+		if len(opts) > 0 {
+			o = opts[min(i, len(opts)-1)]
+		}
+		if k.backend == vmem.BackendVulkan && o.ChunkSize == 0 {
+			o.ChunkSize = 4 << 20 // lavapipe fills memory at CPU speed
+		}
+		devs[i] = vmemtest.Open(t, k.backend, o)
+	}
+	p, err := vmem.NewPool(devs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// eachPool runs f on every simulated pool with both placements.
+func eachPool(t *testing.T, f func(t *testing.T, p *vmem.Pool)) {
+	for _, k := range poolKinds() {
+		for _, pl := range []vmem.Placement{vmem.Stripe, vmem.FillFirst} {
+			t.Run(k.name+"/"+pl.String(), func(t *testing.T) {
+				p := openPool(t, k)
+				p.SetPlacement(pl)
+				f(t, p)
+			})
+		}
+	}
+}
+
+func TestPoolNew(t *testing.T) {
+	if _, err := vmem.NewPool(); !errors.Is(err, vmem.ErrNoDevice) {
+		t.Errorf("NewPool(): %v, want ErrNoDevice", err)
+	}
+	d := vmemtest.Open(t, vmem.BackendHost, vmem.Options{})
+	if _, err := vmem.NewPool(d, nil); !errors.Is(err, vmem.ErrNoDevice) {
+		t.Errorf("NewPool(d, nil): %v, want ErrNoDevice", err)
+	}
+	if _, err := vmem.NewPool(d, d); err == nil {
+		t.Error("NewPool(d, d) accepted a device twice")
+	}
+	d2, _ := vmem.Open(vmem.Options{Backend: vmem.BackendHost})
+	d2.Close()
+	if _, err := vmem.NewPool(d, d2); !errors.Is(err, vmem.ErrClosed) {
+		t.Errorf("NewPool with a closed device: %v, want ErrClosed", err)
+	}
+	p, err := vmem.NewPool(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Len() != 1 || p.Device(0) != d || p.Placement() != vmem.Stripe {
+		t.Errorf("pool: len %d, placement %v", p.Len(), p.Placement())
+	}
+	p.Close()
+	p.Close()
+	if d.Err() != nil {
+		t.Errorf("closing a NewPool pool closed its device: %v", d.Err())
+	}
+	if _, err := vmem.NewPoolSlice[int](p, 1); !errors.Is(err, vmem.ErrClosed) {
+		t.Errorf("NewPoolSlice on a closed pool: %v", err)
+	}
+}
+
+func TestPoolOpenAll(t *testing.T) {
+	p, err := vmem.OpenAll(vmem.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := p.Info()
+	if len(in) != p.Len() || p.Len() < 1 {
+		t.Fatalf("%d infos for %d devices", len(in), p.Len())
+	}
+	if in[0].Backend == vmem.BackendHost && in[0].Fallback == "" && os.Getenv(vmem.EnvBackend) != "host" {
+		t.Errorf("host fallback without a reason: %+v", in[0])
+	}
+	t.Logf("%s", p)
+	if err := p.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := p.Device(0).Err(); !errors.Is(err, vmem.ErrClosed) {
+		t.Errorf("OpenAll pool's Close left device 0 open: %v", err)
+	}
+
+	if !slices.Contains(vmemtest.Backends(), vmem.BackendVulkan) {
+		return
+	}
+	p, err = vmem.OpenAll(vmem.Options{Backend: vmem.BackendVulkan, ChunkSize: 4 << 20})
+	if err != nil {
+		if vmemtest.RequireVulkan() {
+			t.Fatal(err)
+		}
+		t.Skipf("no Vulkan device: %v", err)
+	}
+	defer p.Close()
+	for i, in := range p.Info() {
+		if in.Backend != vmem.BackendVulkan {
+			t.Errorf("device %d: backend %v", i, in.Backend)
+		}
+	}
+	if _, err := vmem.OpenAll(vmem.Options{Backend: vmem.BackendVulkan, Device: "no such device"}); !errors.Is(err, vmem.ErrNoDevice) {
+		t.Errorf("OpenAll of a missing device: %v, want ErrNoDevice", err)
+	}
+}
+
+func TestPoolStats(t *testing.T) {
+	p := openPool(t, poolKind{"host3", vmem.BackendHost, 3})
+	var blks []vmem.Block
+	for i, d := range p.Devices() {
+		for range i + 1 {
+			b, err := d.Alloc(vmem.Mapped, 4096, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			blks = append(blks, b)
+		}
+	}
+	st := p.Stats(vmem.Mapped)
+	for i, s := range st {
+		if s.Blocks != i+1 || s.InUse != uint64(4096*(i+1)) {
+			t.Errorf("device %d: %+v", i, s)
+		}
+	}
+	if tot := p.TotalStats(vmem.Mapped); tot.Blocks != 6 || tot.InUse != 6*4096 {
+		t.Errorf("total %+v", tot)
+	}
+	for i, in := range p.Info() {
+		if in.Tiers[vmem.Mapped].Blocks != i+1 {
+			t.Errorf("Info of device %d: %+v", i, in.Tiers[vmem.Mapped])
+		}
+	}
+	k := 0
+	for i, d := range p.Devices() {
+		for range i + 1 {
+			d.Free(blks[k])
+			k++
+		}
+	}
+}
+
+func TestParsePlacement(t *testing.T) {
+	for s, want := range map[string]vmem.Placement{"stripe": vmem.Stripe, "fill-first": vmem.FillFirst, "FillFirst": vmem.FillFirst} {
+		if got, err := vmem.ParsePlacement(s); err != nil || got != want {
+			t.Errorf("ParsePlacement(%q) = %v, %v", s, got, err)
+		}
+		if got, _ := vmem.ParsePlacement(want.String()); got != want {
+			t.Errorf("%v does not round-trip", want)
+		}
+	}
+	if _, err := vmem.ParsePlacement("round-robin"); err == nil {
+		t.Error("ParsePlacement accepted round-robin")
+	}
+}
+
+// prec is an element that is not a whole number of words, so that records
+// are re-spaced on Vulkan (layout.Record) and bulk copies take the packed
+// paths.
+type prec struct {
+	A, B uint64
+	C    uint32
+}
+
+func precOf(x uint64) prec { return prec{A: x, B: x * 7, C: uint32(x)} }
+
+// poolSliceDiff runs random operations on a PoolSlice and on a []T model.
+func poolSliceDiff[T comparable](t *testing.T, p *vmem.Pool, gen func(uint64) T, steps int, opts ...vmem.PoolSliceOption) {
+	s, err := vmem.NewPoolSlice[T](p, 5, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	model := make([]T, 5)
+	r := rand.New(rand.NewPCG(1, uint64(steps)))
+	var ctr uint64
+	next := func() T { ctr++; return gen(ctr) }
+	check := func(step int, what string) {
+		t.Helper()
+		if s.Len() != len(model) {
+			t.Fatalf("step %d (%s): Len %d, model %d", step, what, s.Len(), len(model))
+		}
+		sum := 0
+		for _, l := range s.DeviceLens() {
+			sum += l
+		}
+		if sum != len(model) {
+			t.Fatalf("step %d (%s): DeviceLens %v sum to %d, want %d", step, what, s.DeviceLens(), sum, len(model))
+		}
+		if s.Cap() < s.Len() {
+			t.Fatalf("step %d: Cap %d < Len %d", step, s.Cap(), s.Len())
+		}
+	}
+	full := func(step int) {
+		t.Helper()
+		got := make([]T, 0, len(model))
+		for i, v := range s.All() {
+			if i != len(got) {
+				t.Fatalf("step %d: All gave index %d after %d elements", step, i, len(got))
+			}
+			got = append(got, v)
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, model) {
+			t.Fatalf("step %d: All differs from the model (len %d vs %d)", step, len(got), len(model))
+		}
+	}
+	for step := range steps {
+		op := r.IntN(11)
+		switch op {
+		case 0: // append a few
+			vs := make([]T, r.IntN(4))
+			for i := range vs {
+				vs[i] = next()
+			}
+			if err := s.Append(vs...); err != nil {
+				t.Fatal(err)
+			}
+			model = append(model, vs...)
+		case 1: // append many
+			vs := make([]T, r.IntN(300))
+			for i := range vs {
+				vs[i] = next()
+			}
+			if err := s.Append(vs...); err != nil {
+				t.Fatal(err)
+			}
+			model = append(model, vs...)
+		case 2: // set and get
+			if len(model) == 0 {
+				continue
+			}
+			i := r.IntN(len(model))
+			v := next()
+			s.Set(i, v)
+			model[i] = v
+			j := r.IntN(len(model))
+			if got := s.Get(j); got != model[j] {
+				t.Fatalf("step %d: Get(%d) = %v, want %v", step, j, got, model[j])
+			}
+		case 3: // CopyFrom a range
+			if len(model) == 0 {
+				continue
+			}
+			at := r.IntN(len(model))
+			vs := make([]T, r.IntN(len(model)-at+1))
+			for i := range vs {
+				vs[i] = next()
+			}
+			if err := s.CopyFrom(vs, at); err != nil {
+				t.Fatal(err)
+			}
+			copy(model[at:], vs)
+		case 4: // CopyTo a range
+			if len(model) == 0 {
+				continue
+			}
+			at := r.IntN(len(model))
+			dst := make([]T, r.IntN(len(model)-at+1))
+			if err := s.CopyTo(dst, at); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(dst, model[at:at+len(dst)]) {
+				t.Fatalf("step %d: CopyTo(%d, %d) differs", step, at, len(dst))
+			}
+		case 5, 6: // GetMany and Gather, small or large batches
+			if len(model) == 0 {
+				continue
+			}
+			n := r.IntN(40)
+			if op == 6 {
+				n = 1000 + r.IntN(2000)
+			}
+			idx := make([]int, n)
+			for i := range idx {
+				idx[i] = r.IntN(len(model))
+			}
+			dst := make([]T, n)
+			s.GetMany(idx, dst)
+			for k, i := range idx {
+				if dst[k] != model[i] {
+					t.Fatalf("step %d: GetMany[%d] (index %d) = %v, want %v", step, k, i, dst[k], model[i])
+				}
+			}
+			clear(dst)
+			if err := s.Gather(idx, dst); err != nil {
+				t.Fatal(err)
+			}
+			for k, i := range idx {
+				if dst[k] != model[i] {
+					t.Fatalf("step %d: Gather[%d] (index %d) = %v, want %v", step, k, i, dst[k], model[i])
+				}
+			}
+		case 7: // resize
+			n := max(len(model)+r.IntN(200)-120, 0)
+			if err := s.Resize(n); err != nil {
+				t.Fatal(err)
+			}
+			var zero T
+			for len(model) < n {
+				model = append(model, zero)
+			}
+			model = model[:n]
+		case 8: // batched writes
+			if len(model) == 0 {
+				continue
+			}
+			w := s.Writer(4)
+			for range r.IntN(100) {
+				i, v := r.IntN(len(model)), next()
+				w.Set(i, v)
+				model[i] = v
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		case 9: // fill, rarely
+			if r.IntN(8) != 0 {
+				continue
+			}
+			v := next()
+			if err := s.Fill(v); err != nil {
+				t.Fatal(err)
+			}
+			for i := range model {
+				model[i] = v
+			}
+		case 10:
+			if err := s.Grow(r.IntN(100)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(step, fmt.Sprint("op ", op))
+		if step%50 == 49 {
+			full(step)
+		}
+	}
+	full(steps)
+	// Chunks cover the elements in order.
+	next0 := 0
+	for at, run := range s.Chunks() {
+		if at != next0 {
+			t.Fatalf("Chunks: run at %d, want %d", at, next0)
+		}
+		next0 += len(run)
+	}
+	if next0 != len(model) {
+		t.Fatalf("Chunks covered %d of %d", next0, len(model))
+	}
+}
+
+func poolSteps(b vmem.Backend) int {
+	n := 400
+	if testing.Short() {
+		n = 150
+	}
+	if b == vmem.BackendVulkan {
+		n /= 2
+	}
+	if poolRace {
+		n /= 3
+	}
+	return n
+}
+
+func TestPoolSliceModel(t *testing.T) {
+	eachPool(t, func(t *testing.T, p *vmem.Pool) {
+		b := p.Device(0).Backend()
+		t.Run("uint32/stripe8", func(t *testing.T) {
+			poolSliceDiff(t, p, func(x uint64) uint32 { return uint32(x) }, poolSteps(b), vmem.WithStripe(8), vmem.WithSegmentBytes(1024))
+		})
+		t.Run("prec/stripe5", func(t *testing.T) {
+			// 5 rounds up to 8; segments of a few records cover their
+			// boundaries.
+			poolSliceDiff(t, p, precOf, poolSteps(b), vmem.WithStripe(5), vmem.WithSegmentBytes(512))
+		})
+		t.Run("uint64/default", func(t *testing.T) {
+			poolSliceDiff(t, p, func(x uint64) uint64 { return x * 0x9e3779b97f4a7c15 }, poolSteps(b)/2)
+		})
+	})
+}
+
+// TestPoolSliceSpread checks where elements go: stripes in turn, or the
+// first device first.
+func TestPoolSliceSpread(t *testing.T) {
+	p := openPool(t, poolKind{"host3", vmem.BackendHost, 3})
+	s, err := vmem.NewPoolSlice[uint32](p, 100, vmem.WithStripe(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 100 = 6 stripes of 16 (two per device) + 4: device 0 gets them.
+	if got := s.DeviceLens(); !slices.Equal(got, []int{36, 32, 32}) {
+		t.Errorf("Stripe DeviceLens %v, want [36 32 32]", got)
+	}
+	s.Close()
+	f, err := vmem.NewPoolSlice[uint32](p, 100, vmem.WithPlacement(vmem.FillFirst))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.DeviceLens(); !slices.Equal(got, []int{100, 0, 0}) || f.Placement() != vmem.FillFirst {
+		t.Errorf("FillFirst DeviceLens %v, want [100 0 0]", got)
+	}
+	f.Close()
+}
+
+// TestPoolSliceSpill fills a FillFirst PoolSlice whose first devices have
+// small limits: the elements must spill to the next device, in order, and
+// an allocation that fits nowhere fails and changes nothing.
+func TestPoolSliceSpill(t *testing.T) {
+	for _, k := range poolKinds() {
+		t.Run(k.name, func(t *testing.T) {
+			small := vmem.Options{ChunkSize: 64 << 10}
+			small.Limits[vmem.Mapped] = 256 << 10
+			small.Limits[vmem.Private] = 256 << 10
+			last := vmem.Options{ChunkSize: 64 << 10}
+			last.Limits[vmem.Mapped] = 4 << 20
+			last.Limits[vmem.Private] = 4 << 20
+			opts := []vmem.Options{small, last}
+			if k.n == 3 {
+				opts = []vmem.Options{small, small, last}
+			}
+			p := openPool(t, k, opts...)
+			s, err := vmem.NewPoolSlice[uint64](p, 0, vmem.WithPlacement(vmem.FillFirst), vmem.WithSegmentBytes(32<<10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var model []uint64
+			for len(model) < 200_000 {
+				vs := make([]uint64, 10_000)
+				for i := range vs {
+					vs[i] = uint64(len(model)+i) * 3
+				}
+				if err := s.Append(vs...); err != nil {
+					t.Fatal(err)
+				}
+				model = append(model, vs...)
+			}
+			ls := s.DeviceLens()
+			t.Logf("DeviceLens %v", ls)
+			for d := range ls {
+				if ls[d] == 0 {
+					t.Errorf("device %d holds nothing: %v", d, ls)
+				}
+			}
+			if ls[0]*8 > 2*(256<<10) {
+				t.Errorf("device 0 holds %d elements, over its limits", ls[0])
+			}
+			got := make([]uint64, len(model))
+			if err := s.CopyTo(got, 0); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, model) {
+				t.Fatal("contents differ after spilling")
+			}
+			// Now more than the last device has room for.
+			before := slices.Clone(s.DeviceLens())
+			if err := s.Append(make([]uint64, 1<<20)...); !errors.Is(err, vmem.ErrOutOfMemory) {
+				t.Fatalf("Append past the pool's room: %v, want ErrOutOfMemory", err)
+			}
+			if !slices.Equal(s.DeviceLens(), before) || s.Len() != len(model) {
+				t.Fatalf("failed Append changed the lengths: %v, was %v", s.DeviceLens(), before)
+			}
+			for i := 0; i < len(model); i += 997 {
+				if got := s.Get(i); got != model[i] {
+					t.Fatalf("Get(%d) = %d after the failed Append, want %d", i, got, model[i])
+				}
+			}
+			if err := s.Append(1, 2, 3); err != nil {
+				t.Fatalf("Append after the failure: %v", err)
+			}
+		})
+	}
+}
+
+// TestPoolSliceFaults arms faults on one device: out of memory there
+// fails the operation and leaves the PoolSlice as it was; device loss
+// surfaces, and the other devices' elements stay readable.
+func TestPoolSliceFaults(t *testing.T) {
+	for _, k := range poolKinds() {
+		t.Run(k.name, func(t *testing.T) {
+			// On Vulkan a Slice whose mapped allocation fails retries in
+			// the private tier; a tiny private limit makes the injected
+			// failure final.
+			var o vmem.Options
+			o.Limits[vmem.Private] = 64
+			p := openPool(t, k, o)
+			s, err := vmem.NewPoolSlice[uint64](p, 0, vmem.WithStripe(64), vmem.WithSegmentBytes(4096))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			model := make([]uint64, 5000)
+			for i := range model {
+				model[i] = uint64(i)*11 + 1
+			}
+			if err := s.Append(model...); err != nil {
+				t.Fatal(err)
+			}
+			last := p.Device(p.Len() - 1)
+			last.InjectFaults(vmem.Faults{FailAlloc: 1})
+			before := s.DeviceLens()
+			if err := s.Append(make([]uint64, 20000)...); !errors.Is(err, vmem.ErrOutOfMemory) {
+				t.Fatalf("Append with a failing allocation: %v, want ErrOutOfMemory", err)
+			}
+			if s.Len() != len(model) || !slices.Equal(s.DeviceLens(), before) {
+				t.Fatalf("failed Append changed the lengths: %d %v", s.Len(), s.DeviceLens())
+			}
+			got := make([]uint64, len(model))
+			if err := s.CopyTo(got, 0); err != nil || !slices.Equal(got, model) {
+				t.Fatalf("contents after the failed Append: %v", err)
+			}
+			if err := s.Append(7); err != nil {
+				t.Fatalf("Append after the fault: %v", err)
+			}
+			model = append(model, 7)
+
+			// Lose device 1 during a bulk write.
+			p.Device(1).InjectFaults(vmem.Faults{FailSubmit: 1})
+			src := make([]uint64, len(model))
+			err = s.CopyFrom(src, 0)
+			if !errors.Is(err, vmem.ErrDeviceLost) {
+				t.Fatalf("CopyFrom on a lost device: %v, want ErrDeviceLost", err)
+			}
+			if err := s.Append(1); !errors.Is(err, vmem.ErrDeviceLost) {
+				t.Fatalf("Append after device loss: %v, want ErrDeviceLost", err)
+			}
+		})
+	}
+}
+
+func TestPoolSliceClose(t *testing.T) {
+	p := openPool(t, poolKind{"host3", vmem.BackendHost, 3})
+	s, err := vmem.NewPoolSlice[uint64](p, 10, vmem.WithStripe(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, panicked := vmemtest.Panics(func() { s.Get(0) }); !panicked {
+		t.Error("Get after Close did not panic")
+	}
+	if err := s.Append(1); !errors.Is(err, vmem.ErrClosed) {
+		t.Errorf("Append after Close: %v", err)
+	}
+	if err := s.CopyTo(nil, 0); !errors.Is(err, vmem.ErrClosed) {
+		t.Errorf("CopyTo after Close: %v", err)
+	}
+	if _, err := vmem.NewPoolSlice[*int](p, 1); !errors.Is(err, vmem.ErrPointerType) {
+		t.Errorf("NewPoolSlice[*int]: %v", err)
+	}
+	if _, err := vmem.NewPoolSlice[int](p, -1); !errors.Is(err, vmem.ErrRange) {
+		t.Errorf("NewPoolSlice(-1): %v", err)
+	}
+	// Closing one device closes its part: the PoolSlice then reports it.
+	devs := []*vmem.Device{vmemtest.Open(t, vmem.BackendHost, vmem.Options{})}
+	d1, _ := vmem.Open(vmem.Options{Backend: vmem.BackendHost})
+	devs = append(devs, d1)
+	q, _ := vmem.NewPool(devs...)
+	s2, err := vmem.NewPoolSlice[uint64](q, 100, vmem.WithStripe(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1.Close()
+	if err := s2.Fill(1); !errors.Is(err, vmem.ErrClosed) {
+		t.Errorf("Fill with a closed device: %v, want ErrClosed", err)
+	}
+	s2.Close()
+}
+
+// TestPoolSliceConcurrentReads runs readers side by side (for -race).
+func TestPoolSliceConcurrentReads(t *testing.T) {
+	for _, k := range poolKinds() {
+		t.Run(k.name, func(t *testing.T) {
+			p := openPool(t, k)
+			const n = 20000
+			s, err := vmem.NewPoolSlice[uint64](p, n, vmem.WithStripe(128))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			src := make([]uint64, n)
+			for i := range src {
+				src[i] = uint64(i) ^ 0x5555
+			}
+			if err := s.CopyFrom(src, 0); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for g := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := rand.New(rand.NewPCG(uint64(g), 3))
+					idx := make([]int, 2000)
+					dst := make([]uint64, len(idx))
+					for range 3 {
+						for i := range idx {
+							idx[i] = r.IntN(n)
+						}
+						if g%2 == 0 {
+							s.GetMany(idx, dst)
+						} else if err := s.Gather(idx, dst); err != nil {
+							errs <- err
+							return
+						}
+						for k, i := range idx {
+							if dst[k] != src[i] {
+								errs <- fmt.Errorf("reader %d: element %d = %d, want %d", g, i, dst[k], src[i])
+								return
+							}
+						}
+						buf := make([]uint64, 3000)
+						at := r.IntN(n - len(buf))
+						if err := s.CopyTo(buf, at); err != nil {
+							errs <- err
+							return
+						}
+						if !slices.Equal(buf, src[at:at+len(buf)]) {
+							errs <- fmt.Errorf("reader %d: CopyTo at %d differs", g, at)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestPoolSliceFillToCap asks for more than the pool holds: the Resize fails
+// and changes nothing, but leaves what each device could reserve as
+// capacity, and a Resize to Cap then succeeds (how TestPoolCapacity takes
+// all of VRAM).
+func TestPoolSliceFillToCap(t *testing.T) {
+	for _, pl := range []vmem.Placement{vmem.Stripe, vmem.FillFirst} {
+		t.Run(pl.String(), func(t *testing.T) {
+			o := vmem.Options{ChunkSize: 64 << 10}
+			o.Limits[vmem.Mapped] = 1 << 20
+			p := openPool(t, poolKind{"host3", vmem.BackendHost, 3}, o)
+			s, err := vmem.NewPoolSlice[uint64](p, 10, vmem.WithPlacement(pl), vmem.WithStripe(256), vmem.WithSegmentBytes(64<<10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			s.Set(3, 42)
+			if err := s.Resize(1 << 30); !errors.Is(err, vmem.ErrOutOfMemory) {
+				t.Fatalf("Resize past the pool: %v, want ErrOutOfMemory", err)
+			}
+			if s.Len() != 10 || s.Get(3) != 42 {
+				t.Fatalf("failed Resize changed the PoolSlice: len %d", s.Len())
+			}
+			c := s.Cap()
+			if c < 3*(1<<20)/8*3/4 {
+				t.Fatalf("Cap %d after the failed Resize: the devices' room was not kept", c)
+			}
+			if err := s.Resize(c); err != nil {
+				t.Fatalf("Resize(Cap()=%d): %v", c, err)
+			}
+			if s.Get(3) != 42 || s.Get(c-1) != 0 {
+				t.Fatal("contents after Resize(Cap())")
+			}
+			t.Logf("Cap %d elements, DeviceLens %v", c, s.DeviceLens())
+		})
+	}
+}
