@@ -193,6 +193,12 @@ func relOOMRun(t *testing.T, d *vmem.Device, k relKind, n int64) {
 // script, then loses the device between steps with Faults.LoseDevice.
 // Device loss is sticky, so every run gets a fresh device.
 func TestFaultsDeviceLost(t *testing.T) {
+	if btInvariants {
+		// The invariants build's checks read the containers back by DMA:
+		// those reads are submissions too, so the Nth one would land in a
+		// check instead of in the operation under test.
+		t.Skip("not with -tags invariants")
+	}
 	for _, k := range relKinds() {
 		t.Run(k.name, func(t *testing.T) {
 			for _, b := range vmemtest.Backends() {
