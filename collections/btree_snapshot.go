@@ -36,29 +36,8 @@ func (t *BTree[K, V]) Save(w io.Writer) error {
 }
 
 func (t *BTree[K, V]) btSave(w io.Writer) error {
-	n := t.Len()
-	sw, err := newSnapWriter(w, snapfmt.Header{Kind: snapfmt.KindBTree, Fingerprint: btSnapFingerprint[K, V](), Count: uint64(n)})
-	if err != nil {
-		return err
-	}
-	kc, vc := snapCodecFor[K](), snapCodecFor[V]()
-	prev := t.Err()
-	seen := 0
-	for k, v := range t.All() {
-		sw.buf = kc.append(sw.buf, &k)
-		sw.buf = vc.append(sw.buf, &v)
-		seen++
-		if err := sw.flush(false); err != nil {
-			return err
-		}
-	}
-	if err := t.Err(); err != nil && err != prev {
-		return err
-	}
-	if seen != n {
-		return fmt.Errorf("iteration produced %d entries, Len is %d", seen, n)
-	}
-	return sw.close()
+	h := snapfmt.Header{Kind: snapfmt.KindBTree, Fingerprint: btSnapFingerprint[K, V]()}
+	return snapSaveEntries(w, h, t.Len(), t.All(), t.Err)
 }
 
 // LoadBTree reads a snapshot written by BTree.Save into a new tree on dev

@@ -14,6 +14,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"reflect"
 	"unsafe"
@@ -147,15 +148,24 @@ func (m *Map[K, V]) Save(w io.Writer) error {
 }
 
 func (m *Map[K, V]) mapSave(w io.Writer) error {
-	n := m.Len()
-	sw, err := newSnapWriter(w, snapfmt.Header{Kind: snapfmt.KindMap, Fingerprint: mapSnapFingerprint[K, V](), Count: uint64(n)})
+	h := snapfmt.Header{Kind: snapfmt.KindMap, Fingerprint: mapSnapFingerprint[K, V]()}
+	return snapSaveEntries(w, h, m.Len(), m.All(), m.Err)
+}
+
+// snapSaveEntries writes n key/value entries, as all yields them, in
+// checksummed blocks after header h (Count set here). errf reports an
+// error the iteration met (compared before and after, so an older one
+// does not count).
+func snapSaveEntries[K, V any](w io.Writer, h snapfmt.Header, n int, all iter.Seq2[K, V], errf func() error) error {
+	h.Count = uint64(n)
+	sw, err := newSnapWriter(w, h)
 	if err != nil {
 		return err
 	}
 	kc, vc := snapCodecFor[K](), snapCodecFor[V]()
-	prev := m.Err()
+	prev := errf()
 	seen := 0
-	for k, v := range m.All() {
+	for k, v := range all {
 		sw.buf = kc.append(sw.buf, &k)
 		sw.buf = vc.append(sw.buf, &v)
 		seen++
@@ -163,7 +173,7 @@ func (m *Map[K, V]) mapSave(w io.Writer) error {
 			return err
 		}
 	}
-	if err := m.Err(); err != nil && err != prev {
+	if err := errf(); err != nil && err != prev {
 		return err
 	}
 	if seen != n {
