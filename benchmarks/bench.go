@@ -109,6 +109,16 @@ const maxN = 1_000_000_000
 // lasted long enough, so a slow operation is not run more than needed.
 func measure(spec measureSpec, fn benchFunc) ([]sample, error) {
 	var kept []sample
+	if spec.iters == 1 && spec.count <= 1 {
+		// A case measured once (capacity probes) holds what it took until
+		// its fixture closes: a warm-up run would leave the kept run
+		// nothing to take.
+		s, err := runOnce(fn, 1)
+		if err != nil {
+			return nil, err
+		}
+		return []sample{s}, nil
+	}
 	warm, err := runOnce(fn, 1)
 	if err != nil {
 		return nil, err
@@ -144,8 +154,11 @@ func measure(spec measureSpec, fn benchFunc) ([]sample, error) {
 // predictN returns the next b.N of the ramp, as testing.B does: aim 20%
 // past the target, grow at most 100 times, at least by one.
 func predictN(target time.Duration, s sample, last int) int {
-	per := max(s.elapsed.Nanoseconds()/int64(s.n), 1)
-	n := int64(float64(target.Nanoseconds()) * 1.2 / float64(per))
+	// In floating point: bulk cases cost well under a nanosecond per
+	// element, and a per-op cost rounded up to 1 ns would ask for the same
+	// b.N again and again without ever reaching the target.
+	per := max(float64(s.elapsed.Nanoseconds())/float64(s.n), 1e-3)
+	n := int64(float64(target.Nanoseconds()) * 1.2 / per)
 	n = min(n, int64(last)*100)
 	n = max(n, int64(last)+1)
 	return int(min(n, maxN))

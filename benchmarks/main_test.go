@@ -468,3 +468,33 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestMeasureSubNanosecond: a case that costs well under a nanosecond per
+// b.N still reaches the target duration (b.N keeps growing), and a case
+// measured once runs exactly once.
+func TestMeasureSubNanosecond(t *testing.T) {
+	calls := 0
+	fast := func(b *B) error {
+		calls++
+		// 0.25 ns per element, as a 32 GB/s copy of uint64s.
+		b.elapsed += time.Duration(b.N / 4)
+		return nil
+	}
+	ss, err := measure(measureSpec{target: 50 * time.Millisecond, count: 1}, fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ss[0].elapsed; got < 50*time.Millisecond {
+		t.Errorf("kept run lasted %v, want at least the 50ms target (b.N %d, %d runs)", got, ss[0].n, calls)
+	}
+	if calls > 12 {
+		t.Errorf("%d runs to reach the target", calls)
+	}
+	calls = 0
+	if _, err := measure(measureSpec{iters: 1, count: 1}, fast); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("a case measured once ran %d times", calls)
+	}
+}

@@ -55,7 +55,9 @@ func capacityImpl(e *env) *impl {
 					if t == vmem.Host && e.hostAvail > 0 {
 						// Pinned memory the system cannot page out: stay well
 						// clear of what the machine needs.
-						limit = min(limit, e.hostAvail/4)
+						// Pinning runs at a few GB/s: 16 GiB says what
+						// a host tier gives without a minute of probing.
+						limit = min(limit, e.hostAvail/4, 16<<30)
 					}
 					blocks, got, why, err := fillTier(e.dev, t, limit, &held)
 					if err != nil {

@@ -26,6 +26,9 @@ import (
 // shPieceMin is the fewest keys worth a goroutine of their own.
 const shPieceMin = 1 << 14
 
+// shMaxShards bounds the shards of a batch: a key's shard is one byte.
+const shMaxShards = 256
+
 // shPlan is a batch of n keys grouped by shard: shard d's keys are the
 // grouped positions [base[d], base[d+1]).
 type shPlan struct {
@@ -64,12 +67,16 @@ func shPlanBatch(n, nd int, sid []uint8, shardOf func(i int) int) *shPlan {
 	}
 	cnt := make([]int, pieces*nd)
 	shPar(pieces, func(p int) {
-		c := cnt[p*nd : p*nd+nd]
+		// Counters on the goroutine's own stack: counters of neighbouring
+		// pieces in one shared array sit in one cache line, which every
+		// core's increments would pull back and forth.
+		var c [shMaxShards]int
 		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
 			d := shardOf(i)
 			pl.sid[i] = uint8(d)
 			c[d]++
 		}
+		copy(cnt[p*nd:p*nd+nd], c[:nd])
 	})
 	at := 0
 	for d := range nd {
@@ -100,7 +107,8 @@ func (pl *shPlan) run(d int) (lo, hi int) { return pl.base[d], pl.base[d+1] }
 // shGroup copies src (in batch order) into dst grouped by shard.
 func shGroup[T any](pl *shPlan, src, dst []T) {
 	shPar(len(pl.plo)-1, func(p int) {
-		cur := append([]int(nil), pl.off[p*pl.nd:p*pl.nd+pl.nd]...)
+		var cur [shMaxShards]int // on the stack: no cache line shared with another core
+		copy(cur[:], pl.off[p*pl.nd:p*pl.nd+pl.nd])
 		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
 			d := pl.sid[i]
 			dst[cur[d]] = src[i]
@@ -112,10 +120,44 @@ func shGroup[T any](pl *shPlan, src, dst []T) {
 // shUngroup copies grouped results back into dst in batch order.
 func shUngroup[T any](pl *shPlan, grouped, dst []T) {
 	shPar(len(pl.plo)-1, func(p int) {
-		cur := append([]int(nil), pl.off[p*pl.nd:p*pl.nd+pl.nd]...)
+		var cur [shMaxShards]int
+		copy(cur[:], pl.off[p*pl.nd:p*pl.nd+pl.nd])
 		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
 			d := pl.sid[i]
 			dst[i] = grouped[cur[d]]
+			cur[d]++
+		}
+	})
+}
+
+// shScatter copies src (in batch order) into per-shard slices: shard d's
+// keys, in batch order, fill dsts[d] (len run(d)). ShardedMap uses it to
+// write keys straight into each device's upload buffer.
+func shScatter[T any](pl *shPlan, src []T, dsts [][]T) {
+	shPar(len(pl.plo)-1, func(p int) {
+		var cur [shMaxShards]int
+		for d := range pl.nd {
+			cur[d] = pl.off[p*pl.nd+d] - pl.base[d]
+		}
+		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
+			d := pl.sid[i]
+			dsts[d][cur[d]] = src[i]
+			cur[d]++
+		}
+	})
+}
+
+// shGatherFrom is shScatter's inverse: dst[i] gets key i's result from its
+// shard's slice.
+func shGatherFrom[T any](pl *shPlan, srcs [][]T, dst []T) {
+	shPar(len(pl.plo)-1, func(p int) {
+		var cur [shMaxShards]int
+		for d := range pl.nd {
+			cur[d] = pl.off[p*pl.nd+d] - pl.base[d]
+		}
+		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
+			d := pl.sid[i]
+			dst[i] = srcs[d][cur[d]]
 			cur[d]++
 		}
 	})

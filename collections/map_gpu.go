@@ -216,11 +216,54 @@ func (m *Map[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 }
 
 func (m *Map[K, V]) gpuGet(t *mapTable, hmode uint32, keys []K, vals []V, found []bool) error {
-	kb, err := m.dev.NewKernelBatch()
+	j, err := m.gpuGetBegin(t, hmode, min(len(keys), mapGPUChunk))
 	if err != nil {
 		return err
 	}
-	defer kb.Close()
+	defer j.close()
+	for lo := 0; lo < len(keys); lo += j.c {
+		hi := min(lo+j.c, len(keys))
+		n := hi - lo
+		mapParCopy(unsafe.Pointer(unsafe.SliceData(j.keys(n))), unsafe.Pointer(&keys[lo]), uint64(n)*j.ks)
+		if err := j.run(n, found != nil); err != nil {
+			return err
+		}
+		if j.vs > 0 {
+			mapParCopy(unsafe.Pointer(&vals[lo]), unsafe.Pointer(unsafe.SliceData(j.vals(n))), uint64(n)*j.vs)
+		}
+		if found != nil {
+			mapParCopy(unsafe.Pointer(&found[lo]), unsafe.Pointer(unsafe.SliceData(j.found(n))), uint64(n))
+		}
+	}
+	return nil
+}
+
+// mapGetJob is GetBatch on the GPU, a round of up to c keys at a time: the
+// caller writes a round's keys into keys(n) (pinned host memory), run
+// probes them, and vals(n) and found(n) hold the answers until the next
+// run. ShardedMap fills the keys of every shard's job straight from its
+// batch, with no copy of its own in between.
+type mapGetJob[K comparable, V any] struct {
+	m      *Map[K, V]
+	t      *mapTable
+	hmode  uint32
+	kb     *vmem.KernelBatch
+	st     vmem.Staging
+	dv     uint64 // device-local twin of st, same layout
+	c      int
+	ks, vs uint64
+	// Offsets in st and dv: the segment table at 0, keys, hashes (hmode
+	// 0), values, found bytes.
+	offK, offH, offV, offF uint64
+}
+
+// gpuGetBegin brings the mirror of the control bytes in step and takes
+// the memory of rounds of up to c keys against table t.
+func (m *Map[K, V]) gpuGetBegin(t *mapTable, hmode uint32, c int) (*mapGetJob[K, V], error) {
+	kb, err := m.dev.NewKernelBatch()
+	if err != nil {
+		return nil, err
+	}
 	g := &m.gpu
 	g.mu.Lock()
 	copied, err := m.gpuMirror(kb, t)
@@ -231,56 +274,85 @@ func (m *Map[K, V]) gpuGet(t *mapTable, hmode uint32, keys []K, vals []V, found 
 	}
 	g.mu.Unlock()
 	if err != nil {
-		return err
+		kb.Close()
+		return nil, err
 	}
 	var zk K
 	var zv V
-	ks, vs := uint64(unsafe.Sizeof(zk)), uint64(unsafe.Sizeof(zv))
-	c := uint64(min(len(keys), mapGPUChunk))
-	segB := uint64(len(t.segs)) * 16
-	offK := mapRoundUp64(segB, 64)
-	offH := offK + mapRoundUp64(c*ks, 64)
-	offV := offH
+	j := &mapGetJob[K, V]{m: m, t: t, hmode: hmode, kb: kb, c: max(c, 1),
+		ks: uint64(unsafe.Sizeof(zk)), vs: uint64(unsafe.Sizeof(zv))}
+	cc := uint64(j.c)
+	j.offK = mapRoundUp64(uint64(len(t.segs))*16, 64)
+	j.offH = j.offK + mapRoundUp64(cc*j.ks, 64)
+	j.offV = j.offH
 	if hmode == 0 {
-		offV += c * 8
+		j.offV += cc * 8
 	}
-	offF := offV + mapRoundUp64(c*vs, 64)
-	st, err := kb.Staging(offF + mapRoundUp64(c, 4))
+	j.offF = j.offV + mapRoundUp64(cc*j.vs, 64)
+	size := j.offF + mapRoundUp64(cc, 4)
+	if j.st, err = kb.Staging(size); err == nil {
+		// The kernel works on a device-local copy with the staging layout:
+		// a probe that read its key, hash or segment table over the bus
+		// would wait a PCIe round trip per load (5 ms for a batch of 10^6
+		// on an H200 when it did), while one copy each way moves the batch
+		// at 50 GB/s.
+		j.dv, err = kb.Scratch(size)
+	}
 	if err != nil {
-		return err
+		kb.Close()
+		return nil, err
 	}
-	base := st.Ptr
-	m.gpuSegs(t, base)
-	for lo := 0; lo < len(keys); lo += int(c) {
-		hi := min(lo+int(c), len(keys))
-		n := uint64(hi - lo)
-		mapParCopy(unsafe.Add(base, offK), unsafe.Pointer(&keys[lo]), n*ks)
-		if hmode == 0 {
-			hs := unsafe.Slice((*uint64)(unsafe.Add(base, offH)), n)
-			mapPar(int(n), 1<<14, func(a, b int) {
-				for i := a; i < b; i++ {
-					hs[i] = m.hash(&keys[lo+i])
-				}
-			})
-		}
-		p := mapGetPush{keys: st.Addr + offK, hashes: st.Addr + offH, segs: st.Addr, vals: st.Addr + offV,
-			found: st.Addr + offF, seed: m.seed, nb: t.nb, nbAll: t.nbAll, n: uint32(n), ks: uint32(ks),
-			vs: uint32(vs), stride: uint32(m.r.stride), valOff: uint32(m.r.valOff), pp: uint32(m.r.p),
-			shift: uint32(t.shift), hmode: hmode}
-		kb.Dispatch(mapGetKernel, n, &p)
-		if err := kb.Run(); err != nil {
-			return err
-		}
-		if vs > 0 {
-			mapParCopy(unsafe.Pointer(&vals[lo]), unsafe.Add(base, offV), n*vs)
-		}
-		if found != nil {
-			// The kernel writes 0 or 1 per key: Go's bools.
-			mapParCopy(unsafe.Pointer(&found[lo]), unsafe.Add(base, offF), n)
-		}
-	}
-	return nil
+	m.gpuSegs(t, j.st.Ptr)
+	return j, nil
 }
+
+func (j *mapGetJob[K, V]) keys(n int) []K {
+	return unsafe.Slice((*K)(unsafe.Add(j.st.Ptr, j.offK)), n)
+}
+
+func (j *mapGetJob[K, V]) vals(n int) []V {
+	return unsafe.Slice((*V)(unsafe.Add(j.st.Ptr, j.offV)), n)
+}
+
+// found holds 0 or 1 per key, as the kernel writes them: Go's bools.
+func (j *mapGetJob[K, V]) found(n int) []bool {
+	return unsafe.Slice((*bool)(unsafe.Add(j.st.Ptr, j.offF)), n)
+}
+
+// run looks up the n keys written into keys(n): one upload, one kernel,
+// one copy of the answers back, one round trip.
+func (j *mapGetJob[K, V]) run(n int, wantFound bool) error {
+	m, t, nn := j.m, j.t, uint64(n)
+	in := j.offK + nn*j.ks
+	if j.hmode == 0 {
+		ks := j.keys(n)
+		hs := unsafe.Slice((*uint64)(unsafe.Add(j.st.Ptr, j.offH)), n)
+		mapPar(n, 1<<14, func(a, b int) {
+			for i := a; i < b; i++ {
+				hs[i] = m.hash(&ks[i])
+			}
+		})
+		in = j.offH + nn*8
+	}
+	kb, dv := j.kb, j.dv
+	kb.Upload(dv, j.st, 0, in)
+	kb.Barrier()
+	p := mapGetPush{keys: dv + j.offK, hashes: dv + j.offH, segs: dv, vals: dv + j.offV,
+		found: dv + j.offF, seed: m.seed, nb: t.nb, nbAll: t.nbAll, n: uint32(n), ks: uint32(j.ks),
+		vs: uint32(j.vs), stride: uint32(m.r.stride), valOff: uint32(m.r.valOff), pp: uint32(m.r.p),
+		shift: uint32(t.shift), hmode: j.hmode}
+	kb.Dispatch(mapGetKernel, nn, &p)
+	kb.Barrier()
+	if j.vs > 0 {
+		kb.CopyTo(j.st, j.offV, dv+j.offV, nn*j.vs)
+	}
+	if wantFound {
+		kb.CopyTo(j.st, j.offF, dv+j.offF, mapRoundUp64(nn, 4))
+	}
+	return kb.Run()
+}
+
+func (j *mapGetJob[K, V]) close() { j.kb.Close() }
 
 // PutBatch stores vals[i] for keys[i], with PutMany's semantics: in order,
 // so a key given twice keeps its later value. vals must be at least as

@@ -64,6 +64,7 @@ type ShardedMap[K comparable, V any] struct {
 	writes int // writes so far, for the invariants check
 
 	scratch sync.Pool // *shScratch[K, V]
+	sidPool sync.Pool // *[]uint8: shard ids of GetBatch's direct path
 }
 
 // NewShardedMap makes an empty map with one shard on each device of pool.
@@ -425,6 +426,9 @@ func (s *ShardedMap[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 	if len(keys) == 0 {
 		return nil
 	}
+	if done, err := s.getBatchDirect(keys, vals, found); done {
+		return err
+	}
 	sc := s.getScratch(len(keys))
 	defer sc.release(&s.scratch, s.strs)
 	pl := s.plan(keys, sc)
@@ -444,6 +448,89 @@ func (s *ShardedMap[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 		shUngroup(pl, sc.found, found[:len(keys)])
 	}
 	return nil
+}
+
+// getBatchDirect is GetBatch on GPUs without copies of its own: keys go
+// from the batch straight into each shard's upload buffer, and answers
+// from each shard's download buffer straight into vals and found; every
+// device probes its part at the same time. It reports false (having done
+// nothing) where a shard takes no kernels or its part is larger than one
+// round, and GetBatch then splits the batch through scratch.
+func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (bool, error) {
+	if len(keys) < shSmallBatch {
+		return false, nil
+	}
+	for _, m := range s.shards {
+		if _, ok := m.gpuMode(); !ok || m.closed || m.writing || m.t == nil || !m.dev.KernelsAvailable() {
+			return false, nil
+		}
+	}
+	sid := s.getSid(len(keys))
+	defer s.sidPool.Put(sid)
+	pl := shPlanBatch(len(keys), len(s.shards), *sid, func(i int) int { return s.shardOf(&keys[i]) })
+	ds := pl.active()
+	for _, d := range ds {
+		if lo, hi := pl.run(d); hi-lo > mapGPUChunk {
+			return false, nil
+		}
+	}
+	jobs := make([]*mapGetJob[K, V], len(s.shards))
+	defer func() {
+		for _, j := range jobs {
+			if j != nil {
+				j.close()
+			}
+		}
+	}()
+	err := shRun(ds, func(d int) error {
+		m := s.shards[d]
+		if m.pending.Load() {
+			m.flushForRead()
+		}
+		hmode, _ := m.gpuMode()
+		lo, hi := pl.run(d)
+		j, err := m.gpuGetBegin(m.t, hmode, hi-lo)
+		jobs[d] = j
+		return err
+	})
+	if errors.Is(err, vmem.ErrNoKernels) {
+		return false, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	kd := make([][]K, len(s.shards))
+	vd := make([][]V, len(s.shards))
+	fd := make([][]bool, len(s.shards))
+	for _, d := range ds {
+		lo, hi := pl.run(d)
+		kd[d], vd[d], fd[d] = jobs[d].keys(hi-lo), jobs[d].vals(hi-lo), jobs[d].found(hi-lo)
+	}
+	shScatter(pl, keys, kd)
+	if err := shRun(ds, func(d int) error {
+		lo, hi := pl.run(d)
+		return jobs[d].run(hi-lo, found != nil)
+	}); err != nil {
+		return true, err
+	}
+	shGatherFrom(pl, vd, vals[:len(keys)])
+	if found != nil {
+		shGatherFrom(pl, fd, found[:len(keys)])
+	}
+	return true, nil
+}
+
+// getSid returns shard-id scratch of n bytes from the map's pool.
+func (s *ShardedMap[K, V]) getSid(n int) *[]uint8 {
+	p, _ := s.sidPool.Get().(*[]uint8)
+	if p == nil {
+		p = new([]uint8)
+	}
+	if cap(*p) < n {
+		*p = make([]uint8, n)
+	}
+	*p = (*p)[:n]
+	return p
 }
 
 // PutMany stores vals[i] for keys[i], in order (a key given twice keeps its

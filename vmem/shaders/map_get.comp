@@ -1,9 +1,9 @@
 #version 460
 // map_get answers a batch of Map lookups (Map.GetBatch): each invocation
-// takes one key from pinned host memory, hashes them (or
-// reads the CPU's hashes), probes the table (control bytes from their
-// device copy, slots in VRAM), and writes each value (zero when absent)
-// and a found byte per key back into pinned host memory.
+// takes one key from the batch's device-local copy, hashes it (or reads
+// the CPU's hash), probes the table (control bytes from their device
+// copy, slots in VRAM), and writes each value (zero when absent) and a
+// found byte per key beside the keys; one copy takes them to the host.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "map.glsl"
