@@ -115,12 +115,20 @@ func (t *BTree[K, V]) gpuGet(keys []K, vals []V, found []bool) error {
 	vs := uint64(g.vs)
 	offV := c * 24
 	offF := offV + mapRoundUp64(c*vs, 64)
-	st, err := kb.Staging(offF + mapRoundUp64(c, 4))
+	size := offF + mapRoundUp64(c, 4)
+	st, err := kb.Staging(size)
+	if err != nil {
+		return err
+	}
+	// The kernel reads the queries from, and writes the answers to, a
+	// device-local twin of the staging layout; one copy each way moves
+	// them (as Map.GetBatch does).
+	dv, err := kb.Scratch(size)
 	if err != nil {
 		return err
 	}
 	base := st.Ptr
-	p := btGetPush{q: st.Addr, vals: st.Addr + offV, found: st.Addr + offF, ks: uint32(g.ks), vs: uint32(vs),
+	p := btGetPush{q: dv, vals: dv + offV, found: dv + offF, ks: uint32(g.ks), vs: uint32(vs),
 		keyOff: uint32(g.keyOff), valOff: uint32(g.valOff)}
 	if !g.vdense {
 		p.perLine, p.group, p.stride = uint32(g.vrec.PerLine), uint32(g.vrec.LinesPer*64), uint32(g.vrec.Stride)
@@ -138,7 +146,16 @@ func (t *BTree[K, V]) gpuGet(keys []K, vals []V, found []bool) error {
 			}
 		})
 		p.n = uint32(n)
+		kb.Upload(dv, st, 0, uint64(n)*24)
+		kb.Barrier()
 		kb.Dispatch(btGetKernel, uint64(n), &p)
+		kb.Barrier()
+		if vs > 0 {
+			kb.CopyTo(st, offV, dv+offV, uint64(n)*vs)
+		}
+		if found != nil {
+			kb.CopyTo(st, offF, dv+offF, mapRoundUp64(uint64(n), 4))
+		}
 		if err := kb.Run(); err != nil {
 			return err
 		}

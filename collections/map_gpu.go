@@ -453,6 +453,13 @@ func (m *Map[K, V]) gpuPut(hmode uint32, keys []K, vals []V) error {
 	if err != nil {
 		return err
 	}
+	// The values go to the device with the keys: read from pinned memory
+	// by the kernel, each would cost a trip over the bus.
+	if vs > 0 {
+		if o.dv, err = kb.Scratch(c * vs); err != nil {
+			return err
+		}
+	}
 	for lo := 0; lo < len(keys); lo += int(c) {
 		hi := min(lo+int(c), len(keys))
 		if err := m.gpuPutChunk(kb, hmode, keys[lo:hi], vals[lo:hi], scr, st, tsize, o); err != nil {
@@ -467,8 +474,9 @@ func (m *Map[K, V]) gpuPut(hmode uint32, keys []K, vals []V) error {
 }
 
 // mapPutStage is the staging layout of gpuPut: offsets of the keys (0),
-// hashes, values, states, locations and counters.
-type mapPutStage struct{ h, v, s, l, c uint64 }
+// hashes, values, states, locations and counters; and the device address
+// of the values' device-local copy.
+type mapPutStage struct{ h, v, s, l, c, dv uint64 }
 
 // gpuPutChunk stores one chunk: round one dedups, syncs the mirror and
 // classifies; the CPU grows the table if the new keys need room; round two
@@ -494,14 +502,20 @@ func (m *Map[K, V]) gpuPutChunk(kb *vmem.KernelBatch, hmode uint32, keys []K, va
 	}
 	g := &m.gpu
 	push := func(t *mapTable, phase uint32, segs uint64) *mapPutPush {
-		return &mapPutPush{scr: scr, vals: st.Addr + o.v, segs: segs, seed: m.seed, nb: t.nb, nbAll: t.nbAll,
+		return &mapPutPush{scr: scr, vals: o.dv, segs: segs, seed: m.seed, nb: t.nb, nbAll: t.nbAll,
 			n: uint32(n), ks: uint32(ks), vs: uint32(vs), stride: uint32(m.r.stride), valOff: uint32(m.r.valOff),
 			pp: uint32(m.r.p), shift: uint32(t.shift), hmode: hmode, phase: phase, tsize: uint32(tsize)}
 	}
 	// classify records the mirror's copies (if it is out of step) and
 	// phase 2 against table t; it returns the segment table's address.
 	classify := func(t *mapTable) (uint64, error) {
-		segs, err := kb.Staging(uint64(len(t.segs)) * 16)
+		segB := uint64(len(t.segs)) * 16
+		segs, err := kb.Staging(segB)
+		if err != nil {
+			return 0, err
+		}
+		// Every probe reads the segment table: from VRAM, not over the bus.
+		segD, err := kb.Scratch(segB)
 		if err != nil {
 			return 0, err
 		}
@@ -512,10 +526,11 @@ func (m *Map[K, V]) gpuPutChunk(kb *vmem.KernelBatch, hmode uint32, keys []K, va
 			return 0, err
 		}
 		m.gpuSegs(t, segs.Ptr)
+		kb.Upload(segD, segs, 0, segB)
 		kb.Barrier()
-		kb.Dispatch(mapPutKernel, n, push(t, 2, segs.Addr))
+		kb.Dispatch(mapPutKernel, n, push(t, 2, segD))
 		kb.Barrier()
-		return segs.Addr, nil
+		return segD, nil
 	}
 	inStep := func(ok bool) {
 		g.mu.Lock()
@@ -525,6 +540,9 @@ func (m *Map[K, V]) gpuPutChunk(kb *vmem.KernelBatch, hmode uint32, keys []K, va
 
 	// Round one.
 	kb.Upload(scr+y.k, st, 0, n*ks)
+	if vs > 0 {
+		kb.Upload(o.dv, st, o.v, n*vs)
+	}
 	if hmode == 0 {
 		kb.Upload(scr+y.h, st, o.h, n*8)
 	}

@@ -3,8 +3,9 @@
 // each key's leaf in the host index; each invocation takes one query
 // (leaf address, key, entry count), binary-searches the leaf's sorted key
 // array in VRAM, and writes the value (zero when absent) and a found byte
-// per key into pinned host memory. Keys are 4- or 8-byte integers,
-// compared as unsigned after flipping the sign bit of signed ones.
+// per key beside the queries (a device-local buffer). Keys are 4- or
+// 8-byte integers, compared as unsigned after flipping the sign bit of
+// signed ones.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 

@@ -26,7 +26,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer AWord { uint
 
 layout(push_constant) uniform P {
 	uint64_t scr;   // scratch, laid out as above
-	uint64_t vals;  // n values, vs bytes apart (pinned host memory)
+	uint64_t vals;  // n values, vs bytes apart (a device-local copy)
 	uint64_t segs;  // per segment: slots address, control bytes address
 	uint64_t seed;
 	uint64_t nb;
