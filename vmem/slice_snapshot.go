@@ -13,12 +13,19 @@ package vmem
 // written to the device. Blocks are 16 MiB of whole elements: one block's
 // DMA is long enough for the link (31-36 GB/s at 16 MiB on an H200), and
 // its checksum splits over cores (snapfmt.Checksum).
+//
+// LoadSlice splits each block over up to 16 goroutines that checksum a
+// part and write it to its place (one core's stores into mapped VRAM reach
+// 22 GB/s, several reach the link's 33 GB/s), and allocates the next
+// segment on another goroutine meanwhile: a 1 GiB segment costs about
+// 30 ms to allocate plus a fault per page, as long as writing much of it.
 
 import (
 	"fmt"
 	"io"
 	"math"
 	"reflect"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -250,13 +257,16 @@ func (d *Device) sliceSnapMaxBytes() uint64 {
 // (ErrTypeMismatch otherwise), that the element count fits the device,
 // every block's CRC-32C and the trailer; a damaged or truncated stream
 // gives an error matching ErrCorrupt. Device memory is taken one segment at
-// a time as blocks arrive, so a forged count costs at most one segment
-// beyond the data the stream holds. On any error the new Slice is freed.
+// a time as blocks arrive (the next one is allocated while the current one
+// is written), so a forged count costs at most two segments beyond the data
+// the stream holds. On any error the new Slice is freed and no goroutine
+// of LoadSlice is left running.
 //
-// Blocks are read into pinned staging and go to the device by DMA while
-// the next ones are read. When r is a Nexter (bytes.Buffer is one), blocks
-// are taken from r's memory without a copy; a bytes.Buffer over the memory
-// of a vmem.Host block is the fastest source there is.
+// Blocks are read into pinned staging and verified and written to the
+// device on several goroutines while the next ones are read. When r is a
+// Nexter (bytes.Buffer is one), blocks are taken from r's memory without a
+// copy, each finished before the next is asked for; a bytes.Buffer over
+// the memory of a vmem.Host block is the fastest source there is.
 func LoadSlice[T any](dev *Device, r io.Reader, opts ...SliceOption) (*Slice[T], error) {
 	if err := layout.Check[T](); err != nil {
 		return nil, fmt.Errorf("vmem: LoadSlice: %w", err)
@@ -312,6 +322,77 @@ func (s *Slice[T]) growTo(n int) error {
 	return nil
 }
 
+// sliceLoadGrow allocates the Slice's next segments on goroutines of
+// their own while the blocks before them are written: an allocation
+// (vkAllocateMemory, the GPU's zeroing and a first touch of every page)
+// takes as long as writing a good part of a segment. Only the loading
+// goroutine installs segments in s.segs; the allocating ones read nothing
+// that changes.
+type sliceLoadGrow struct {
+	cap     int                 // capacity of the installed segments
+	pending []chan sliceLoadSeg // allocations in flight, oldest first
+}
+
+type sliceLoadSeg struct {
+	sg  segment
+	err error
+}
+
+// sliceLoadAhead is how many segments are allocated ahead of the data.
+// One keeps the allocations back to back when they are the slower part;
+// more would pay only if a tier's allocations could overlap, and they do
+// not (Device.grow holds the tier's lock through the whole allocation).
+const sliceLoadAhead = 1
+
+// loadCover sets the length to n, installing segments as needed (those
+// allocated ahead first), then starts allocating the next ones if the
+// snapshot's count needs them. A forged count thus costs at most
+// sliceLoadAhead+1 segments beyond the data the stream holds.
+func (s *Slice[T]) loadCover(g *sliceLoadGrow, n, count int) error {
+	full := s.segCap()
+	for g.cap < n {
+		if err := s.usable(); err != nil {
+			return err
+		}
+		var r sliceLoadSeg
+		if len(g.pending) > 0 {
+			r = <-g.pending[0]
+			g.pending = g.pending[1:]
+		} else {
+			r.sg, r.err = s.allocSeg(full)
+		}
+		if r.err != nil {
+			return r.err
+		}
+		// The first segment is full here (loadBody reserved it), so the
+		// new one continues the index arithmetic of pieces and off.
+		s.segs = append(s.segs, r.sg)
+		s.syncHeld()
+		g.cap += r.sg.cap
+	}
+	s.setLen(max(n, s.n))
+	for len(g.pending) < sliceLoadAhead && g.cap+len(g.pending)*full < count {
+		ch := make(chan sliceLoadSeg, 1)
+		g.pending = append(g.pending, ch)
+		go func() {
+			var r sliceLoadSeg
+			r.sg, r.err = s.allocSeg(full)
+			ch <- r
+		}()
+	}
+	return nil
+}
+
+// stop waits for the allocations in flight and frees their segments.
+func (g *sliceLoadGrow) stop(d *Device) {
+	for _, ch := range g.pending {
+		if r := <-ch; r.err == nil {
+			d.Free(r.sg.blk)
+		}
+	}
+	g.pending = nil
+}
+
 // loadBody reads count elements, per to a block, then the end of the
 // snapshot.
 func (s *Slice[T]) loadBody(sr *snapfmt.Reader, count, per int) error {
@@ -322,15 +403,17 @@ func (s *Slice[T]) loadBody(sr *snapfmt.Reader, count, per int) error {
 		return s.loadEnd(sr)
 	}
 	// The first segment is allocated at its final size so that it never
-	// moves while a stage is written into it.
+	// moves while a block is written into it; later segments only append.
 	if err := s.reserve(min(count, s.segCap())); err != nil {
 		return err
 	}
+	g := &sliceLoadGrow{cap: s.Cap()}
+	defer g.stop(s.dev)
 	var err error
 	if sr.ZeroCopy() {
-		err = s.loadBorrowed(sr, count, per)
+		err = s.loadBorrowed(sr, g, count, per)
 	} else {
-		err = s.loadStaged(sr, count, per)
+		err = s.loadStaged(sr, g, count, per)
 	}
 	if err != nil {
 		return err
@@ -365,36 +448,106 @@ func (s *Slice[T]) nextBlock(sr *snapfmt.Reader, dst []byte, at, k int) (snapfmt
 	return b, nil
 }
 
-// loadBorrowed takes each block from the stream's memory: its checksum
-// runs on other goroutines while it is written to the device, and both
-// end before the next block is asked for (Nexter's contract).
-func (s *Slice[T]) loadBorrowed(sr *snapfmt.Reader, count, per int) error {
-	var tmp []T
-	for at := 0; at < count; at += per {
-		k := min(per, count-at)
-		b, err := s.nextBlock(sr, nil, at, k)
-		if err != nil {
-			return err
-		}
-		if err := s.growTo(at + k); err != nil {
-			return err
-		}
-		verr := make(chan error, 1)
-		go func() { verr <- b.Verify() }()
-		if s.dense(0) {
-			err = s.writeBytes(at, k, b.Data)
-		} else {
-			// Records are re-spaced from an aligned copy: the stream's
-			// bytes may sit at any address.
-			if len(tmp) < k {
-				tmp = make([]T, k)
+// sliceLoadTask is one part of a block for one worker: bytes [lo, hi) of
+// the block's data, checksummed when sum is set (the checksummed parts
+// cover the data in order) and written to element j of blk unless blk is
+// zero. Destinations are fixed by the loading goroutine before the workers
+// start, so workers never read s.segs, which grows meanwhile.
+type sliceLoadTask struct {
+	lo, hi int
+	sum    bool
+	blk    Block
+	j      int
+}
+
+const (
+	// sliceLoadWorkers bounds the goroutines that verify and write one
+	// block: the CPU's stores into mapped VRAM reach the link's limit
+	// (about 33 GB/s) from a few cores, and CRC-32C runs at several GB/s
+	// per core.
+	sliceLoadWorkers = 16
+	// sliceLoadPart is the least a worker takes: below it the goroutine
+	// costs more than it saves.
+	sliceLoadPart = 256 << 10
+)
+
+// loadPlan splits the block holding elements [at, at+k) into tasks, from
+// the segments as they are now.
+func (s *Slice[T]) loadPlan(tasks []sliceLoadTask, at, k int) []sliceLoadTask {
+	w := min(runtime.GOMAXPROCS(0), sliceLoadWorkers)
+	part := max((k+w-1)/w, int(sliceLoadPart/s.size), 1)
+	size := int(s.size)
+	s.pieces(at, k, func(sg *segment, j, from, kk int) error {
+		if sg.kind == segDMA {
+			// One DMA for the whole piece: several small ones are slower
+			// on the link. Only the checksum is split.
+			tasks = append(tasks, sliceLoadTask{lo: from * size, hi: (from + kk) * size, blk: sg.blk, j: j})
+			for e := 0; e < kk; e += part {
+				m := min(part, kk-e)
+				tasks = append(tasks, sliceLoadTask{lo: (from + e) * size, hi: (from + e + m) * size, sum: true})
 			}
-			copy(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(tmp))), len(b.Data)), b.Data)
-			err = s.CopyFrom(tmp[:k], at)
+			return nil
 		}
-		if e := <-verr; e != nil {
-			return e
+		// Parts of a line written by two workers are safe: the device
+		// writes the ragged ends of a range byte-exact (lineio.Copy).
+		for e := 0; e < kk; e += part {
+			m := min(part, kk-e)
+			tasks = append(tasks, sliceLoadTask{lo: (from + e) * size, hi: (from + e + m) * size, sum: true, blk: sg.blk, j: j + e})
 		}
+		return nil
+	})
+	return tasks
+}
+
+// loadRun verifies and writes one block's tasks on up to sliceLoadWorkers
+// goroutines and waits for all of them. A wrong checksum wins over a
+// device error: the bytes were bad before they were written.
+func (s *Slice[T]) loadRun(b *snapfmt.Block, tasks []sliceLoadTask) error {
+	sums := make([]uint32, len(tasks))
+	errs := make([]error, len(tasks))
+	do := func(i int) {
+		t := &tasks[i]
+		p := b.Data[t.lo:t.hi]
+		if t.sum {
+			sums[i] = snapfmt.Sum(p)
+		}
+		if !t.blk.IsZero() {
+			errs[i] = s.loadPut(t.blk, t.j, p)
+		}
+	}
+	if nw := min(runtime.GOMAXPROCS(0), sliceLoadWorkers, len(tasks)); nw <= 1 {
+		for i := range tasks {
+			do(i)
+		}
+	} else {
+		var wg sync.WaitGroup
+		for g := range nw {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; i < len(tasks); i += nw {
+					do(i)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	crc, length := uint32(0), 0
+	for i, t := range tasks {
+		if !t.sum {
+			continue
+		}
+		if length == 0 {
+			crc = sums[i]
+		} else {
+			crc = snapfmt.Combine(crc, sums[i], int64(t.hi-t.lo))
+		}
+		length += t.hi - t.lo
+	}
+	if crc != b.CRC {
+		return fmt.Errorf("%w: block %d: checksum %08x, computed %08x", snapfmt.ErrCorrupt, b.Index, b.CRC, crc)
+	}
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}
@@ -402,20 +555,67 @@ func (s *Slice[T]) loadBorrowed(sr *snapfmt.Reader, count, per int) error {
 	return nil
 }
 
-// writeBytes writes the bytes of k densely packed elements at element at.
-func (s *Slice[T]) writeBytes(at, k int, data []byte) error {
-	if err := s.checkSpan("CopyFrom", at, k); err != nil {
-		return err
+// loadPut writes the bytes of len(src)/size elements, densely packed and
+// at any address, at element j of a segment's block. Layouts that space
+// records out are re-spaced through a scratch image that covers exactly
+// the records' span, so bytes outside it (a neighbouring task's records)
+// are never written.
+func (s *Slice[T]) loadPut(blk Block, j int, src []byte) error {
+	if s.dense(0) {
+		return s.dev.Write(blk, uint64(s.off(j)), src)
 	}
-	return s.pieces(at, k, func(sg *segment, j, from, kk int) error {
-		lo := uintptr(from) * s.size
-		return s.dev.Write(sg.blk, uint64(s.off(j)), data[lo:lo+uintptr(kk)*s.size])
-	})
+	size := int(s.size)
+	bp := stagePool.Get().(*[]byte)
+	defer stagePool.Put(bp)
+	buf := *bp
+	per := max((len(buf)/int(s.group)-2)*s.perLine, 1)
+	for k := len(src) / size; k > 0; {
+		m := min(k, per)
+		base := s.off(j)
+		n := int(s.off(j+m-1)-base) + size
+		if n > len(buf) {
+			buf = make([]byte, n) // records larger than the scratch
+		}
+		img := buf[:n]
+		clear(img)
+		for e := range m {
+			copy(img[s.off(j+e)-base:][:size], src[e*size:(e+1)*size])
+		}
+		if err := s.dev.Write(blk, uint64(base), img); err != nil {
+			return err
+		}
+		j, k, src = j+m, k-m, src[m*size:]
+	}
+	return nil
+}
+
+// loadBorrowed takes each block from the stream's memory. Its parts are
+// verified and written by several goroutines, which all end before the
+// next block is asked for (Nexter's contract: the memory is valid until
+// the next call); the next segment is allocated meanwhile.
+func (s *Slice[T]) loadBorrowed(sr *snapfmt.Reader, g *sliceLoadGrow, count, per int) error {
+	var tasks []sliceLoadTask
+	for at := 0; at < count; at += per {
+		k := min(per, count-at)
+		b, err := s.nextBlock(sr, nil, at, k)
+		if err != nil {
+			return err
+		}
+		if err := s.loadCover(g, at+k, count); err != nil {
+			return err
+		}
+		tasks = s.loadPlan(tasks[:0], at, k)
+		if err := s.loadRun(&b, tasks); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loadStaged reads a stage of blocks from the stream into pinned memory
-// while a goroutine verifies and writes the stage before.
-func (s *Slice[T]) loadStaged(sr *snapfmt.Reader, count, per int) error {
+// while a goroutine verifies and writes the stage before (each block on
+// several goroutines).
+func (s *Slice[T]) loadStaged(sr *snapfmt.Reader, g *sliceLoadGrow, count, per int) error {
 	stageN := min(count, max(sliceSnapStage/int(s.size)/per, 1)*per)
 	st := s.newStages(2, stageN)
 	defer s.freeStages(st)
@@ -429,10 +629,14 @@ func (s *Slice[T]) loadStaged(sr *snapfmt.Reader, count, per int) error {
 		return <-done
 	}
 	defer wait()
-	blocks := make([][]snapfmt.Block, len(st))
+	type job struct {
+		b     snapfmt.Block
+		tasks []sliceLoadTask
+	}
+	jobs := make([][]job, len(st))
 	cur := 0
 	for at := 0; at < count; at += stageN {
-		x, bl := st[cur], blocks[cur][:0]
+		x, jb := st[cur], jobs[cur][:0]
 		x.at, x.k = at, min(stageN, count-at)
 		data := s.stageBytes(x, x.k)
 		for off := 0; off < x.k; off += per {
@@ -442,42 +646,31 @@ func (s *Slice[T]) loadStaged(sr *snapfmt.Reader, count, per int) error {
 			if err != nil {
 				return err
 			}
-			bl = append(bl, b)
+			jb = append(jb, job{b: b})
 		}
-		blocks[cur] = bl
-		// The previous stage must be written before the Slice grows: a
-		// new segment changes what a writer in flight reads.
+		// The writer in flight has its destinations already: the Slice
+		// may grow under it.
+		if err := s.loadCover(g, at+x.k, count); err != nil {
+			return err
+		}
+		for i := range jb {
+			jb[i].tasks = s.loadPlan(jb[i].tasks[:0], at+i*per, min(per, x.k-i*per))
+		}
+		jobs[cur] = jb
 		if err := wait(); err != nil {
 			return err
 		}
-		if err := s.growTo(at + x.k); err != nil {
-			return err
-		}
 		busy = true
-		go func() { done <- s.writeStage(x, bl) }()
+		go func() {
+			for i := range jb {
+				if err := s.loadRun(&jb[i].b, jb[i].tasks); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
 		cur = 1 - cur
 	}
 	return wait()
-}
-
-// writeStage verifies a stage's blocks on their own goroutines while its
-// elements go to the device.
-func (s *Slice[T]) writeStage(x *sliceStage[T], bl []snapfmt.Block) error {
-	errs := make([]error, len(bl))
-	var wg sync.WaitGroup
-	for i := range bl {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = bl[i].Verify()
-		}()
-	}
-	werr := s.CopyFrom(x.buf[:x.k], x.at)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return werr
 }

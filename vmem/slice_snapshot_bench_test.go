@@ -91,7 +91,8 @@ func (p *pinnedBuf) free() {
 // BenchmarkSliceSnapshot saves a Slice[uint64] to io.Discard and loads it
 // back from a snapshot in pinned host memory (no copy by the reader), with
 // throughput in GB/s of element bytes. The H200 target is 10 GB/s each way
-// for 10 GiB (GOVRAM_BENCH_SNAPSHOT_GIB=10).
+// for 10 GiB (GOVRAM_BENCH_SNAPSHOT_GIB=10). alloc is NewSlice and Close of
+// the same size: the part of a load spent allocating segments.
 func BenchmarkSliceSnapshot(b *testing.B) {
 	nbytes := snapBenchBytes(b)
 	n := int(nbytes / 8)
@@ -114,6 +115,19 @@ func BenchmarkSliceSnapshot(b *testing.B) {
 				if err := s.Save(io.Discard); err != nil {
 					b.Fatal(err)
 				}
+			}
+			b.ReportMetric(float64(nbytes)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+		// What a load cannot beat: allocating the Slice's segments, which
+		// the device does one after another.
+		b.Run("alloc/"+name, func(b *testing.B) {
+			b.SetBytes(int64(nbytes))
+			for b.Loop() {
+				l, err := vmem.NewSlice[uint64](d, n)
+				if err != nil {
+					b.Fatal(err)
+				}
+				l.Close()
 			}
 			b.ReportMetric(float64(nbytes)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 		})

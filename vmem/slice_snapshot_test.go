@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime"
 	"testing"
 	"testing/iotest"
+	"time"
 	"unsafe"
 
 	"github.com/govram/govram/internal/snapfmt"
@@ -293,6 +295,177 @@ func TestSliceSnapshotFaults(t *testing.T) {
 			if !errors.Is(err, vmem.ErrOutOfMemory) {
 				t.Errorf("alloc fault %d: %v, want ErrOutOfMemory", n, err)
 			}
+		}
+	})
+}
+
+// snapReuser is a Nexter that hands out one buffer, overwritten by every
+// call: a loader that read a block after asking for the next would see
+// other bytes (and the race detector would see the overlap).
+type snapReuser struct {
+	data []byte
+	buf  []byte
+}
+
+func (r *snapReuser) Next(n int) []byte {
+	n = min(n, len(r.data))
+	if cap(r.buf) < n {
+		r.buf = make([]byte, n)
+	}
+	b := r.buf[:n]
+	copy(b, r.data)
+	r.data = r.data[n:]
+	return b
+}
+
+func (r *snapReuser) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	return copy(p, r.Next(len(p))), nil
+}
+
+// snapFillLarge is snapFill for snapshots of several blocks: the pattern
+// goes in a word at a time, which matters under the race detector.
+func snapFillLarge[T any](t testing.TB, d *vmem.Device, n int, opts ...vmem.SliceOption) (*vmem.Slice[T], []T) {
+	t.Helper()
+	want := make([]T, n)
+	b := snapBytes(want)
+	for k := 0; k+8 <= len(b); k += 8 {
+		binary.LittleEndian.PutUint64(b[k:], uint64(k)*0x9e3779b97f4a7c15+1)
+	}
+	s, err := vmem.NewSlice[T](d, n, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CopyFrom(want, 0); err != nil {
+		t.Fatal(err)
+	}
+	return s, want
+}
+
+// snapBlockElems is how many elements of T a snapshot block holds.
+func snapBlockElems[T any]() int { return max(16<<20/int(unsafe.Sizeof(*new(T))), 1) }
+
+// snapSettle waits until no more goroutines run than before: LoadSlice
+// must leave none behind, whatever happened.
+func snapSettle(t *testing.T, before int) {
+	t.Helper()
+	for range 200 {
+		if runtime.NumGoroutine() <= before {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	buf := make([]byte, 1<<20)
+	t.Fatalf("%d goroutines after LoadSlice, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+}
+
+// TestSliceSnapshotLargeSegments loads snapshots of several 16 MiB blocks
+// into small segments, so that blocks span segments, segments are
+// allocated ahead while blocks are written, and blocks split over workers
+// at addresses that share lines; through every kind of reader.
+func TestSliceSnapshotLargeSegments(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		blocks := 2
+		if testing.Short() || snapRace {
+			blocks = 1
+		}
+		t.Run("uint64", func(t *testing.T) {
+			snapLarge[uint64](t, d, blocks*snapBlockElems[uint64]()+12345, vmem.WithSegmentBytes(3<<20))
+		})
+		// Records spaced out (on Vulkan), blocks that end inside a line.
+		if !snapRace || d.Backend() == vmem.BackendVulkan {
+			t.Run("24B", func(t *testing.T) {
+				snapLarge[snap24](t, d, blocks*snapBlockElems[snap24]()+77, vmem.WithSegmentBytes(5<<20))
+			})
+		}
+		if !testing.Short() && !snapRace {
+			t.Run("100B", func(t *testing.T) {
+				snapLarge[snap100](t, d, snapBlockElems[snap100]()+1000, vmem.WithSegmentBytes(1<<20))
+			})
+		}
+	})
+}
+
+func snapLarge[T any](t *testing.T, d *vmem.Device, n int, opts ...vmem.SliceOption) {
+	s, want := snapFillLarge[T](t, d, n)
+	data := snapSave(t, s)
+	s.Close()
+	readers := map[string]func() io.Reader{
+		"buffer": func() io.Reader { return bytes.NewBuffer(data) },
+		"reader": func() io.Reader { return bytes.NewReader(data) },
+		"reuser": func() io.Reader { return &snapReuser{data: data} },
+	}
+	for name, mk := range readers {
+		before := runtime.NumGoroutine()
+		l, err := vmem.LoadSlice[T](d, mk(), opts...)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		snapSettle(t, before)
+		snapCheck(t, l, want)
+		l.Close()
+	}
+}
+
+// TestSliceSnapshotLateDamage damages the last block of a snapshot of
+// several blocks, or cuts the stream inside it, while the loader is busy
+// with the blocks before: ErrCorrupt, nothing leaked (vmemtest checks),
+// no goroutine left.
+func TestSliceSnapshotLateDamage(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		per := snapBlockElems[uint64]()
+		n := per + per/2
+		if !testing.Short() && !snapRace {
+			n += per
+		}
+		s, _ := snapFillLarge[uint64](t, d, n)
+		data := snapSave(t, s)
+		s.Close()
+		seg := vmem.WithSegmentBytes(2 << 20)
+		last := len(data) - 64 - (n%per)*8/2 // inside the last block's data
+		cases := map[string][]byte{
+			"flip": func() []byte { b := bytes.Clone(data); b[last] ^= 0x10; return b }(),
+			"cut":  data[:last],
+			"end":  data[:len(data)-8], // the trailer is short
+		}
+		for name, b := range cases {
+			for rname, r := range map[string]func() io.Reader{
+				"buffer": func() io.Reader { return bytes.NewBuffer(b) },
+				"reader": func() io.Reader { return bytes.NewReader(b) },
+			} {
+				before := runtime.NumGoroutine()
+				l, err := vmem.LoadSlice[uint64](d, r(), seg)
+				if !errors.Is(err, vmem.ErrCorrupt) {
+					t.Errorf("%s/%s: %v, want ErrCorrupt", name, rname, err)
+				}
+				if l != nil {
+					t.Fatalf("%s/%s: a Slice came back with an error", name, rname)
+				}
+				snapSettle(t, before)
+			}
+		}
+		// An allocation failing in the middle of the load (the first
+		// segment, a stage or a segment allocated ahead).
+		for k := int64(2); k <= 8; k += 3 {
+			d.InjectFaults(vmem.Faults{FailAlloc: k})
+			before := runtime.NumGoroutine()
+			l, err := vmem.LoadSlice[uint64](d, bytes.NewBuffer(data), seg)
+			d.InjectFaults(vmem.Faults{})
+			if err == nil {
+				// On Vulkan a segment the mapped tier refuses goes to
+				// the private tier.
+				l.Close()
+				if d.Backend() == vmem.BackendHost {
+					t.Errorf("alloc fault %d: no error", k)
+				}
+				continue
+			}
+			if !errors.Is(err, vmem.ErrOutOfMemory) {
+				t.Errorf("alloc fault %d: %v, want ErrOutOfMemory", k, err)
+			}
+			snapSettle(t, before)
 		}
 	})
 }
