@@ -16,9 +16,12 @@ package vmem
 // 64-bit), less the bytes that every key shares, which a census finds
 // while the keys are read (one round trip). A pass counts each tile's
 // digits (sort_hist), scans the digit-major counts (scan, 3 dispatches),
-// and moves each tile's keys to their places (sort_scatter), stably.
-// Segments are read into one key
-// array by sort_keys and written back by sort_store (Sort) or, for SortBy,
+// and moves each tile's keys to their places (sort_tile), stably:
+// sort_tile loads a tile with coalesced loads into shared memory, sorts
+// it there by the digit with subgroup scans, and writes each digit's run
+// with coalesced stores (sort_scatter, the first version, stays for
+// devices with less shared memory and for comparison: GOVRAM_SORT_OLD=1).
+// Segments are read into one key array by sort_keys and written back by sort_store (Sort) or, for SortBy,
 // the sort carries each record's index and sort_permute copies records
 // from a copy of the segments taken first. So a Slice of many segments, in
 // any tiers, sorts as one array; the scratch arrays must each fit one
@@ -30,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"reflect"
 	"slices"
 	"sync"
@@ -307,6 +311,34 @@ const (
 	kernScanBlock = kernWG * 8
 )
 
+// kernSortTilePush mirrors sort_tile's push constants.
+type kernSortTilePush struct {
+	kin, kout, vin, vout, hist uint64
+	n, tiles, shift, kw, flags uint32
+	_                          uint32
+}
+
+// sort_tile, the scatter pass with coalesced loads and stores and subgroup
+// scans, replaces sort_scatter unless GOVRAM_SORT_OLD=1 (for comparisons)
+// or the device has too little shared memory for it.
+var (
+	kernSortTileK = newKernel("sort_tile", kernSortTilePush{}, false)
+	kernSortOld   = os.Getenv("GOVRAM_SORT_OLD") == "1"
+	kernSortFlags atomic.Uint32 // tests: sort_tile's flags, and kernSortFlagOld
+)
+
+// Test settings of the sort (kernSortFlags): sort_tile's scan in shared
+// memory only (its fallback when subgroups do not hold consecutive
+// invocations), and sort_scatter in place of sort_tile.
+const (
+	kernSortFlagSharedScan = 1
+	kernSortFlagOld        = 1 << 31
+)
+
+// kernSortTileShared is sort_tile's shared memory in bytes: padded keys
+// and items of a tile, run starts, destinations, subgroup sums, one flag.
+const kernSortTileShared = (kernSortTile+kernSortTile/16)*8 + (kernSortTile+kernSortTile/32)*4 + 256*4*2 + kernWG*8 + 4
+
 // kernSortGPU sorts the Slice with kernels: one submission reads the keys
 // (the census), a second sorts them and writes the Slice.
 func (s *Slice[T]) kernSortGPU(k *kernState, sp kernSortSpec) error {
@@ -406,6 +438,8 @@ func (s *Slice[T]) kernSortGPU(k *kernState, sp kernSortSpec) error {
 	kin, kout, vin, vout := keysA, keysB, valsA, valsB
 	tileGroups := uint32(min(tiles, uint64(k.maxGroups)))
 	scanGroups := uint32(min(parts, uint64(k.maxGroups)))
+	flags := kernSortFlags.Load()
+	useTile := !kernSortOld && flags&kernSortFlagOld == 0 && s.dev.vk.pd.Compute.MaxSharedMemory >= kernSortTileShared
 	for _, pass := range passes {
 		shift := pass * 8
 		hp := kernSortHistPush{keys: kin.kaddr(0), hist: hist.kaddr(0), n: uint32(n), tiles: uint32(tiles), shift: shift, kw: uint32(kw)}
@@ -420,12 +454,21 @@ func (s *Slice[T]) kernSortGPU(k *kernState, sp kernSortSpec) error {
 			b.dispatch(kernScan, g, bytesOf(&sc))
 			b.barrier()
 		}
-		sp2 := kernSortScatterPush{kin: kin.kaddr(0), kout: kout.kaddr(0), hist: hist.kaddr(0),
-			n: uint32(n), tiles: uint32(tiles), shift: shift, kw: uint32(kw)}
-		if sp.byKey {
-			sp2.vin, sp2.vout = vin.kaddr(0), vout.kaddr(0)
+		if useTile {
+			tp := kernSortTilePush{kin: kin.kaddr(0), kout: kout.kaddr(0), hist: hist.kaddr(0),
+				n: uint32(n), tiles: uint32(tiles), shift: shift, kw: uint32(kw), flags: flags & kernSortFlagSharedScan}
+			if sp.byKey {
+				tp.vin, tp.vout = vin.kaddr(0), vout.kaddr(0)
+			}
+			b.dispatch(kernSortTileK, tileGroups, bytesOf(&tp))
+		} else {
+			sp2 := kernSortScatterPush{kin: kin.kaddr(0), kout: kout.kaddr(0), hist: hist.kaddr(0),
+				n: uint32(n), tiles: uint32(tiles), shift: shift, kw: uint32(kw)}
+			if sp.byKey {
+				sp2.vin, sp2.vout = vin.kaddr(0), vout.kaddr(0)
+			}
+			b.dispatch(kernSortScatter, tileGroups, bytesOf(&sp2))
 		}
-		b.dispatch(kernSortScatter, tileGroups, bytesOf(&sp2))
 		b.barrier()
 		kin, kout, vin, vout = kout, kin, vout, vin
 	}

@@ -40,7 +40,11 @@ void main() {
 		uint64_t a = p.src + recOff(j, p.perLine, p.group, p.stride) + p.field;
 		uint g = p.first + j;
 		uint lo, hi = 0u;
-		if (p.kbytes == 8u) {
+		if (p.kbytes == 8u && (a & 7) == 0) {
+			uvec2 k = unpackUint2x32(ld64(a));
+			lo = k.x;
+			hi = k.y;
+		} else if (p.kbytes == 8u) {
 			lo = ld(a);
 			hi = ld(a + 4);
 		} else if (p.kbytes == 4u) {
@@ -65,8 +69,7 @@ void main() {
 			}
 		}
 		if (p.kbytes == 8u) {
-			st(p.keys + uint64_t(g) * 8, lo);
-			st(p.keys + uint64_t(g) * 8 + 4, hi);
+			Dword(p.keys + uint64_t(g) * 8).v = packUint2x32(uvec2(lo, hi));
 		} else {
 			st(p.keys + uint64_t(g) * 4, lo);
 		}

@@ -28,8 +28,9 @@ uint unmap32(uint k) {
 void main() {
 	if (p.esize == 8u) {
 		for (uint j = GID; j < p.n; j += GSTRIDE) {
-			uint64_t a = p.keys + uint64_t(p.first + j) * 8;
-			uint lo = ld(a), hi = ld(a + 4);
+			// One 64-bit load and store a key: both arrays are dense.
+			uvec2 k = unpackUint2x32(ld64(p.keys + uint64_t(p.first + j) * 8));
+			uint lo = k.x, hi = k.y;
 			if (p.kind == 1u) {
 				hi ^= 0x80000000u;
 			} else if (p.kind == 2u) {
@@ -40,8 +41,7 @@ void main() {
 					lo = ~lo;
 				}
 			}
-			st(p.dst + uint64_t(j) * 8, lo);
-			st(p.dst + uint64_t(j) * 8 + 4, hi);
+			Dword(p.dst + uint64_t(j) * 8).v = packUint2x32(uvec2(lo, hi));
 		}
 	} else if (p.esize == 4u) {
 		for (uint j = GID; j < p.n; j += GSTRIDE) {
