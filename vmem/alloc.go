@@ -39,6 +39,15 @@ const MinAlign = 64
 // neither the chunks held nor the driver have room (nothing is allocated
 // then), and ErrTooLarge when size exceeds the tier's MaxBlock.
 func (d *Device) Alloc(t Tier, size, align uint64) (Block, error) {
+	return d.alloc(t, size, align, false)
+}
+
+// alloc is Alloc. untouched is for a block the caller is about to write
+// whole from several goroutines (LoadSlice): a fresh chunk of its own is
+// not touched page by page first, so the page faults are taken by the
+// writers, in parallel, rather than by the allocation, serially. The
+// caller touches whatever it leaves unwritten (touchPages).
+func (d *Device) alloc(t Tier, size, align uint64, untouched bool) (Block, error) {
 	if err := d.enter(); err != nil {
 		return Block{}, err
 	}
@@ -73,7 +82,7 @@ func (d *Device) Alloc(t Tier, size, align uint64) (Block, error) {
 		ts.spare = -1
 	}
 	if !ok {
-		if err := d.grow(ts, rounded+align-MinAlign); err != nil {
+		if err := d.grow(ts, rounded+align-MinAlign, untouched); err != nil {
 			ts.mu.Unlock()
 			return Block{}, d.noteErr(err)
 		}
@@ -105,10 +114,12 @@ func (d *Device) Alloc(t Tier, size, align uint64) (Block, error) {
 	return b, nil
 }
 
-// grow adds a chunk that can hold need bytes. ts.mu is held.
-func (d *Device) grow(ts *tierState, need uint64) error {
+// grow adds a chunk that can hold need bytes; a chunk made for that block
+// alone is left untouched if asked (allocUntouched). ts.mu is held.
+func (d *Device) grow(ts *tierState, need uint64, untouched bool) error {
 	size := min(d.opts.ChunkSize, ts.maxChunk)
-	if need > size/dedicatedShare {
+	dedicated := need > size/dedicatedShare
+	if dedicated {
 		size = roundUp(need, chunkGranule)
 		if size > ts.maxChunk {
 			size = need
@@ -126,7 +137,7 @@ func (d *Device) grow(ts *tierState, need uint64) error {
 			}
 			size = roundUp(need, MinAlign)
 		}
-		c, err := d.newChunk(ts.tier, size)
+		c, err := d.newChunk(ts.tier, size, !(untouched && dedicated))
 		if err == nil {
 			c.region = ts.a.AddRegion(size)
 			for int(c.region) >= len(ts.chunks) {
@@ -142,6 +153,9 @@ func (d *Device) grow(ts *tierState, need uint64) error {
 			d.dropChunk(ts, uint32(ts.spare))
 			ts.spare = -1
 			continue
+		}
+		if errors.Is(err, ErrOutOfMemory) && d.kernDropScratch() {
+			continue // kernels' kept scratch gave VRAM back
 		}
 		// Near the end of VRAM a smaller chunk may still fit.
 		if !errors.Is(err, ErrOutOfMemory) || size <= need || size <= chunkGranule {
@@ -205,8 +219,10 @@ func (d *Device) dropChunk(ts *tierState, region uint32) {
 	d.releaseChunk(c)
 }
 
-// Trim returns every empty chunk to the driver.
+// Trim returns every empty chunk, and the kernels' kept scratch, to the
+// driver.
 func (d *Device) Trim() {
+	d.kernDropScratch()
 	for t := range d.tiers {
 		ts := &d.tiers[t]
 		ts.mu.Lock()

@@ -12,8 +12,9 @@ import (
 // TB/s after a ~25 µs round trip; CPU stores into VRAM manage 22 GB/s).
 const gpuZeroMin = 1 << 20
 
-// newChunk takes size bytes of zeroed memory for tier t.
-func (d *Device) newChunk(t Tier, size uint64) (*chunk, error) {
+// newChunk takes size bytes of zeroed memory for tier t; touch says
+// whether the CPU takes the first-touch faults of mapped pages now.
+func (d *Device) newChunk(t Tier, size uint64, touch bool) (*chunk, error) {
 	c := &chunk{dev: d, tier: t, size: size}
 	if d.vk == nil {
 		p, err := hostmem.Map(size)
@@ -38,7 +39,7 @@ func (d *Device) newChunk(t Tier, size uint64) (*chunk, error) {
 			d.vk.dev.Free(m)
 			return nil, err
 		}
-		if c.ptr != nil {
+		if c.ptr != nil && touch {
 			// The first CPU touch of each mapped page faults (5.6 GB/s cold
 			// against 22 warm): take the faults now, not on the hot path.
 			touchPages(c.ptr, size)

@@ -157,6 +157,7 @@ type kernState struct {
 	pipes   []*vk.Pipeline
 	idle    []*vk.Stream
 	scratch [2][]*vk.Memory
+	big     *vk.Memory // one kept device-local buffer larger than kernScratchKeep
 
 	dispatches atomic.Int64 // dispatches submitted, for tests
 }
@@ -167,9 +168,15 @@ const (
 	kernScratchDevice        // device-local: kernels only
 )
 
-// kernScratchKeep: scratch buffers up to this size are kept for the next
-// operation; larger ones are returned to the driver at once.
-const kernScratchKeep = 64 << 20
+// Kept scratch: up to kernScratchKept buffers of at most kernScratchKeep
+// bytes per kind (the largest are kept: a batch's buffers are reused by the
+// next batch, not pushed out by small ones), and one larger device-local
+// buffer (a sort's), which goes back to the driver when an allocation finds
+// VRAM full (kernDropScratch) or at Trim.
+const (
+	kernScratchKeep = 64 << 20
+	kernScratchKept = 4
+)
 
 // errKernUnavailable is returned by kernel paths on devices that cannot run
 // them, or when a kernel's pipeline cannot be made (before anything was
@@ -224,6 +231,10 @@ func (k *kernState) close(dev *vk.Device) {
 			dev.Free(m)
 		}
 		k.scratch[kind] = nil
+	}
+	if k.big != nil {
+		dev.Free(k.big)
+		k.big = nil
 	}
 }
 
@@ -308,6 +319,12 @@ func (d *Device) kernTakeScratch(kind int, size uint64) (*vk.Memory, error) {
 		k.mu.Unlock()
 		return m, nil
 	}
+	if kind == kernScratchDevice && k.big != nil && k.big.Size >= size {
+		m := k.big
+		k.big = nil
+		k.mu.Unlock()
+		return m, nil
+	}
 	k.mu.Unlock()
 	// Powers of two from 1 MiB, so that kept buffers fit the next request.
 	alloc := max(uint64(1)<<bits.Len64(max(size, 1)-1), 1<<20)
@@ -322,10 +339,38 @@ func (d *Device) kernTakeScratch(kind int, size uint64) (*vk.Memory, error) {
 		}
 	}
 	m, err := d.vk.dev.Allocate(typ, alloc, kind == kernScratchHost)
+	if err != nil && d.kernDropScratch() {
+		m, err = d.vk.dev.Allocate(typ, alloc, kind == kernScratchHost)
+	}
 	if err != nil {
 		return nil, wrapVk(err)
 	}
 	return m, nil
+}
+
+// kernDropScratch gives every kept scratch buffer back to the driver and
+// reports whether there was any. Allocations call it when the driver is
+// out of memory, then try again.
+func (d *Device) kernDropScratch() bool {
+	if d.vk == nil {
+		return false
+	}
+	k := &d.vk.kern
+	k.mu.Lock()
+	var drop []*vk.Memory
+	for kind := range k.scratch {
+		drop = append(drop, k.scratch[kind]...)
+		k.scratch[kind] = nil
+	}
+	if k.big != nil {
+		drop = append(drop, k.big)
+		k.big = nil
+	}
+	k.mu.Unlock()
+	for _, m := range drop {
+		d.vk.dev.Free(m)
+	}
+	return len(drop) > 0
 }
 
 func (d *Device) kernPutScratch(kind int, m *vk.Memory) {
@@ -334,13 +379,29 @@ func (d *Device) kernPutScratch(kind int, m *vk.Memory) {
 	}
 	k := &d.vk.kern
 	k.mu.Lock()
-	if m.Size <= kernScratchKeep && len(k.scratch[kind]) < 2 {
+	var drop *vk.Memory
+	switch {
+	case m.Size <= kernScratchKeep:
 		k.scratch[kind] = append(k.scratch[kind], m)
-		k.mu.Unlock()
-		return
+		if l := k.scratch[kind]; len(l) > kernScratchKept {
+			small := 0
+			for i := range l {
+				if l[i].Size < l[small].Size {
+					small = i
+				}
+			}
+			drop = l[small]
+			k.scratch[kind] = append(l[:small], l[small+1:]...)
+		}
+	case kind == kernScratchDevice:
+		drop, k.big = k.big, m
+	default:
+		drop = m
 	}
 	k.mu.Unlock()
-	d.vk.dev.Free(m)
+	if drop != nil {
+		d.vk.dev.Free(drop)
+	}
 }
 
 // kaddr is the device address of byte off of b, for kernels.

@@ -224,8 +224,13 @@ func (s *Slice[T]) segCap() int { return 1 << s.shift }
 // allocSeg allocates a segment of k elements, in s.tier or, when a mapped
 // segment does not fit, in the private tier.
 func (s *Slice[T]) allocSeg(k int) (segment, error) {
+	return s.allocSegWith(k, false)
+}
+
+// allocSegWith is allocSeg; untouched: see Device.allocUntouched.
+func (s *Slice[T]) allocSegWith(k int, untouched bool) (segment, error) {
 	size := s.bytesFor(k)
-	b, err := s.dev.Alloc(s.tier, size, 0)
+	b, err := s.dev.alloc(s.tier, size, 0, untouched)
 	if err != nil && s.tier == Mapped && s.dev.vk != nil && errors.Is(err, ErrOutOfMemory) {
 		b, err = s.dev.Alloc(Private, size, 0)
 	}

@@ -406,7 +406,7 @@ func (s *Slice[T]) kernSortGPU(k *kernState, sp kernSortSpec) error {
 	perLine, group, stride := uint32(s.perLine), uint32(s.group), uint32(s.stride)
 	if sp.byKey {
 		for i, sn := range spans {
-			b.copy(image.blk.c.mem, image.blk.off+image.off+uint64(i)*segBytes, sn.sg.blk.c.mem, sn.sg.blk.off, s.bytesFor(int(sn.nn)))
+			b.copy(image.mem, image.off+uint64(i)*segBytes, sn.sg.blk.c.mem, sn.sg.blk.off, s.bytesFor(int(sn.nn)))
 		}
 	}
 	for _, sn := range spans {
@@ -492,27 +492,54 @@ func (s *Slice[T]) kernSortGPU(k *kernState, sp kernSortSpec) error {
 	return s.dev.kernRun(b)
 }
 
-// kernPart is a piece of a scratch block.
+// kernPart is a piece of kernel scratch: memory and the piece's offset in
+// it.
 type kernPart struct {
-	blk Block
+	mem *vk.Memory
 	off uint64
 }
 
-func (p kernPart) kaddr(o uint64) uint64 { return p.blk.kaddr(p.off + o) }
+func (p kernPart) kaddr(o uint64) uint64 { return p.mem.Addr + p.off + o }
 
 // kernAllocAll allocates scratch for kernels: a part of each size (aligned
-// to 256 bytes), all in one block when they fit (one allocation, one
-// zeroing), in the private tier or else the mapped one. On failure it frees
-// what it took. A part too large for either tier's blocks gives
-// errKernSortCPU.
+// to 256 bytes). It takes one kept scratch buffer of the device when one
+// fits or can be made (a sort of 10^8 keys needs 1.6 GB, whose allocation
+// and release cost the driver 90 ms, four times the sort itself, so the
+// buffer is kept for the next sort and given back whenever an allocation
+// finds VRAM full, see kernDropScratch). Otherwise it takes blocks of the
+// private tier or else the mapped one, all parts in one block when they
+// fit. On failure it frees what it took. A part too large for either
+// tier's blocks gives errKernSortCPU.
 func (d *Device) kernAllocAll(sizes []uint64) ([]kernPart, func(), error) {
-	maxBlock := max(d.tiers[Private].maxChunk, d.tiers[Mapped].maxChunk)
 	total := uint64(0)
+	for _, sz := range sizes {
+		total += roundUp(max(sz, 64), 256)
+	}
+	layout := func(mem *vk.Memory, base uint64) []kernPart {
+		parts := make([]kernPart, len(sizes))
+		off := base
+		for i, sz := range sizes {
+			parts[i] = kernPart{mem, off}
+			off += roundUp(max(sz, 64), 256)
+		}
+		return parts
+	}
+	// Kept scratch lies outside the tiers' accounting: not where a tier
+	// limit (Options.Limits) bounds what the device may take.
+	if d.tiers[Private].memType >= 0 && d.tiers[Private].limit == 0 && total <= d.tiers[Private].maxChunk {
+		// Injected allocation faults apply here as to Alloc.
+		if err := d.faults.alloc(); err != nil {
+			return nil, nil, err
+		}
+		if m, err := d.kernTakeScratch(kernScratchDevice, total); err == nil {
+			return layout(m, 0), func() { d.kernPutScratch(kernScratchDevice, m) }, nil
+		}
+	}
+	maxBlock := max(d.tiers[Private].maxChunk, d.tiers[Mapped].maxChunk)
 	for _, sz := range sizes {
 		if sz > maxBlock {
 			return nil, nil, errKernSortCPU
 		}
-		total += roundUp(max(sz, 64), 256)
 	}
 	alloc := func(sz uint64) (Block, error) {
 		b, err := d.Alloc(Private, sz, 256)
@@ -532,12 +559,7 @@ func (d *Device) kernAllocAll(sizes []uint64) ([]kernPart, func(), error) {
 		b, err := alloc(total)
 		if err == nil {
 			blks = append(blks, b)
-			off := uint64(0)
-			for i, sz := range sizes {
-				parts[i] = kernPart{b, off}
-				off += roundUp(max(sz, 64), 256)
-			}
-			return parts, free, nil
+			return layout(b.c.mem, b.off), free, nil
 		}
 		if !errors.Is(err, ErrOutOfMemory) && !errors.Is(err, ErrTooLarge) {
 			return nil, nil, err
@@ -551,7 +573,7 @@ func (d *Device) kernAllocAll(sizes []uint64) ([]kernPart, func(), error) {
 			return nil, nil, err
 		}
 		blks = append(blks, b)
-		parts[i] = kernPart{b, 0}
+		parts[i] = kernPart{b.c.mem, b.off}
 	}
 	return parts, free, nil
 }

@@ -22,6 +22,7 @@ package vmem
 
 import (
 	"fmt"
+	"github.com/govram/govram/internal/hostmem"
 	"io"
 	"math"
 	"reflect"
@@ -359,7 +360,7 @@ func (s *Slice[T]) loadCover(g *sliceLoadGrow, n, count int) error {
 			r = <-g.pending[0]
 			g.pending = g.pending[1:]
 		} else {
-			r.sg, r.err = s.allocSeg(full)
+			r.sg, r.err = s.allocSegWith(full, true)
 		}
 		if r.err != nil {
 			return r.err
@@ -376,7 +377,7 @@ func (s *Slice[T]) loadCover(g *sliceLoadGrow, n, count int) error {
 		g.pending = append(g.pending, ch)
 		go func() {
 			var r sliceLoadSeg
-			r.sg, r.err = s.allocSeg(full)
+			r.sg, r.err = s.allocSegWith(full, true)
 			ch <- r
 		}()
 	}
@@ -418,6 +419,7 @@ func (s *Slice[T]) loadBody(sr *snapfmt.Reader, count, per int) error {
 	if err != nil {
 		return err
 	}
+	s.loadTouchTail()
 	return s.loadEnd(sr)
 }
 
@@ -673,4 +675,24 @@ func (s *Slice[T]) loadStaged(sr *snapfmt.Reader, g *sliceLoadGrow, count, per i
 		cur = 1 - cur
 	}
 	return wait()
+}
+
+// loadTouchTail touches the pages of the last segment past the loaded
+// elements. Segments allocated during a load are not touched page by page
+// (allocUntouched): the writers take the first-touch faults on the pages
+// they fill, in parallel. The pages left over would otherwise fault on a
+// later Set or Append.
+func (s *Slice[T]) loadTouchTail() {
+	if len(s.segs) < 2 {
+		return // the first segment is reserved, and touched, as usual
+	}
+	last := len(s.segs) - 1
+	sg := &s.segs[last]
+	if sg.kind != segWC {
+		return
+	}
+	used := roundUp(uint64(s.bytesFor(s.n-last<<s.shift)), hostmem.PageSize)
+	if size := sg.blk.Size(); used < size {
+		touchPages(hostmem.Add(sg.base, used), size-used)
+	}
 }
