@@ -453,9 +453,10 @@ func (s *ShardedMap[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 // getBatchDirect is GetBatch on GPUs without copies of its own: keys go
 // from the batch straight into each shard's upload buffer, and answers
 // from each shard's download buffer straight into vals and found; every
-// device probes its part at the same time. It reports false (having done
-// nothing) where a shard takes no kernels or its part is larger than one
-// round, and GetBatch then splits the batch through scratch.
+// device probes its part at the same time. The batch goes in rounds of up
+// to mapGPUChunk keys (each shard's buffers hold a whole round, whatever
+// its share). It reports false (having done nothing) where a shard takes
+// no kernels, and GetBatch then splits the batch through scratch.
 func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (bool, error) {
 	if len(keys) < shSmallBatch {
 		return false, nil
@@ -465,16 +466,13 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 			return false, nil
 		}
 	}
-	sid := s.getSid(len(keys))
-	defer s.sidPool.Put(sid)
-	pl := shPlanBatch(len(keys), len(s.shards), *sid, func(i int) int { return s.shardOf(&keys[i]) })
-	ds := pl.active()
-	for _, d := range ds {
-		if lo, hi := pl.run(d); hi-lo > mapGPUChunk {
-			return false, nil
-		}
+	round := min(len(keys), mapGPUChunk)
+	nd := len(s.shards)
+	all := make([]int, nd)
+	for d := range all {
+		all[d] = d
 	}
-	jobs := make([]*mapGetJob[K, V], len(s.shards))
+	jobs := make([]*mapGetJob[K, V], nd)
 	defer func() {
 		for _, j := range jobs {
 			if j != nil {
@@ -482,14 +480,13 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 			}
 		}
 	}()
-	err := shRun(ds, func(d int) error {
+	err := shRun(all, func(d int) error {
 		m := s.shards[d]
 		if m.pending.Load() {
 			m.flushForRead()
 		}
 		hmode, _ := m.gpuMode()
-		lo, hi := pl.run(d)
-		j, err := m.gpuGetBegin(m.t, hmode, hi-lo)
+		j, err := m.gpuGetBegin(m.t, hmode, round)
 		jobs[d] = j
 		return err
 	})
@@ -499,23 +496,30 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 	if err != nil {
 		return true, err
 	}
-	kd := make([][]K, len(s.shards))
-	vd := make([][]V, len(s.shards))
-	fd := make([][]bool, len(s.shards))
-	for _, d := range ds {
-		lo, hi := pl.run(d)
-		kd[d], vd[d], fd[d] = jobs[d].keys(hi-lo), jobs[d].vals(hi-lo), jobs[d].found(hi-lo)
-	}
-	shScatter(pl, keys, kd)
-	if err := shRun(ds, func(d int) error {
-		lo, hi := pl.run(d)
-		return jobs[d].run(hi-lo, found != nil)
-	}); err != nil {
-		return true, err
-	}
-	shGatherFrom(pl, vd, vals[:len(keys)])
-	if found != nil {
-		shGatherFrom(pl, fd, found[:len(keys)])
+	sid := s.getSid(round)
+	defer s.sidPool.Put(sid)
+	kd := make([][]K, nd)
+	vd := make([][]V, nd)
+	fd := make([][]bool, nd)
+	for lo := 0; lo < len(keys); lo += round {
+		ks := keys[lo:min(lo+round, len(keys))]
+		pl := shPlanBatch(len(ks), nd, *sid, func(i int) int { return s.shardOf(&ks[i]) })
+		ds := pl.active()
+		for _, d := range ds {
+			a, b := pl.run(d)
+			kd[d], vd[d], fd[d] = jobs[d].keys(b-a), jobs[d].vals(b-a), jobs[d].found(b-a)
+		}
+		shScatter(pl, ks, kd)
+		if err := shRun(ds, func(d int) error {
+			a, b := pl.run(d)
+			return jobs[d].run(b-a, found != nil)
+		}); err != nil {
+			return true, err
+		}
+		shGatherFrom(pl, vd, vals[lo:lo+len(ks)])
+		if found != nil {
+			shGatherFrom(pl, fd, found[lo:lo+len(ks)])
+		}
 	}
 	return true, nil
 }

@@ -385,3 +385,46 @@ func TestShardedMapConcurrentReads(t *testing.T) {
 		}
 	})
 }
+
+// TestShardedMapGetBatchRounds: a batch larger than one round goes in
+// several, each split over the shards straight into their buffers; the
+// answers come back in the batch's order.
+func TestShardedMapGetBatchRounds(t *testing.T) {
+	old := mapGPUChunk
+	mapGPUChunk = 700
+	t.Cleanup(func() { mapGPUChunk = old })
+	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
+		s, err := NewShardedMap[uint64, [3]uint32](p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		model := map[uint64][3]uint32{}
+		r := rand.New(rand.NewPCG(8, 9))
+		for range 3000 {
+			k := r.Uint64N(6000)
+			v := [3]uint32{r.Uint32(), uint32(k), 7}
+			if err := s.Put(k, v); err != nil {
+				t.Fatal(err)
+			}
+			model[k] = v
+		}
+		keys := make([]uint64, 5003)
+		for i := range keys {
+			keys[i] = r.Uint64N(7000)
+		}
+		vals := make([][3]uint32, len(keys))
+		found := make([]bool, len(keys))
+		for _, f := range [][]bool{found, nil} {
+			if err := s.GetBatch(keys, vals, f); err != nil {
+				t.Fatal(err)
+			}
+			for i, k := range keys {
+				want, ok := model[k]
+				if vals[i] != want || (f != nil && f[i] != ok) {
+					t.Fatalf("key %d (%d): got %v %v, want %v %v", i, k, vals[i], f != nil && f[i], want, ok)
+				}
+			}
+		}
+	})
+}
