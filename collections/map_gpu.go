@@ -215,7 +215,43 @@ func (m *Map[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 	return nil
 }
 
+// A batch of at least mapGetPartMin keys per part is cut into up to
+// mapGetParts parts, each run by a goroutine of its own with its own
+// buffers, so that the CPU's copies for one part overlap the transfers and
+// kernel of another (one part at a time leaves the GPU idle while the CPU
+// copies, and the CPU idle while the GPU works).
+var (
+	mapGetParts   = 4
+	mapGetPartMin = 1 << 17
+)
+
 func (m *Map[K, V]) gpuGet(t *mapTable, hmode uint32, keys []K, vals []V, found []bool) error {
+	parts := min(mapGetParts, len(keys)/mapGetPartMin)
+	if parts <= 1 {
+		return m.gpuGetPart(t, hmode, keys, vals, found)
+	}
+	per := (len(keys) + parts - 1) / parts
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*per, min((p+1)*per, len(keys))
+		var f []bool
+		if found != nil {
+			f = found[lo:hi]
+		}
+		wg.Go(func() { errs[p] = m.gpuGetPart(t, hmode, keys[lo:hi], vals[lo:hi], f) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if errors.Is(err, vmem.ErrNoKernels) {
+			return err // the caller answers the whole batch on the CPU
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// gpuGetPart runs GetBatch's rounds for keys on one set of buffers.
+func (m *Map[K, V]) gpuGetPart(t *mapTable, hmode uint32, keys []K, vals []V, found []bool) error {
 	j, err := m.gpuGetBegin(t, hmode, min(len(keys), mapGPUChunk))
 	if err != nil {
 		return err

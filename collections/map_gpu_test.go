@@ -149,9 +149,9 @@ func mapGPURun[K comparable, V comparable](x *mapDiff[K, V], steps int, sizes []
 var mapGPUSizes = []int{0, 1, 3, 4, 5, 255, 256, 257, 1023, 1024, 1025, 2047}
 
 func mapGPUSmallChunks(t *testing.T) {
-	old := mapGPUChunk
-	mapGPUChunk = 700
-	t.Cleanup(func() { mapGPUChunk = old })
+	old, oldPart := mapGPUChunk, mapGetPartMin
+	mapGPUChunk, mapGetPartMin = 700, 300 // several rounds, and parts on goroutines
+	t.Cleanup(func() { mapGPUChunk, mapGetPartMin = old, oldPart })
 }
 
 type mapGPUKey12 struct{ A, B, C uint32 }
