@@ -20,7 +20,7 @@ func capacitySuite() *suite {
 		About: "Allocate blocks of each tier (mapped, then private, then host) until ErrOutOfMemory or " +
 			"-capacity-max per tier, keeping them, then free everything. Skipped on the host backend " +
 			"unless -capacity-host (there it would only measure the operating system's overcommit). The " +
-			"host tier is also capped at a quarter of the memory available, since on a GPU it is pinned.",
+			"host tier is also capped at a quarter of the memory available and at 16 GiB, since on a GPU it is pinned (at about 2 GB/s).",
 		Ops: []opDoc{
 			{"mapped", "bytes of mapped VRAM obtained (GiB metric); the time is the whole probe"},
 			{"private", "bytes of private VRAM obtained after the mapped tier is full"},
