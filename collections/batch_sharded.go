@@ -57,6 +57,19 @@ func shPar(n int, f func(p int)) {
 // shPlanBatch groups n keys over nd shards; shardOf(i) is key i's shard. sid
 // is scratch of at least n bytes (nil: allocate).
 func shPlanBatch(n, nd int, sid []uint8, shardOf func(i int) int) *shPlan {
+	return shPlanRanges(n, nd, sid, func(lo, hi int, sid []uint8, cnt *[shMaxShards]int) {
+		for i := lo; i < hi; i++ {
+			d := shardOf(i)
+			sid[i] = uint8(d)
+			cnt[d]++
+		}
+	})
+}
+
+// shPlanRanges is shPlanBatch with the shards found a piece at a time:
+// fill sets sid[i] for i in [lo, hi) and counts them in cnt (a call per
+// piece, not per key, so the caller's loop can be specialised).
+func shPlanRanges(n, nd int, sid []uint8, fill func(lo, hi int, sid []uint8, cnt *[shMaxShards]int)) *shPlan {
 	pieces := max(min(runtime.GOMAXPROCS(0), n/shPieceMin), 1)
 	if cap(sid) < n {
 		sid = make([]uint8, n)
@@ -71,11 +84,7 @@ func shPlanBatch(n, nd int, sid []uint8, shardOf func(i int) int) *shPlan {
 		// pieces in one shared array sit in one cache line, which every
 		// core's increments would pull back and forth.
 		var c [shMaxShards]int
-		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
-			d := shardOf(i)
-			pl.sid[i] = uint8(d)
-			c[d]++
-		}
+		fill(pl.plo[p], pl.plo[p+1], pl.sid, &c)
 		copy(cnt[p*nd:p*nd+nd], c[:nd])
 	})
 	at := 0
@@ -158,6 +167,23 @@ func shGatherFrom[T any](pl *shPlan, srcs [][]T, dst []T) {
 		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
 			d := pl.sid[i]
 			dst[i] = srcs[d][cur[d]]
+			cur[d]++
+		}
+	})
+}
+
+// shGather2From is shGatherFrom for two result arrays at once (values
+// and found flags): one pass over the shard ids instead of two.
+func shGather2From[T, U any](pl *shPlan, srcs [][]T, dst []T, srcs2 [][]U, dst2 []U) {
+	shPar(len(pl.plo)-1, func(p int) {
+		var cur [shMaxShards]int
+		for d := range pl.nd {
+			cur[d] = pl.off[p*pl.nd+d] - pl.base[d]
+		}
+		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
+			d := pl.sid[i]
+			dst[i] = srcs[d][cur[d]]
+			dst2[i] = srcs2[d][cur[d]]
 			cur[d]++
 		}
 	})

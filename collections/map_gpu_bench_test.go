@@ -1,9 +1,11 @@
 package collections
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +28,23 @@ import (
 //
 // Metric Mkeys/s: keys answered (or stored) per second, end to end: keys
 // in Go memory to answers in Go memory.
+
+// mapGPUBenchParts: GOVRAM_BENCH_PARTS=1,2,4 runs gpu-batch once per
+// count of parts a GetBatch is cut into (the default: once, as GetBatch
+// chooses).
+func mapGPUBenchParts() []int {
+	env := os.Getenv("GOVRAM_BENCH_PARTS")
+	if env == "" {
+		return []int{0}
+	}
+	var out []int
+	for _, f := range strings.Split(env, ",") {
+		if v, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && v >= 1 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
 
 func mapGPUBenchBatch() int {
 	if v, err := strconv.ParseFloat(os.Getenv("GOVRAM_BENCH_BATCH"), 64); err == nil && v >= 1 {
@@ -113,19 +132,30 @@ func BenchmarkMapGetBatch(b *testing.B) {
 					}
 				}
 			}
-			b.Run("gpu-batch", func(b *testing.B) {
-				if err := s.m.GetBatch(ks, vs, found); err != nil { // brings the control bytes over once
-					b.Fatal(err)
+			for _, parts := range mapGPUBenchParts() {
+				name := "gpu-batch"
+				if parts > 0 {
+					name = fmt.Sprintf("gpu-batch-parts%d", parts)
 				}
-				b.ResetTimer()
-				for range b.N {
-					if err := s.m.GetBatch(ks, vs, found); err != nil {
+				b.Run(name, func(b *testing.B) {
+					if parts > 0 {
+						old := mapGetParts
+						mapGetParts = parts
+						defer func() { mapGetParts = old }()
+					}
+					if err := s.m.GetBatch(ks, vs, found); err != nil { // brings the control bytes over once
 						b.Fatal(err)
 					}
-				}
-				mapGPUReport(b, batch)
-				check(b)
-			})
+					b.ResetTimer()
+					for range b.N {
+						if err := s.m.GetBatch(ks, vs, found); err != nil {
+							b.Fatal(err)
+						}
+					}
+					mapGPUReport(b, batch)
+					check(b)
+				})
+			}
 			b.Run("getmany", func(b *testing.B) {
 				for range b.N {
 					s.m.GetMany(ks, vs, found)

@@ -466,6 +466,34 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 			return false, nil
 		}
 	}
+	// Batches of more than a round go in two halves, each on goroutines
+	// and buffers of its own, so that one half's passes on the CPU overlap
+	// the other's lookups on the GPUs.
+	if half := (len(keys) + 1) / 2; len(keys) > mapGPUChunk && half >= shPieceMin {
+		var (
+			ok  [2]bool
+			err [2]error
+			wg  sync.WaitGroup
+		)
+		for h := range 2 {
+			lo, hi := h*half, min((h+1)*half, len(keys))
+			var f []bool
+			if found != nil {
+				f = found[lo:hi]
+			}
+			wg.Go(func() { ok[h], err[h] = s.getBatchRounds(keys[lo:hi], vals[lo:hi], f) })
+		}
+		wg.Wait()
+		if !ok[0] || !ok[1] {
+			return false, nil // a shard took no kernels: GetBatch answers it all the other way
+		}
+		return true, errors.Join(err[0], err[1])
+	}
+	return s.getBatchRounds(keys, vals, found)
+}
+
+// getBatchRounds is getBatchDirect's work on one set of buffers per shard.
+func (s *ShardedMap[K, V]) getBatchRounds(keys []K, vals []V, found []bool) (bool, error) {
 	round := min(len(keys), mapGPUChunk)
 	nd := len(s.shards)
 	all := make([]int, nd)
@@ -503,7 +531,7 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 	fd := make([][]bool, nd)
 	for lo := 0; lo < len(keys); lo += round {
 		ks := keys[lo:min(lo+round, len(keys))]
-		pl := shPlanBatch(len(ks), nd, *sid, func(i int) int { return s.shardOf(&ks[i]) })
+		pl := shPlanRanges(len(ks), nd, *sid, s.shardFill(ks))
 		ds := pl.active()
 		for _, d := range ds {
 			a, b := pl.run(d)
@@ -516,12 +544,37 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 		}); err != nil {
 			return true, err
 		}
-		shGatherFrom(pl, vd, vals[lo:lo+len(ks)])
 		if found != nil {
-			shGatherFrom(pl, fd, found[lo:lo+len(ks)])
+			shGather2From(pl, vd, vals[lo:lo+len(ks)], fd, found[lo:lo+len(ks)])
+		} else {
+			shGatherFrom(pl, vd, vals[lo:lo+len(ks)])
 		}
 	}
 	return true, nil
+}
+
+// shardFill returns the shard-finding loop of shPlanRanges for keys, with
+// the common 8-byte keys hashed inline (a call per key through shardOf
+// costs more than the hash).
+func (s *ShardedMap[K, V]) shardFill(keys []K) func(lo, hi int, sid []uint8, cnt *[shMaxShards]int) {
+	if s.hk == mapHash8 && unsafe.Sizeof(*new(K)) == 8 {
+		ks := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(keys))), len(keys))
+		seed, nd := s.seed, s.nd
+		return func(lo, hi int, sid []uint8, cnt *[shMaxShards]int) {
+			for i := lo; i < hi; i++ {
+				d, _ := bits.Mul64(mapMix(ks[i], seed), nd)
+				sid[i] = uint8(d)
+				cnt[uint8(d)]++
+			}
+		}
+	}
+	return func(lo, hi int, sid []uint8, cnt *[shMaxShards]int) {
+		for i := lo; i < hi; i++ {
+			d := s.shardOf(&keys[i])
+			sid[i] = uint8(d)
+			cnt[d]++
+		}
+	}
 }
 
 // getSid returns shard-id scratch of n bytes from the map's pool.

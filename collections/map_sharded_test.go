@@ -409,7 +409,7 @@ func TestShardedMapGetBatchRounds(t *testing.T) {
 			}
 			model[k] = v
 		}
-		keys := make([]uint64, 5003)
+		keys := make([]uint64, 40003) // two halves on goroutines of their own, rounds in each
 		for i := range keys {
 			keys[i] = r.Uint64N(7000)
 		}
@@ -425,6 +425,37 @@ func TestShardedMapGetBatchRounds(t *testing.T) {
 					t.Fatalf("key %d (%d): got %v %v, want %v %v", i, k, vals[i], f != nil && f[i], want, ok)
 				}
 			}
+		}
+	})
+}
+
+// TestShardedMapShardFill: the inline shard loop of 8-byte keys routes
+// every key where shardOf does.
+func TestShardedMapShardFill(t *testing.T) {
+	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
+		s, err := NewShardedMap[int64, uint32](p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		r := rand.New(rand.NewPCG(4, 4))
+		keys := make([]int64, 70000)
+		for i := range keys {
+			keys[i] = int64(r.Uint64())
+		}
+		var cnt [shMaxShards]int
+		sid := make([]uint8, len(keys))
+		s.shardFill(keys)(0, len(keys), sid, &cnt)
+		var want [shMaxShards]int
+		for i := range keys {
+			d := s.shardOf(&keys[i])
+			if int(sid[i]) != d {
+				t.Fatalf("key %d: shard %d, shardOf says %d", keys[i], sid[i], d)
+			}
+			want[d]++
+		}
+		if cnt != want {
+			t.Fatalf("counts %v, want %v", cnt[:s.Shards()], want[:s.Shards()])
 		}
 	})
 }
