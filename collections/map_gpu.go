@@ -219,9 +219,11 @@ func (m *Map[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 // mapGetParts parts, each run by a goroutine of its own with its own
 // buffers, so that the CPU's copies for one part overlap the transfers and
 // kernel of another (one part at a time leaves the GPU idle while the CPU
-// copies, and the CPU idle while the GPU works).
+// copies, and the CPU idle while the GPU works). Two, from H200 runs of
+// 10^6 keys: against a 10^7-entry map one, two and four parts gave 588,
+// 586 and 640 M keys/s; against a 10^8-entry map 420, 430 and 344.
 var (
-	mapGetParts   = 4
+	mapGetParts   = 2
 	mapGetPartMin = 1 << 17
 )
 
