@@ -139,15 +139,20 @@ func shUngroup[T any](pl *shPlan, grouped, dst []T) {
 	})
 }
 
+// cursors returns piece p's first position in each shard's own slice.
+func (pl *shPlan) cursors(p int) (cur [shMaxShards]int) {
+	for d := range pl.nd {
+		cur[d] = pl.off[p*pl.nd+d] - pl.base[d]
+	}
+	return cur
+}
+
 // shScatter copies src (in batch order) into per-shard slices: shard d's
 // keys, in batch order, fill dsts[d] (len run(d)). ShardedMap uses it to
 // write keys straight into each device's upload buffer.
 func shScatter[T any](pl *shPlan, src []T, dsts [][]T) {
 	shPar(len(pl.plo)-1, func(p int) {
-		var cur [shMaxShards]int
-		for d := range pl.nd {
-			cur[d] = pl.off[p*pl.nd+d] - pl.base[d]
-		}
+		cur := pl.cursors(p)
 		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
 			d := pl.sid[i]
 			dsts[d][cur[d]] = src[i]
@@ -160,10 +165,7 @@ func shScatter[T any](pl *shPlan, src []T, dsts [][]T) {
 // shard's slice.
 func shGatherFrom[T any](pl *shPlan, srcs [][]T, dst []T) {
 	shPar(len(pl.plo)-1, func(p int) {
-		var cur [shMaxShards]int
-		for d := range pl.nd {
-			cur[d] = pl.off[p*pl.nd+d] - pl.base[d]
-		}
+		cur := pl.cursors(p)
 		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
 			d := pl.sid[i]
 			dst[i] = srcs[d][cur[d]]
@@ -176,10 +178,7 @@ func shGatherFrom[T any](pl *shPlan, srcs [][]T, dst []T) {
 // and found flags): one pass over the shard ids instead of two.
 func shGather2From[T, U any](pl *shPlan, srcs [][]T, dst []T, srcs2 [][]U, dst2 []U) {
 	shPar(len(pl.plo)-1, func(p int) {
-		var cur [shMaxShards]int
-		for d := range pl.nd {
-			cur[d] = pl.off[p*pl.nd+d] - pl.base[d]
-		}
+		cur := pl.cursors(p)
 		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
 			d := pl.sid[i]
 			dst[i] = srcs[d][cur[d]]

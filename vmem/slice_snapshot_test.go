@@ -36,14 +36,20 @@ func snapFill[T any](t testing.TB, d *vmem.Device, n int, opts ...vmem.SliceOpti
 	for k := range b {
 		b[k] = byte(k*131 + k/251 + 1)
 	}
-	s, err := vmem.NewSlice[T](d, n, opts...)
+	return snapSliceOf(t, d, want, opts...), want
+}
+
+// snapSliceOf returns a new Slice holding want.
+func snapSliceOf[T any](t testing.TB, d *vmem.Device, want []T, opts ...vmem.SliceOption) *vmem.Slice[T] {
+	t.Helper()
+	s, err := vmem.NewSlice[T](d, len(want), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CopyFrom(want, 0); err != nil {
 		t.Fatal(err)
 	}
-	return s, want
+	return s
 }
 
 func snapSave[T any](t testing.TB, s *vmem.Slice[T]) []byte {
@@ -334,14 +340,7 @@ func snapFillLarge[T any](t testing.TB, d *vmem.Device, n int, opts ...vmem.Slic
 	for k := 0; k+8 <= len(b); k += 8 {
 		binary.LittleEndian.PutUint64(b[k:], uint64(k)*0x9e3779b97f4a7c15+1)
 	}
-	s, err := vmem.NewSlice[T](d, n, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CopyFrom(want, 0); err != nil {
-		t.Fatal(err)
-	}
-	return s, want
+	return snapSliceOf(t, d, want, opts...), want
 }
 
 // snapBlockElems is how many elements of T a snapshot block holds.

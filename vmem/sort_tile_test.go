@@ -73,31 +73,13 @@ func TestSortTileVariants(t *testing.T) {
 				defer vmem.SetSortVariant(sv.v)()
 				for _, n := range sortTileSizes(sv.v) {
 					for name, keys := range sortTileKeys(rng, n) {
-						// As uint64, and as uint32 (the low words).
-						s := newFilled(t, d, keys)
-						if err := vmem.Sort(s); err != nil {
-							t.Fatal(err)
-						}
-						want := slices.Clone(keys)
-						slices.Sort(want)
-						if got := readAll(t, s); !slices.Equal(got, want) {
-							t.Fatalf("uint64 n=%d %s: %s", n, name, sortFirstDiff(got, want))
-						}
-						s.Close()
+						// As uint64, and as uint32 (both words folded).
+						sortTileCheck(t, d, keys, fmt.Sprintf("uint64 n=%d %s", n, name))
 						k32 := make([]uint32, n)
 						for i, k := range keys {
 							k32[i] = uint32(k>>32) ^ uint32(k)
 						}
-						s32 := newFilled(t, d, k32)
-						if err := vmem.Sort(s32); err != nil {
-							t.Fatal(err)
-						}
-						want32 := slices.Clone(k32)
-						slices.Sort(want32)
-						if got := readAll(t, s32); !slices.Equal(got, want32) {
-							t.Fatalf("uint32 n=%d %s: %s", n, name, sortFirstDiff(got, want32))
-						}
-						s32.Close()
+						sortTileCheck(t, d, k32, fmt.Sprintf("uint32 n=%d %s", n, name))
 					}
 				}
 			})
@@ -150,6 +132,21 @@ func TestSortByTileStable(t *testing.T) {
 		}
 		ran()
 	})
+}
+
+// sortTileCheck sorts keys in a Slice on d and compares with slices.Sort.
+func sortTileCheck[T vmem.Number](t *testing.T, d *vmem.Device, keys []T, what string) {
+	t.Helper()
+	s := newFilled(t, d, keys)
+	defer s.Close()
+	if err := vmem.Sort(s); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(keys)
+	slices.Sort(want)
+	if got := readAll(t, s); !slices.Equal(got, want) {
+		t.Fatalf("%s: %s", what, sortFirstDiff(got, want))
+	}
 }
 
 func sortFirstDiff[T comparable](got, want []T) string {
