@@ -188,6 +188,48 @@ func shGather2From[T, U any](pl *shPlan, srcs [][]T, dst []T, srcs2 [][]U, dst2 
 	})
 }
 
+// shShard is what ShardedMap and ShardedBTree ask of every shard for
+// their counts and errors.
+type shShard interface {
+	comparable
+	Len() int
+	Err() error
+}
+
+// shLens returns each shard's length (zeros once the container is closed).
+func shLens[S shShard](shards []S, closed bool) []int {
+	ls := make([]int, len(shards))
+	if !closed {
+		for d, sh := range shards {
+			ls[d] = sh.Len()
+		}
+	}
+	return ls
+}
+
+// shLen returns the shards' total length (0 once closed).
+func shLen[S shShard](shards []S, closed bool) int {
+	n := 0
+	for _, l := range shLens(shards, closed) {
+		n += l
+	}
+	return n
+}
+
+// shErr returns the first shard's error; shards not made yet (a
+// constructor that failed half way) have none.
+func shErr[S shShard](shards []S) error {
+	var none S
+	for _, sh := range shards {
+		if sh != none {
+			if err := sh.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // shRun runs f for every shard in ds, one goroutine each when there are
 // several, and joins the errors, each naming its shard.
 func shRun(ds []int, f func(d int) error) error {

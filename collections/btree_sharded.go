@@ -213,40 +213,14 @@ func (t *ShardedBTree[K, V]) Shards() int { return len(t.shards) }
 func (t *ShardedBTree[K, V]) Splits() []K { return slices.Clone(t.splits) }
 
 // ShardLens returns the number of entries of each shard.
-func (t *ShardedBTree[K, V]) ShardLens() []int {
-	ls := make([]int, len(t.shards))
-	if !t.closed {
-		for d, b := range t.shards {
-			ls[d] = b.Len()
-		}
-	}
-	return ls
-}
+func (t *ShardedBTree[K, V]) ShardLens() []int { return shLens(t.shards, t.closed) }
 
 // Len returns the number of entries (0 after Close).
-func (t *ShardedBTree[K, V]) Len() int {
-	if t.closed {
-		return 0
-	}
-	n := 0
-	for _, b := range t.shards {
-		n += b.Len()
-	}
-	return n
-}
+func (t *ShardedBTree[K, V]) Len() int { return shLen(t.shards, t.closed) }
 
 // Err returns the first error met by a method without an error result on
 // any shard.
-func (t *ShardedBTree[K, V]) Err() error {
-	for _, b := range t.shards {
-		if b != nil {
-			if err := b.Err(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
+func (t *ShardedBTree[K, V]) Err() error { return shErr(t.shards) }
 
 // Get returns the value stored under key and whether there is one.
 func (t *ShardedBTree[K, V]) Get(key K) (V, bool) {

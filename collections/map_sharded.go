@@ -197,38 +197,14 @@ func (s *ShardedMap[K, V]) Pool() *vmem.Pool { return s.pool }
 func (s *ShardedMap[K, V]) Shards() int { return len(s.shards) }
 
 // ShardLens returns the number of entries of each shard.
-func (s *ShardedMap[K, V]) ShardLens() []int {
-	ls := make([]int, len(s.shards))
-	if !s.closed {
-		for d, m := range s.shards {
-			ls[d] = m.Len()
-		}
-	}
-	return ls
-}
+func (s *ShardedMap[K, V]) ShardLens() []int { return shLens(s.shards, s.closed) }
 
 // Len returns the number of entries (0 after Close).
-func (s *ShardedMap[K, V]) Len() int {
-	if s.closed {
-		return 0
-	}
-	n := 0
-	for _, m := range s.shards {
-		n += m.Len()
-	}
-	return n
-}
+func (s *ShardedMap[K, V]) Len() int { return shLen(s.shards, s.closed) }
 
 // Err returns the first error met by a method without an error result on
 // any shard (a device lost during Get, an iteration stopped by an error).
-func (s *ShardedMap[K, V]) Err() error {
-	for _, m := range s.shards {
-		if err := m.Err(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (s *ShardedMap[K, V]) Err() error { return shErr(s.shards) }
 
 // Get returns the value stored for k and whether there is one. It panics if
 // the map is closed or a write is in progress.

@@ -849,49 +849,13 @@ func (s *PoolSlice[T]) Chunks() iter.Seq2[int, []T] {
 		for i := range bufs {
 			bufs[i] = make([]T, k)
 		}
-		fetch := func(i, at int) chan error {
-			done := make(chan error, 1)
-			run := bufs[i][:min(k, s.n-at)]
-			go func() { done <- s.CopyTo(run, at) }()
-			return done
-		}
-		n := s.n
-		next := fetch(0, 0)
-		defer func() {
-			if next != nil {
-				<-next // an early stop still waits for the read in flight
-			}
-		}()
-		for at, i := 0, 0; at < n; at, i = at+k, i^1 {
-			err := <-next
-			next = nil
-			if err != nil {
-				s.noteErr(err)
-				return
-			}
-			if at+k < n {
-				next = fetch(i^1, at+k)
-			}
-			if !yield(at, bufs[i][:min(k, n-at)]) {
-				return
-			}
-		}
+		readAhead(s.n, k, bufs, s.CopyTo, s.noteErr, yield)
 	}
 }
 
 // All returns every element with its index, in order (read in bulk, see
 // Chunks). An error stops the iteration and is reported by Err.
-func (s *PoolSlice[T]) All() iter.Seq2[int, T] {
-	return func(yield func(int, T) bool) {
-		for at, run := range s.Chunks() {
-			for k, v := range run {
-				if !yield(at+k, v) {
-					return
-				}
-			}
-		}
-	}
-}
+func (s *PoolSlice[T]) All() iter.Seq2[int, T] { return allOf(s.Chunks()) }
 
 // Close frees the PoolSlice's memory on every device. It is idempotent;
 // the PoolSlice is invalid afterwards.

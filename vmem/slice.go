@@ -689,45 +689,51 @@ func (s *Slice[T]) Chunks() iter.Seq2[int, []T] {
 				bufs[i] = make([]T, k)
 			}
 		}
-		fetch := func(i, at int) chan error {
-			done := make(chan error, 1)
-			run := bufs[i][:min(k, s.n-at)]
-			go func() { done <- s.CopyTo(run, at) }()
-			return done
+		readAhead(s.n, k, bufs, s.CopyTo, func(err error) {
+			if s.err == nil {
+				s.err = err
+			}
+		}, yield)
+	}
+}
+
+// readAhead yields [0, n) in runs of k elements read by copyTo into the two
+// buffers in turn: the read of the next run runs while yield works on this
+// one. An error goes to fail and stops the walk; an early stop still waits
+// for the read in flight (its buffer may be freed on return).
+func readAhead[T any](n, k int, bufs [2][]T, copyTo func(dst []T, at int) error, fail func(error), yield func(int, []T) bool) {
+	fetch := func(i, at int) chan error {
+		done := make(chan error, 1)
+		run := bufs[i][:min(k, n-at)]
+		go func() { done <- copyTo(run, at) }()
+		return done
+	}
+	next := fetch(0, 0)
+	defer func() {
+		if next != nil {
+			<-next
 		}
-		next := fetch(0, 0)
-		defer func() {
-			// An early stop still waits for the read in flight: its buffer
-			// is freed on return.
-			if next != nil {
-				<-next
-			}
-		}()
-		n := s.n
-		for at, i := 0, 0; at < n; at, i = at+k, i^1 {
-			err := <-next
-			next = nil
-			if err != nil {
-				if s.err == nil {
-					s.err = err
-				}
-				return
-			}
-			if at+k < n {
-				next = fetch(i^1, at+k)
-			}
-			if !yield(at, bufs[i][:min(k, n-at)]) {
-				return
-			}
+	}()
+	for at, i := 0, 0; at < n; at, i = at+k, i^1 {
+		err := <-next
+		next = nil
+		if err != nil {
+			fail(err)
+			return
+		}
+		if at+k < n {
+			next = fetch(i^1, at+k)
+		}
+		if !yield(at, bufs[i][:min(k, n-at)]) {
+			return
 		}
 	}
 }
 
-// All returns every element with its index, in order (read in bulk, see
-// Chunks). An error stops the iteration and is reported by Err.
-func (s *Slice[T]) All() iter.Seq2[int, T] {
+// allOf turns runs of elements into the elements with their indices.
+func allOf[T any](chunks iter.Seq2[int, []T]) iter.Seq2[int, T] {
 	return func(yield func(int, T) bool) {
-		for at, run := range s.Chunks() {
+		for at, run := range chunks {
 			for k, v := range run {
 				if !yield(at+k, v) {
 					return
@@ -736,6 +742,10 @@ func (s *Slice[T]) All() iter.Seq2[int, T] {
 		}
 	}
 }
+
+// All returns every element with its index, in order (read in bulk, see
+// Chunks). An error stops the iteration and is reported by Err.
+func (s *Slice[T]) All() iter.Seq2[int, T] { return allOf(s.Chunks()) }
 
 // Close frees the Slice's memory. It is idempotent; the Slice is invalid
 // afterwards (Get and Set panic, other methods return ErrClosed).
