@@ -2,10 +2,9 @@ package collections
 
 import (
 	"fmt"
+	"github.com/govram/govram/internal/vmemtest"
 	"math/rand/v2"
-	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,29 +27,6 @@ import (
 // 0, 2, ..., 2(n-1) (google's by ascending inserts), built once per size
 // and implementation and shared by the benchmarks of one run; benchmarks
 // that change a tree restore it with the timer stopped.
-
-const btEnvSizes = "GOVRAM_BENCH_SIZES"
-
-func btBenchSizes(b *testing.B) []int {
-	s := os.Getenv(btEnvSizes)
-	if s == "" {
-		s = "1e6"
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || v < 1 {
-			b.Fatalf("%s: bad size %q", btEnvSizes, f)
-		}
-		out = append(out, int(v))
-	}
-	return out
-}
-
-func btSizeName(n int) string {
-	s := strconv.FormatFloat(float64(n), 'g', -1, 64)
-	return strings.Replace(s, "e+0", "e", 1)
-}
 
 // btBenchTree is what the benchmarks need of an implementation.
 type btBenchTree interface {
@@ -137,7 +113,7 @@ func btBenchKeys(n int) ([]uint64, []uint64) {
 func btBenchGet(b *testing.B, impl string, n int) btBenchTree {
 	btBench.mu.Lock()
 	defer btBench.mu.Unlock()
-	key := impl + "/" + btSizeName(n)
+	key := impl + "/" + vmemtest.SizeName(n)
 	if tr, ok := btBench.trees[key]; ok {
 		return tr
 	}
@@ -182,9 +158,9 @@ func btBenchGet(b *testing.B, impl string, n int) btBenchTree {
 
 // btBenchEach runs f for every implementation and size.
 func btBenchEach(b *testing.B, f func(b *testing.B, impl string, tr btBenchTree, n int)) {
-	for _, n := range btBenchSizes(b) {
+	for _, n := range vmemtest.BenchSizes(b, 1e6) {
 		for _, impl := range btBenchImpls {
-			b.Run(impl+"/"+btSizeName(n), func(b *testing.B) {
+			b.Run(impl+"/"+vmemtest.SizeName(n), func(b *testing.B) {
 				tr := btBenchGet(b, impl, n)
 				if tr == nil {
 					b.Skip("no device for " + impl)
@@ -313,10 +289,10 @@ func btReportGBs(b *testing.B, bytes int64) {
 // BenchmarkBTreeBulkLoad builds a tree of n sorted entries into an empty
 // tree (google/btree: ascending ReplaceOrInsert); bytes are 16 per entry.
 func BenchmarkBTreeBulkLoad(b *testing.B) {
-	for _, n := range btBenchSizes(b) {
+	for _, n := range vmemtest.BenchSizes(b, 1e6) {
 		keys, vals := btBenchKeys(n)
 		for _, impl := range btBenchImpls {
-			b.Run(impl+"/"+btSizeName(n), func(b *testing.B) {
+			b.Run(impl+"/"+vmemtest.SizeName(n), func(b *testing.B) {
 				b.SetBytes(int64(n) * 16)
 				if impl == "google" {
 					for range b.N {

@@ -1,6 +1,7 @@
 package collections
 
 import (
+	"github.com/govram/govram/internal/vmemtest"
 	"testing"
 
 	"github.com/google/btree"
@@ -18,8 +19,8 @@ import (
 // Metric Mkeys/s, end to end.
 func BenchmarkBTreeGetBatch(b *testing.B) {
 	batch := mapGPUBenchBatch()
-	for _, n := range mapBenchSizes() {
-		b.Run(mapSizeName(n), func(b *testing.B) {
+	for _, n := range vmemtest.BenchSizes(b, 1e6) {
+		b.Run(vmemtest.SizeName(n), func(b *testing.B) {
 			d := mapBenchDevice(b)
 			keys, vals := btBenchKeys(n)
 			tr, err := NewBTreeOrdered[uint64, uint64](d)

@@ -2,12 +2,12 @@ package collections
 
 import (
 	"fmt"
+	"github.com/govram/govram/internal/vmemtest"
 	"math"
 	"os"
 	"runtime"
 	"runtime/metrics"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -50,28 +50,6 @@ func mapBenchDevice(b *testing.B) *vmem.Device {
 		b.Fatal(mapBenchErr)
 	}
 	return mapBenchDev
-}
-
-func mapBenchSizes() []int {
-	s := os.Getenv("GOVRAM_BENCH_SIZES")
-	if s == "" {
-		return []int{1e6}
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		if v, err := strconv.ParseFloat(strings.TrimSpace(f), 64); err == nil && v >= 1 {
-			out = append(out, int(v))
-		}
-	}
-	return out
-}
-
-func mapSizeName(n int) string {
-	e := int(math.Round(math.Log10(float64(n))))
-	if math.Pow10(e) == float64(n) {
-		return fmt.Sprintf("1e%d", e)
-	}
-	return strconv.Itoa(n)
 }
 
 // mapBenchKey is the i-th key: distinct for distinct i (an odd multiplier).
@@ -210,12 +188,12 @@ func mapGetter(hit bool) func(*mapBenchSet, string) func(uint64) (uint64, bool) 
 }
 
 func BenchmarkMapGet(b *testing.B) {
-	for _, n := range mapBenchSizes() {
+	for _, n := range vmemtest.BenchSizes(b, 1e6) {
 		for _, sc := range []struct {
 			name string
 			hit  bool
 		}{{"hit", true}, {"miss", false}} {
-			b.Run(sc.name+"/"+mapSizeName(n), func(b *testing.B) {
+			b.Run(sc.name+"/"+vmemtest.SizeName(n), func(b *testing.B) {
 				s := mapBenchBuild(b, n)
 				mapImpls(b, s, mapGetter(sc.hit))
 			})
@@ -227,9 +205,9 @@ func BenchmarkMapGet(b *testing.B) {
 // wall time per Get, so it compares throughput directly; Mget/s says the
 // same as a rate.
 func BenchmarkMapGetParallel(b *testing.B) {
-	for _, n := range mapBenchSizes() {
+	for _, n := range vmemtest.BenchSizes(b, 1e6) {
 		for _, g := range []int{1, 4, 16} {
-			b.Run(fmt.Sprintf("hit/%s/g=%d", mapSizeName(n), g), func(b *testing.B) {
+			b.Run(fmt.Sprintf("hit/%s/g=%d", vmemtest.SizeName(n), g), func(b *testing.B) {
 				s := mapBenchBuild(b, n)
 				for _, impl := range []string{"gomap", "govram"} {
 					b.Run(impl, func(b *testing.B) {
@@ -270,12 +248,12 @@ func mapSinkAdd(v uint64) {
 // batches small enough to stay in one goroutine (interleaved line loads
 // only); par uses 64Ki-key batches spread over GOMAXPROCS goroutines.
 func BenchmarkMapGetMany(b *testing.B) {
-	for _, n := range mapBenchSizes() {
+	for _, n := range vmemtest.BenchSizes(b, 1e6) {
 		for _, sc := range []struct {
 			name  string
 			batch int
 		}{{"seq", mapParMin - 1}, {"par", 1 << 16}} {
-			b.Run(fmt.Sprintf("hit/%s/%s", mapSizeName(n), sc.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("hit/%s/%s", vmemtest.SizeName(n), sc.name), func(b *testing.B) {
 				s := mapBenchBuild(b, n)
 				ks := make([]uint64, sc.batch)
 				vs := make([]uint64, sc.batch)
@@ -313,8 +291,8 @@ func BenchmarkMapGetMany(b *testing.B) {
 // entries. heapB and hostB/entry are measured on the last full map.
 // overwrite stores new values for random existing keys.
 func BenchmarkMapPut(b *testing.B) {
-	for _, n := range mapBenchSizes() {
-		b.Run("grow/"+mapSizeName(n), func(b *testing.B) {
+	for _, n := range vmemtest.BenchSizes(b, 1e6) {
+		b.Run("grow/"+vmemtest.SizeName(n), func(b *testing.B) {
 			d := mapBenchDevice(b)
 			for _, impl := range []string{"gomap", "govram"} {
 				b.Run(impl, func(b *testing.B) {
@@ -370,7 +348,7 @@ func BenchmarkMapPut(b *testing.B) {
 				})
 			}
 		})
-		b.Run("overwrite/"+mapSizeName(n), func(b *testing.B) {
+		b.Run("overwrite/"+vmemtest.SizeName(n), func(b *testing.B) {
 			s := mapBenchBuild(b, n)
 			for _, impl := range []string{"gomap", "govram", "naive"} {
 				b.Run(impl, func(b *testing.B) {
@@ -398,8 +376,8 @@ func BenchmarkMapPut(b *testing.B) {
 // BenchmarkMapDelete deletes random present keys, then puts them back
 // (untimed) so the size stays n.
 func BenchmarkMapDelete(b *testing.B) {
-	for _, n := range mapBenchSizes() {
-		b.Run(mapSizeName(n), func(b *testing.B) {
+	for _, n := range vmemtest.BenchSizes(b, 1e6) {
+		b.Run(vmemtest.SizeName(n), func(b *testing.B) {
 			s := mapBenchBuild(b, n)
 			for _, impl := range []string{"gomap", "govram", "naive"} {
 				b.Run(impl, func(b *testing.B) {
@@ -456,7 +434,7 @@ func BenchmarkMapGC(b *testing.B) {
 	}
 	key := func(i int) string { return fmt.Sprintf("user:%010d", i) }
 	for _, impl := range []string{"gomap", "govram"} {
-		b.Run(fmt.Sprintf("%s/%s", impl, mapSizeName(n)), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s/%s", impl, vmemtest.SizeName(n)), func(b *testing.B) {
 			d := mapBenchDevice(b)
 			heap0 := mapHeapInUse()
 			var gm map[string]uint64

@@ -2,6 +2,7 @@ package collections
 
 import (
 	"fmt"
+	"github.com/govram/govram/internal/vmemtest"
 	"os"
 	"runtime"
 	"strconv"
@@ -119,8 +120,8 @@ func mapGPUPar16(n int, f func(w, lo, hi int)) {
 
 func BenchmarkMapGetBatch(b *testing.B) {
 	batch := mapGPUBenchBatch()
-	for _, n := range mapBenchSizes() {
-		b.Run(mapSizeName(n), func(b *testing.B) {
+	for _, n := range vmemtest.BenchSizes(b, 1e6) {
+		b.Run(vmemtest.SizeName(n), func(b *testing.B) {
 			s := mapGPUBenchBuild(b, n)
 			ks := mapGPUBenchKeys(n, batch, 42)
 			vs := make([]uint64, batch)
@@ -189,9 +190,9 @@ func BenchmarkMapGetBatch(b *testing.B) {
 
 func BenchmarkMapPutBatch(b *testing.B) {
 	batch := mapGPUBenchBatch()
-	for _, n := range mapBenchSizes() {
+	for _, n := range vmemtest.BenchSizes(b, 1e6) {
 		// update: overwrite batch random existing keys of a map of n.
-		b.Run("update/"+mapSizeName(n), func(b *testing.B) {
+		b.Run("update/"+vmemtest.SizeName(n), func(b *testing.B) {
 			s := mapGPUBenchBuild(b, n)
 			ks := mapGPUBenchKeys(n, batch, 7)
 			vs := make([]uint64, batch)
@@ -226,7 +227,7 @@ func BenchmarkMapPutBatch(b *testing.B) {
 		})
 	}
 	// insert: batch new keys into an empty map sized for them.
-	b.Run("insert/"+mapSizeName(batch), func(b *testing.B) {
+	b.Run("insert/"+vmemtest.SizeName(batch), func(b *testing.B) {
 		d := mapBenchDevice(b)
 		ks := make([]uint64, batch)
 		vs := make([]uint64, batch)

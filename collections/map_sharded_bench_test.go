@@ -11,38 +11,13 @@ package collections
 
 import (
 	"fmt"
-	"math"
+	"github.com/govram/govram/internal/vmemtest"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/govram/govram/vmem"
 )
-
-func shBenchSizes(b *testing.B) []int {
-	s := os.Getenv("GOVRAM_BENCH_SIZES")
-	if s == "" {
-		return []int{1e5}
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || v < 1 {
-			b.Fatalf("GOVRAM_BENCH_SIZES: %q is not a count", f)
-		}
-		out = append(out, int(v))
-	}
-	return out
-}
-
-func shSizeName(n int) string {
-	e := int(math.Round(math.Log10(float64(n))))
-	if math.Pow10(e) == float64(n) {
-		return fmt.Sprintf("1e%d", e)
-	}
-	return strconv.Itoa(n)
-}
 
 // shBenchKey is the i-th key: distinct for distinct i (an odd multiplier).
 func shBenchKey(i uint64) uint64 { return i * 0x9e3779b97f4a7c15 }
@@ -69,7 +44,7 @@ func BenchmarkShardedMapGetBatch(b *testing.B) {
 		name string
 		p    *vmem.Pool
 	}{{"one", one}, {fmt.Sprintf("all-%d", p.Len()), p}}
-	for _, n := range shBenchSizes(b) {
+	for _, n := range vmemtest.BenchSizes(b, 1e5) {
 		keys := make([]uint64, n)
 		for i := range keys {
 			keys[i] = shBenchKey(uint64(i))
@@ -99,7 +74,7 @@ func BenchmarkShardedMapGetBatch(b *testing.B) {
 			if err := m.GetBatch(q, vals, found); err != nil {
 				b.Fatal(err)
 			}
-			b.Run(fmt.Sprintf("%s/%s", shSizeName(n), v.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%s", vmemtest.SizeName(n), v.name), func(b *testing.B) {
 				for b.Loop() {
 					if err := m.GetBatch(q, vals, found); err != nil {
 						b.Fatal(err)

@@ -11,12 +11,11 @@ package vmem_test
 import (
 	"errors"
 	"fmt"
-	"math"
+	"github.com/govram/govram/internal/vmemtest"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -170,32 +169,6 @@ func TestPoolCapacity(t *testing.T) {
 	t.Logf("checked %d elements", len(idx))
 }
 
-// poolBenchSizes: element counts from GOVRAM_BENCH_SIZES (default 4e6
-// uint64s, 32 MB).
-func poolBenchSizes(b *testing.B) []int {
-	s := os.Getenv("GOVRAM_BENCH_SIZES")
-	if s == "" {
-		return []int{4e6}
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || v < 1 {
-			b.Fatalf("GOVRAM_BENCH_SIZES: %q is not a count", f)
-		}
-		out = append(out, int(v))
-	}
-	return out
-}
-
-func poolSizeName(n int) string {
-	e := int(math.Round(math.Log10(float64(n))))
-	if math.Pow10(e) == float64(n) {
-		return fmt.Sprintf("1e%d", e)
-	}
-	return strconv.Itoa(n)
-}
-
 // BenchmarkPoolSliceCopy moves a striped PoolSlice[uint64] to and from Go
 // memory, on device 0 alone ("one") and on every device of the machine
 // ("all-N"): the bandwidth a pool adds. GB/s counts the array's bytes.
@@ -213,7 +186,7 @@ func BenchmarkPoolSliceCopy(b *testing.B) {
 		name string
 		p    *vmem.Pool
 	}{{"one", one}, {fmt.Sprintf("all-%d", p.Len()), p}}
-	for _, n := range poolBenchSizes(b) {
+	for _, n := range vmemtest.BenchSizes(b, 4e6) {
 		buf := make([]uint64, n)
 		poolGen(buf, 0)
 		for _, v := range pools {
@@ -228,7 +201,7 @@ func BenchmarkPoolSliceCopy(b *testing.B) {
 				b.Fatal(err)
 			}
 			for _, op := range []string{"CopyFrom", "CopyTo"} {
-				b.Run(fmt.Sprintf("%s/%s/%s", op, poolSizeName(n), v.name), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%s/%s/%s", op, vmemtest.SizeName(n), v.name), func(b *testing.B) {
 					b.SetBytes(int64(n) * 8)
 					for b.Loop() {
 						var err error

@@ -2,12 +2,10 @@ package vmem_test
 
 import (
 	"fmt"
+	"github.com/govram/govram/internal/vmemtest"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"unsafe"
 
@@ -19,30 +17,10 @@ import (
 // and whose figures mean nothing), GOVRAM_BENCH_SIZES=1e6,1e7,1e8 for more
 // (the H200 runs).
 func kernBenchSizes(b *testing.B, d *vmem.Device) []int {
-	env := os.Getenv("GOVRAM_BENCH_SIZES")
-	if env == "" && d.Info().Type == "cpu" {
-		return []int{1e5}
+	if d.Info().Type == "cpu" {
+		return vmemtest.BenchSizes(b, 1e5)
 	}
-	if env == "" {
-		return []int{1e6}
-	}
-	var out []int
-	for _, f := range strings.Split(env, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || v < 1 {
-			b.Fatalf("GOVRAM_BENCH_SIZES: %q is not a count", f)
-		}
-		out = append(out, int(v))
-	}
-	return out
-}
-
-func countName(n int) string {
-	e := math.Log10(float64(n))
-	if e == math.Trunc(e) {
-		return fmt.Sprintf("1e%d", int(e))
-	}
-	return strconv.Itoa(n)
+	return vmemtest.BenchSizes(b, 1e6)
 }
 
 var kernSink uint64
@@ -54,7 +32,7 @@ func perSecond(b *testing.B, n int, unit string) {
 
 func benchSortType[T vmem.Number](b *testing.B, d *vmem.Device, n int) {
 	var zero T
-	name := fmt.Sprintf("%T/%s", zero, countName(n))
+	name := fmt.Sprintf("%T/%s", zero, vmemtest.SizeName(n))
 	rng := rand.New(rand.NewPCG(1, 2))
 	vals := randNumbers[T](rng, n, 0)
 	heap := make([]T, n)
@@ -159,7 +137,7 @@ func BenchmarkSliceGather(b *testing.B) {
 			m := min(n, 1e6)
 			idx := randomIndices(n, m)
 			dst := make([]e64, m)
-			name := fmt.Sprintf("e64/%s", countName(n))
+			name := fmt.Sprintf("e64/%s", vmemtest.SizeName(n))
 			check := func(b *testing.B, dst []e64) {
 				for k := range min(len(dst), 1000) {
 					if dst[k][0] != uint64(idx[k]) {
@@ -249,7 +227,7 @@ func BenchmarkSliceFill(b *testing.B) {
 				if err != nil {
 					b.Skipf("%d elements: %v", n, err)
 				}
-				name := fmt.Sprintf("e64/%s/%s", countName(n), tier)
+				name := fmt.Sprintf("e64/%s/%s", vmemtest.SizeName(n), tier)
 				for _, gpu := range []bool{true, false} {
 					method := "govram"
 					if !gpu {
@@ -289,7 +267,7 @@ func BenchmarkSliceSum(b *testing.B) {
 			if err := s.CopyFrom(heap, 0); err != nil {
 				b.Fatal(err)
 			}
-			name := fmt.Sprintf("uint64/%s", countName(n))
+			name := fmt.Sprintf("uint64/%s", vmemtest.SizeName(n))
 			want := uint64(n) * uint64(n-1) / 2
 			b.Run(name+"/govram", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {

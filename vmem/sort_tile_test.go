@@ -166,7 +166,7 @@ func BenchmarkSortScratch(b *testing.B) {
 		for _, n := range kernBenchSizes(b, d) {
 			tiles := (n + 2047) / 2048
 			size := uint64(2*n*8 + 256*tiles*4 + (256*tiles+2047)/2048*4)
-			b.Run(fmt.Sprintf("uint64/%s", countName(n)), func(b *testing.B) {
+			b.Run(fmt.Sprintf("uint64/%s", vmemtest.SizeName(n)), func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					blk, err := d.Alloc(vmem.Private, size, 256)
 					if err != nil {
