@@ -329,7 +329,7 @@ func (s *ShardedMap[K, V]) getScratch(n int) *shScratch[K, V] {
 
 // plan groups keys by shard.
 func (s *ShardedMap[K, V]) plan(keys []K, sc *shScratch[K, V]) *shPlan {
-	pl := shPlanBatch(len(keys), len(s.shards), sc.sid, func(i int) int { return s.shardOf(&keys[i]) })
+	pl := shPlanRanges(len(keys), len(s.shards), sc.sid, s.shardFill(keys))
 	shGroup(pl, keys, sc.keys)
 	return pl
 }

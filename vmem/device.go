@@ -40,14 +40,13 @@ type Device struct {
 	ownNext uint64
 }
 
-// Open opens a device. With BackendAuto it picks a GPU through Vulkan and
-// falls back to the host backend (Info().Fallback says why); with
-// BackendVulkan it fails with an error matching ErrNoDevice that gives the
-// reason.
-func Open(o Options) (*Device, error) {
+// resolveOptions applies the environment (VMEM_BACKEND, VMEM_DEVICE) and
+// the defaults to o, for Open and OpenAll alike, and returns the backend
+// to open.
+func resolveOptions(o Options) (Options, Backend, error) {
 	b := o.Backend
 	if eb, ok, err := envBackend(); err != nil {
-		return nil, err
+		return o, b, err
 	} else if ok {
 		b = eb
 	}
@@ -56,6 +55,18 @@ func Open(o Options) (*Device, error) {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = defaultTimeout
+	}
+	return o, b, nil
+}
+
+// Open opens a device. With BackendAuto it picks a GPU through Vulkan and
+// falls back to the host backend (Info().Fallback says why); with
+// BackendVulkan it fails with an error matching ErrNoDevice that gives the
+// reason.
+func Open(o Options) (*Device, error) {
+	o, b, err := resolveOptions(o)
+	if err != nil {
+		return nil, err
 	}
 	var fallback string
 	if b == BackendAuto || b == BackendVulkan {

@@ -21,7 +21,6 @@ package vmem
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,17 +104,9 @@ type Pool struct {
 // OpenAll closes the others and fails (BackendVulkan) or falls back
 // (BackendAuto), rather than returning a pool smaller than asked for.
 func OpenAll(o Options) (*Pool, error) {
-	b := o.Backend
-	if eb, ok, err := envBackend(); err != nil {
+	o, b, err := resolveOptions(o)
+	if err != nil {
 		return nil, err
-	} else if ok {
-		b = eb
-	}
-	if s := os.Getenv("VMEM_DEVICE"); s != "" {
-		o.Device = s
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = defaultTimeout
 	}
 	var fallback string
 	if b == BackendAuto || b == BackendVulkan {
