@@ -391,10 +391,20 @@ func snapLarge[T any](t *testing.T, d *vmem.Device, n int, opts ...vmem.SliceOpt
 	s, want := snapFillLarge[T](t, d, n)
 	data := snapSave(t, s)
 	s.Close()
+	// pinned: a bytes.Buffer over a Host block, whose blocks a GPU takes
+	// by DMA straight into the Slice's segments, mapped ones included.
+	hb, err := d.Alloc(vmem.Host, uint64(len(data)), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(hb)
+	pinned := hb.Bytes()[:len(data)]
+	copy(pinned, data)
 	readers := map[string]func() io.Reader{
 		"buffer": func() io.Reader { return bytes.NewBuffer(data) },
 		"reader": func() io.Reader { return bytes.NewReader(data) },
 		"reuser": func() io.Reader { return &snapReuser{data: data} },
+		"pinned": func() io.Reader { return bytes.NewBuffer(pinned) },
 	}
 	for name, mk := range readers {
 		before := runtime.NumGoroutine()

@@ -82,6 +82,37 @@ func (d *Device) write(dst Block, off uint64, src []byte) error {
 		})
 }
 
+// canDMAFrom reports whether p lies in a block of this device that DMA
+// reads from (host or mapped memory).
+func (d *Device) canDMAFrom(p []byte) bool {
+	if d.vk == nil || len(p) == 0 {
+		return false
+	}
+	c, _ := d.vk.chunkOf(sliceAddr(p), uint64(len(p)))
+	return c != nil
+}
+
+// writeDMA is Write by one DMA from src, which lies in a block of this
+// device (canDMAFrom), whatever dst's tier: the CPU touches nothing.
+func (d *Device) writeDMA(dst Block, off uint64, src []byte) error {
+	if err := d.enter(); err != nil {
+		return err
+	}
+	defer d.exit()
+	n := uint64(len(src))
+	if err := d.checkRange(dst, off, n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	c, coff := d.vk.chunkOf(sliceAddr(src), n)
+	if c == nil {
+		return d.write(dst, off, src)
+	}
+	return d.run([]vk.Op{{Kind: vk.OpCopy, Src: c.mem, SrcOff: coff, Dst: dst.c.mem, DstOff: dst.off + off, Size: n}}, nil)
+}
+
 // Read copies len(dst) bytes of src at off into dst. Small mapped reads use
 // streaming loads; larger reads and private blocks use DMA, directly into
 // dst when dst lies in a host or mapped block of this device (the fastest
