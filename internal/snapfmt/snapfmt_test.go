@@ -28,6 +28,29 @@ func TestCombine(t *testing.T) {
 	}
 }
 
+// TestCombineSmall checks Combine on every split of short random strings,
+// lengths 0 to 300: every bit pattern of small lengths.
+func TestCombineSmall(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n <= 300; n++ {
+		buf := make([]byte, n)
+		for i := range buf {
+			buf[i] = byte(rng.Uint32())
+		}
+		for cut := 0; cut <= n; cut++ {
+			if got, want := Combine(Sum(buf[:cut]), Sum(buf[cut:]), int64(n-cut)), Sum(buf); got != want {
+				t.Fatalf("%d bytes cut at %d: Combine %08x, Sum %08x", n, cut, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkCombine(b *testing.B) {
+	for b.Loop() {
+		Combine(0x12345678, 0x9abcdef0, 1<<20)
+	}
+}
+
 type fpA struct{ X, Y uint32 }
 type fpB struct{ Y, X uint32 }
 type fpC struct{ X uint64 }
