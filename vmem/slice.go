@@ -285,7 +285,10 @@ func (s *Slice[T]) usable() error {
 }
 
 // reserve makes room for c elements in all. On error nothing changes.
-func (s *Slice[T]) reserve(c int) error {
+func (s *Slice[T]) reserve(c int) error { return s.reserveWith(c, false) }
+
+// reserveWith is reserve; untouched: see Device.alloc.
+func (s *Slice[T]) reserveWith(c int, untouched bool) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
@@ -295,7 +298,7 @@ func (s *Slice[T]) reserve(c int) error {
 			// Grow the first segment geometrically up to a full segment;
 			// the old contents move on the GPU.
 			k := min(full, max(c, 2*cur, 64/int(max(s.size, 1))+1))
-			ns, err := s.allocSeg(k)
+			ns, err := s.allocSegWith(k, untouched)
 			if err != nil {
 				return err
 			}
@@ -313,7 +316,7 @@ func (s *Slice[T]) reserve(c int) error {
 				s.segs = append(s.segs, ns)
 			}
 		} else {
-			ns, err := s.allocSeg(full)
+			ns, err := s.allocSegWith(full, untouched)
 			if err != nil {
 				return err
 			}

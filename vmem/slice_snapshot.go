@@ -405,7 +405,9 @@ func (s *Slice[T]) loadBody(sr *snapfmt.Reader, count, per int) error {
 	}
 	// The first segment is allocated at its final size so that it never
 	// moves while a block is written into it; later segments only append.
-	if err := s.reserve(min(count, s.segCap())); err != nil {
+	// Like them it is not touched page by page (a segment of 4 GiB takes
+	// a tenth of a second to touch): the load writes it.
+	if err := s.reserveWith(min(count, s.segCap()), true); err != nil {
 		return err
 	}
 	g := &sliceLoadGrow{cap: s.Cap()}
@@ -692,12 +694,14 @@ func (s *Slice[T]) loadStaged(sr *snapfmt.Reader, g *sliceLoadGrow, count, per i
 
 // loadTouchTail touches the pages of the last segment past the loaded
 // elements. Segments allocated during a load are not touched page by page
-// (allocUntouched): the writers take the first-touch faults on the pages
-// they fill, in parallel. The pages left over would otherwise fault on a
-// later Set or Append.
+// (Device.alloc's untouched): DMA fills them without touching them (their
+// pages fault on the first CPU access instead), or the CPU writers take
+// the first-touch faults on the pages they fill, in parallel. The pages
+// past the data are touched here, as any new segment's are, so that
+// Append does not pay for them.
 func (s *Slice[T]) loadTouchTail() {
-	if len(s.segs) < 2 {
-		return // the first segment is reserved, and touched, as usual
+	if len(s.segs) == 0 {
+		return
 	}
 	last := len(s.segs) - 1
 	sg := &s.segs[last]
