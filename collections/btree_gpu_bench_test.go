@@ -50,6 +50,9 @@ func BenchmarkBTreeGetBatch(b *testing.B) {
 				b.Run(mode, func(b *testing.B) {
 					btGPUOff = mode == "cpu-batch"
 					defer func() { btGPUOff = false }()
+					if mode == "gpu-batch" {
+						gpuBenchWarm(b, func() error { return tr.GetBatch(ks, vs, found) })
+					}
 					for range b.N {
 						if err := tr.GetBatch(ks, vs, found); err != nil {
 							b.Fatal(err)
