@@ -75,6 +75,7 @@ func BenchmarkShardedMapGetBatch(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Run(fmt.Sprintf("%s/%s", vmemtest.SizeName(n), v.name), func(b *testing.B) {
+				gpuBenchWarm(b, func() error { return m.GetBatch(q, vals, found) })
 				for b.Loop() {
 					if err := m.GetBatch(q, vals, found); err != nil {
 						b.Fatal(err)
@@ -161,6 +162,7 @@ func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 		}
 		step := func(name string, f func() error) {
 			b.Run(fmt.Sprintf("%s/%d-dev/%s", vmemtest.SizeName(n), nd, name), func(b *testing.B) {
+				gpuBenchWarm(b, f)
 				for b.Loop() {
 					if err := f(); err != nil {
 						b.Fatal(err)

@@ -513,6 +513,17 @@ func (s *Slice[T]) loadPlan(tasks []sliceLoadTask, at, k int, pinned bool) []sli
 	return tasks
 }
 
+// loadBlock writes and verifies one block: on the GPU when gpu is set and
+// kernels run (see loadChecked), else by its tasks (loadRun).
+func (s *Slice[T]) loadBlock(b *snapfmt.Block, dst Block, off uint64, gpu bool, tasks []sliceLoadTask) error {
+	if gpu {
+		if done, err := s.dev.loadChecked(dst, off, b); done {
+			return err
+		}
+	}
+	return s.loadRun(b, tasks)
+}
+
 // loadRun verifies and writes one block's tasks on up to sliceLoadWorkers
 // goroutines and waits for all of them. A wrong checksum wins over a
 // device error: the bytes were bad before they were written.
@@ -621,8 +632,9 @@ func (s *Slice[T]) loadBorrowed(sr *snapfmt.Reader, g *sliceLoadGrow, count, per
 		if err := s.loadCover(g, at+k, count); err != nil {
 			return err
 		}
+		dst, off, gpu := s.loadGPUDest(at, k, b.Data)
 		tasks = s.loadPlan(tasks[:0], at, k, s.dev.canDMAFrom(b.Data))
-		if err := s.loadRun(&b, tasks); err != nil {
+		if err := s.loadBlock(&b, dst, off, gpu, tasks); err != nil {
 			return err
 		}
 	}
@@ -649,6 +661,9 @@ func (s *Slice[T]) loadStaged(sr *snapfmt.Reader, g *sliceLoadGrow, count, per i
 	type job struct {
 		b     snapfmt.Block
 		tasks []sliceLoadTask
+		dst   Block // the GPU's destination, when gpu
+		off   uint64
+		gpu   bool
 	}
 	jobs := make([][]job, len(st))
 	cur := 0
@@ -671,7 +686,9 @@ func (s *Slice[T]) loadStaged(sr *snapfmt.Reader, g *sliceLoadGrow, count, per i
 			return err
 		}
 		for i := range jb {
-			jb[i].tasks = s.loadPlan(jb[i].tasks[:0], at+i*per, min(per, x.k-i*per), s.dev.canDMAFrom(jb[i].b.Data))
+			bat, bk := at+i*per, min(per, x.k-i*per)
+			jb[i].dst, jb[i].off, jb[i].gpu = s.loadGPUDest(bat, bk, jb[i].b.Data)
+			jb[i].tasks = s.loadPlan(jb[i].tasks[:0], bat, bk, s.dev.canDMAFrom(jb[i].b.Data))
 		}
 		jobs[cur] = jb
 		if err := wait(); err != nil {
@@ -680,7 +697,7 @@ func (s *Slice[T]) loadStaged(sr *snapfmt.Reader, g *sliceLoadGrow, count, per i
 		busy = true
 		go func() {
 			for i := range jb {
-				if err := s.loadRun(&jb[i].b, jb[i].tasks); err != nil {
+				if err := s.loadBlock(&jb[i].b, jb[i].dst, jb[i].off, jb[i].gpu, jb[i].tasks); err != nil {
 					done <- err
 					return
 				}

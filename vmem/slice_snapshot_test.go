@@ -517,3 +517,57 @@ func FuzzLoadSlice(f *testing.F) {
 		}
 	})
 }
+
+// TestSliceSnapshotGPUCheck loads snapshots whose blocks lie in pinned
+// memory (a Host block read without a copy, and the staging of a plain
+// reader): on Vulkan each block goes to its segment by DMA and is
+// checksummed there by a kernel. The contents must come back, a flipped
+// byte in a full or in the short last block must give ErrCorrupt, and the
+// kernel must have run once per block.
+func TestSliceSnapshotGPUCheck(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		per := snapBlockElems[uint64]()
+		n := per + 1001 // a full block and a short one of 8008 bytes
+		if !testing.Short() && !snapRace {
+			n += per
+		}
+		blocks := (n + per - 1) / per
+		s, want := snapFillLarge[uint64](t, d, n)
+		data := snapSave(t, s)
+		s.Close()
+		hb, err := d.Alloc(vmem.Host, uint64(len(data)), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Free(hb)
+		pinned := hb.Bytes()[:len(data)]
+		gpu := d.Backend() == vmem.BackendVulkan && d.KernelsAvailable()
+		readers := map[string]func(b []byte) io.Reader{
+			"pinned": func(b []byte) io.Reader { copy(pinned, b); return bytes.NewBuffer(pinned) },
+			"reader": func(b []byte) io.Reader { return bytes.NewReader(b) },
+		}
+		for name, r := range readers {
+			before := d.KernelDispatches()
+			l, err := vmem.LoadSlice[uint64](d, r(data))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			snapCheck(t, l, want)
+			l.Close()
+			if ran := d.KernelDispatches() - before; gpu && ran < int64(blocks) {
+				t.Errorf("%s: %d kernel dispatches for %d blocks: the GPU did not check them", name, ran, blocks)
+			}
+			for _, at := range []int{len(data) / 3, len(data) - 64 - 4000} {
+				bad := bytes.Clone(data)
+				bad[at] ^= 0x04
+				l, err := vmem.LoadSlice[uint64](d, r(bad))
+				if !errors.Is(err, vmem.ErrCorrupt) {
+					t.Errorf("%s: byte %d of %d flipped: %v, want ErrCorrupt", name, at, len(data), err)
+				}
+				if l != nil {
+					l.Close()
+				}
+			}
+		}
+	})
+}

@@ -45,6 +45,42 @@ func TestCombineSmall(t *testing.T) {
 	}
 }
 
+// TestCombineParts joins the CRCs of equal parts (the last one shorter or
+// not) and checks the result against the CRC of the whole.
+func TestCombineParts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	buf := make([]byte, 1<<16+100)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	for _, part := range []int{1, 4, 16, 2048, 4096} {
+		for _, n := range []int{1, part, part + 1, 3*part - 1, 5 * part, len(buf)} {
+			n = min(n, len(buf))
+			var sums []uint32
+			last := 0
+			for o := 0; o < n; o += part {
+				e := min(o+part, n)
+				sums = append(sums, Sum(buf[o:e]))
+				last = e - o
+			}
+			if got, want := CombineParts(sums, part, last), Sum(buf[:n]); got != want {
+				t.Errorf("%d bytes in parts of %d: %08x, want %08x", n, part, got, want)
+			}
+		}
+	}
+	if got := CombineParts(nil, 16, 0); got != Sum(nil) {
+		t.Errorf("no parts: %08x", got)
+	}
+}
+
+func BenchmarkCombineParts(b *testing.B) {
+	sums := make([]uint32, 8192)
+	for b.Loop() {
+		CombineParts(sums, 2048, 2048)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(sums)), "ns/part")
+}
+
 func BenchmarkCombine(b *testing.B) {
 	for b.Loop() {
 		Combine(0x12345678, 0x9abcdef0, 1<<20)
