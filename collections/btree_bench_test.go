@@ -280,6 +280,37 @@ func BenchmarkBTreeScan(b *testing.B) {
 	})
 }
 
+// BenchmarkBTreeScanRuns is BenchmarkBTreeScan through AscendRuns (a run
+// of entries per call instead of one call per entry); google/btree has no
+// such form, its figure is BenchmarkBTreeScan's.
+func BenchmarkBTreeScanRuns(b *testing.B) {
+	btBenchEach(b, func(b *testing.B, impl string, tr btBenchTree, n int) {
+		o, ok := tr.(btBenchOurs)
+		if !ok || strings.HasSuffix(impl, "-naive") {
+			b.Skip("no runs form")
+		}
+		b.SetBytes(int64(n) * 16)
+		b.ResetTimer()
+		for range b.N {
+			var sum uint64
+			c := 0
+			o.t.AscendRuns(func(keys, vals []uint64) bool {
+				for _, v := range vals {
+					sum += v
+				}
+				c += len(keys)
+				return true
+			})
+			if c != n {
+				b.Fatalf("scan: %d entries", c)
+			}
+			btScanSink = sum
+		}
+		b.StopTimer()
+		btReportGBs(b, int64(n)*16)
+	})
+}
+
 func btReportGBs(b *testing.B, bytes int64) {
 	if s := b.Elapsed().Seconds(); s > 0 {
 		b.ReportMetric(float64(bytes)*float64(b.N)/s/1e9, "GB/s")
@@ -336,3 +367,6 @@ func BenchmarkBTreeBulkLoad(b *testing.B) {
 		}
 	}
 }
+
+// btScanSink keeps the scans' sums alive.
+var btScanSink uint64

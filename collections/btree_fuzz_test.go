@@ -303,6 +303,23 @@ func btCompareScan[K, V any](t testing.TB, c btCodec[K, V], tr *BTree[K, V], m *
 		want = append(want, it)
 		return limit < 0 || len(want) < limit
 	}
+	// runs collects the runs form's entries, stopping at limit as the
+	// entry-by-entry forms do; it checks that runs are non-empty and that
+	// keys and values pair up.
+	var gotRuns []btItem
+	runs := func(keys []K, vals []V) bool {
+		if len(keys) == 0 || len(keys) != len(vals) {
+			fail("a run of %d keys and %d values", len(keys), len(vals))
+			return false
+		}
+		for i := range keys {
+			gotRuns = append(gotRuns, btItem{c.kOf(keys[i]), c.vOf(vals[i])})
+			if limit >= 0 && len(gotRuns) >= limit {
+				return false
+			}
+		}
+		return true
+	}
 	ka, kb := c.key(a), c.key(b)
 	name := ""
 	switch which {
@@ -310,10 +327,12 @@ func btCompareScan[K, V any](t testing.TB, c btCodec[K, V], tr *BTree[K, V], m *
 		name = "Ascend"
 		tr.Ascend(take(&got))
 		m.Ascend(mt)
+		tr.AscendRuns(runs)
 	case 1:
 		name = "AscendRange"
 		tr.AscendRange(ka, kb, take(&got))
 		m.AscendRange(btItem{k: a}, btItem{k: b}, mt)
+		tr.AscendRangeRuns(ka, kb, runs)
 	case 2:
 		name = "AscendGreaterOrEqual"
 		tr.AscendGreaterOrEqual(ka, take(&got))
@@ -367,6 +386,9 @@ func btCompareScan[K, V any](t testing.TB, c btCodec[K, V], tr *BTree[K, V], m *
 		if !slices.Equal(r, mr) {
 			fail("All: %d items, model %d", len(r), len(mr))
 		}
+	}
+	if which <= 1 && !slices.Equal(gotRuns, want) {
+		fail("%s runs(%d, %d, limit %d): %d items, model %d", name, a, b, limit, len(gotRuns), len(want))
 	}
 	if !slices.Equal(got, want) {
 		i := 0

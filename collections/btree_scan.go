@@ -248,6 +248,14 @@ func (t *BTree[K, V]) window(desc bool, s *btScan, cur *btCursor, far *K, limit 
 // entries are handed to yield, the next window's DMA runs in another
 // goroutine.
 func (t *BTree[K, V]) scan(desc bool, lo, hi *K, yield func(K, V) bool) {
+	t.scanWith(desc, lo, hi, func(s *btScan, first bool, near, far *K) bool {
+		return t.emit(desc, s, first, near, far, yield)
+	})
+}
+
+// scanWith is scan with the window's consumer given: emit hands entries
+// one by one, emitRuns a leaf's run at a time.
+func (t *BTree[K, V]) scanWith(desc bool, lo, hi *K, emit func(s *btScan, first bool, near, far *K) bool) {
 	if t.closed {
 		t.usedAfterClose()
 	}
@@ -328,7 +336,7 @@ func (t *BTree[K, V]) scan(desc bool, lo, hi *K, yield func(K, V) bool) {
 		} else {
 			ok = t.fetch(p.s)
 		}
-		if !ok || !t.emit(desc, p.s, first, near, far, yield) {
+		if !ok || !emit(p.s, first, near, far) {
 			drain()
 			return
 		}
@@ -423,6 +431,67 @@ func (t *BTree[K, V]) emit(desc bool, s *btScan, first bool, near, far *K, yield
 		}
 	}
 	return true
+}
+
+// emitRuns hands the window's entries to fn a leaf at a time, ascending:
+// the keys as they lie in the read leaf, the values too where the layout
+// keeps them dense (else converted into vbuf). near and far as in emit.
+func (t *BTree[K, V]) emitRuns(s *btScan, first bool, near, far *K, vbuf *[]V, fn func([]K, []V) bool) bool {
+	g := &t.g
+	for _, w := range s.win {
+		leaf := s.leaf(g, w.id)
+		n := int(w.cnt)
+		kp := unsafe.Add(leaf, g.keyOff)
+		j, end := 0, n
+		if first && near != nil {
+			j, _ = t.lower(kp, n, *near)
+		}
+		first = false
+		if !w.full {
+			end, _ = t.lower(kp, n, *far)
+		}
+		if j < end {
+			var vals []V
+			if g.vdense && !t.strV {
+				vals = unsafe.Slice((*V)(unsafe.Add(leaf, g.valOff)), n)[j:end:end]
+			} else {
+				vs := (*vbuf)[:0]
+				for i := j; i < end; i++ {
+					vs = append(vs, t.vOut(unsafe.Add(leaf, g.valAt(i))))
+				}
+				*vbuf, vals = vs, vs
+			}
+			if !fn(unsafe.Slice((*K)(kp), n)[j:end:end], vals) {
+				return false
+			}
+		}
+		if end < n {
+			return false // the far bound lies in this leaf
+		}
+	}
+	return true
+}
+
+// AscendRuns calls fn with every entry in ascending key order, a run of
+// consecutive entries at a time (keys[i] holds vals[i]; a run is what one
+// leaf holds), until fn returns false. It is the bulk form of Ascend: the
+// leaves are read by DMA as for Ascend, and fn sees them in place, with
+// no call per entry. The slices are valid only during the call, and fn
+// must not modify them or the tree (copy what is kept).
+func (t *BTree[K, V]) AscendRuns(fn func(keys []K, vals []V) bool) {
+	var vbuf []V
+	t.scanWith(false, nil, nil, func(s *btScan, first bool, near, far *K) bool {
+		return t.emitRuns(s, first, near, far, &vbuf, fn)
+	})
+}
+
+// AscendRangeRuns is AscendRuns over the entries with greaterOrEqual <= key
+// < lessThan.
+func (t *BTree[K, V]) AscendRangeRuns(greaterOrEqual, lessThan K, fn func(keys []K, vals []V) bool) {
+	var vbuf []V
+	t.scanWith(false, &greaterOrEqual, &lessThan, func(s *btScan, first bool, near, far *K) bool {
+		return t.emitRuns(s, first, near, far, &vbuf, fn)
+	})
 }
 
 // Ascend calls fn for every entry in ascending key order until fn returns
