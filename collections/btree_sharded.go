@@ -357,6 +357,40 @@ func (t *ShardedBTree[K, V]) AscendRange(greaterOrEqual, lessThan K, fn func(key
 	})
 }
 
+// AscendRuns is BTree.AscendRuns over every shard in key order: fn gets
+// the entries a run at a time, in place, until it returns false.
+func (t *ShardedBTree[K, V]) AscendRuns(fn func(keys []K, vals []V) bool) {
+	t.visitRuns(0, t.last(), fn, func(b *BTree[K, V], f func([]K, []V) bool) { b.AscendRuns(f) })
+}
+
+// AscendRangeRuns is AscendRuns over the entries with greaterOrEqual <=
+// key < lessThan.
+func (t *ShardedBTree[K, V]) AscendRangeRuns(greaterOrEqual, lessThan K, fn func(keys []K, vals []V) bool) {
+	if !t.less(greaterOrEqual, lessThan) {
+		t.live()
+		return
+	}
+	t.visitRuns(t.shardOf(greaterOrEqual), t.shardOf(lessThan), fn, func(b *BTree[K, V], f func([]K, []V) bool) {
+		b.AscendRangeRuns(greaterOrEqual, lessThan, f)
+	})
+}
+
+// visitRuns is visit for the runs forms, ascending.
+func (t *ShardedBTree[K, V]) visitRuns(from, to int, fn func([]K, []V) bool, scan func(b *BTree[K, V], fn func([]K, []V) bool)) {
+	t.live()
+	stopped := false
+	wrap := func(k []K, v []V) bool {
+		if !fn(k, v) {
+			stopped = true
+			return false
+		}
+		return true
+	}
+	for d := from; d <= to && !stopped; d++ {
+		scan(t.shards[d], wrap)
+	}
+}
+
 // AscendGreaterOrEqual calls fn for the entries with key >= pivot,
 // ascending, until fn returns false.
 func (t *ShardedBTree[K, V]) AscendGreaterOrEqual(pivot K, fn func(key K, value V) bool) {

@@ -30,6 +30,21 @@ func shBTCollect(limit int, scan func(fn func(int64, uint64) bool)) (ks []int64,
 	return ks, vs
 }
 
+// shBTRunsOf turns a runs scan into an entry-by-entry one, for
+// shBTCollect.
+func shBTRunsOf(scan func(fn func([]int64, []uint64) bool)) func(fn func(int64, uint64) bool) {
+	return func(fn func(int64, uint64) bool) {
+		scan(func(ks []int64, vs []uint64) bool {
+			for i := range ks {
+				if !fn(ks[i], vs[i]) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+}
+
 // shBTDiff runs random operations on a ShardedBTree and on a model.
 func shBTDiff(t *testing.T, s *ShardedBTree[int64, uint64], steps int, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 11))
@@ -133,6 +148,10 @@ func shBTDiff(t *testing.T, s *ShardedBTree[int64, uint64], steps int, seed uint
 			check("DescendGreaterThan", g, want(a, maxK, true, limit))
 			g, _ = shBTCollect(limit, s.Ascend)
 			check("Ascend", g, want(minK, maxK, false, limit))
+			g, _ = shBTCollect(limit, shBTRunsOf(s.AscendRuns))
+			check("AscendRuns", g, want(minK, maxK, false, limit))
+			g, _ = shBTCollect(limit, shBTRunsOf(func(f func([]int64, []uint64) bool) { s.AscendRangeRuns(a, b, f) }))
+			check("AscendRangeRuns", g, want(a, b, false, limit))
 			g, _ = shBTCollect(limit, s.Descend)
 			check("Descend", g, want(minK, maxK, true, limit))
 			var rg []int64
