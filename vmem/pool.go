@@ -168,11 +168,10 @@ func poolPhysicalDevices() ([]vk.PhysicalDevice, error) {
 	if err := vk.Load(); err != nil {
 		return nil, noDevice("%v", err)
 	}
-	inst, err := vk.NewInstance()
+	inst, err := instance()
 	if err != nil {
 		return nil, noDevice("%v", err)
 	}
-	defer inst.Destroy()
 	pds, err := inst.Devices()
 	if err != nil {
 		return nil, noDevice("%v", err)

@@ -50,17 +50,43 @@ type lane struct {
 	stage [laneDepth]*vk.Memory
 }
 
+// sharedInst is the process's one VkInstance, made on first use and never
+// destroyed: NVIDIA's driver (580.159.04 on the H200 machine) refuses the
+// 31st vkCreateInstance of a process with VK_ERROR_INCOMPATIBLE_DRIVER,
+// even when every earlier instance was destroyed (internal/vk's
+// TestInstanceLoop), so a process that opens and closes devices again and
+// again (a service reconnecting, a test run) must not make one per device.
+// Devices are still made and destroyed per Open.
+var sharedInst struct {
+	mu   sync.Mutex
+	inst *vk.Instance
+}
+
+// instance returns the shared instance, making it if there is none yet (a
+// failure is not kept: the next Open tries again).
+func instance() (*vk.Instance, error) {
+	sharedInst.mu.Lock()
+	defer sharedInst.mu.Unlock()
+	if sharedInst.inst == nil {
+		inst, err := vk.NewInstance()
+		if err != nil {
+			return nil, err
+		}
+		sharedInst.inst = inst
+	}
+	return sharedInst.inst, nil
+}
+
 func openVulkan(o Options, auto bool) (*Device, error) {
 	if err := vk.Load(); err != nil {
 		return nil, noDevice("%v", err)
 	}
-	inst, err := vk.NewInstance()
+	inst, err := instance()
 	if err != nil {
 		return nil, noDevice("%v", err)
 	}
 	pds, err := inst.Devices()
 	if err != nil || len(pds) == 0 {
-		inst.Destroy()
 		if err == nil {
 			return nil, noDevice("the Vulkan loader found no device (is a driver installed? mesa-vulkan-drivers gives a CPU one)")
 		}
@@ -68,12 +94,10 @@ func openVulkan(o Options, auto bool) (*Device, error) {
 	}
 	pd, err := pickDevice(pds, o.Device, auto)
 	if err != nil {
-		inst.Destroy()
 		return nil, err
 	}
 	dev, err := inst.NewDevice(pd, []string{"VK_EXT_memory_budget"})
 	if err != nil {
-		inst.Destroy()
 		return nil, noDevice("%s: %v", pd.Name, err)
 	}
 	if o.ChunkSize == 0 && pd.Type == vk.TypeCPU {
@@ -177,7 +201,7 @@ func (v *vkState) close() {
 	v.mu.Unlock()
 	v.kern.close(v.dev)
 	v.dev.Destroy()
-	v.inst.Destroy()
+	// The instance is the process's (instance) and stays.
 }
 
 func (v *vkState) destroyLane(l *lane) {

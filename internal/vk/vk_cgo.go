@@ -13,7 +13,6 @@ import (
 	"errors"
 	"runtime"
 	"sync"
-	"time"
 	"unsafe"
 
 	vulkan "github.com/goki/vulkan"
@@ -65,19 +64,8 @@ func NewInstance() (*Instance, error) {
 		SType:            vulkan.StructureTypeInstanceCreateInfo,
 		PApplicationInfo: &app,
 	}
-	// On an H200 machine just started, vkCreateInstance now and then fails
-	// with VK_ERROR_INCOMPATIBLE_DRIVER (the NVIDIA driver not ready for
-	// the loader) and succeeds when asked again: three tries, 50 and 200
-	// ms apart, before the error stands.
 	var h vulkan.Instance
-	var r vulkan.Result
-	for try, wait := 0, 50*time.Millisecond; ; try, wait = try+1, 4*wait {
-		r = vulkan.CreateInstance(&ci, nil, &h)
-		if r != vulkan.ErrorIncompatibleDriver || try == 2 {
-			break
-		}
-		time.Sleep(wait)
-	}
+	r := vulkan.CreateInstance(&ci, nil, &h)
 	if err := check("vkCreateInstance", Result(r)); err != nil {
 		return nil, err
 	}
