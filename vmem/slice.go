@@ -57,6 +57,7 @@ type Slice[T any] struct {
 	// than the load itself when memory is ordinary RAM.
 	fastN uint
 	base0 unsafe.Pointer
+	fast  []T // the same elements as a Go slice (Set: fewer steps to inline)
 	// wcN: elements [0, wcN) are at base0 in mapped VRAM, densely packed
 	// and at most a line each, so a Get is one streaming load with no
 	// segment lookup. Few instructions per Get matter: the CPU overlaps
@@ -253,12 +254,13 @@ func (s *Slice[T]) allocSegWith(k int, untouched bool) (segment, error) {
 // segments goes through here.
 func (s *Slice[T]) setLen(n int) {
 	s.n = n
-	s.fastN, s.wcN, s.base0 = 0, 0, nil
+	s.fastN, s.wcN, s.base0, s.fast = 0, 0, nil, nil
 	if len(s.segs) > 0 && s.perLine == 1 && s.group == s.size && s.size > 0 {
 		sg := &s.segs[0]
 		switch {
 		case sg.kind == segDirect:
 			s.fastN, s.base0 = uint(min(n, sg.cap)), sg.base
+			s.fast = unsafe.Slice((*T)(sg.base), s.fastN)
 		case sg.kind == segWC && s.size <= layout.LineSize:
 			s.wcN, s.base0 = uint(min(n, sg.cap)), sg.base
 		}
@@ -437,10 +439,16 @@ func loadWC[T any](p unsafe.Pointer, size uintptr) T {
 
 // Set stores v at i. It panics if i is out of range.
 func (s *Slice[T]) Set(i int, v T) {
-	if uint(i) < s.fastN {
-		*(*T)(unsafe.Add(s.base0, uintptr(i)*unsafe.Sizeof(v))) = v
+	// Small enough to inline, as Get: on host memory a Set is one store in
+	// the caller's loop.
+	if uint(i) < uint(len(s.fast)) {
+		s.fast[i] = v
 		return
 	}
+	s.setChecked(i, v)
+}
+
+func (s *Slice[T]) setChecked(i int, v T) {
 	if uint(i) >= uint(s.n) {
 		s.outOfRange(i)
 	}
