@@ -75,18 +75,7 @@ func mapGPUBenchBuild(b *testing.B, n int) *mapGPUBenchSet {
 		b.Fatal(err)
 	}
 	g := make(map[uint64]uint64, n)
-	const batch = 1 << 21
-	ks, vs := make([]uint64, batch), make([]uint64, batch)
-	for lo := 0; lo < n; lo += batch {
-		k := min(batch, n-lo)
-		for i := range k {
-			ks[i], vs[i] = mapBenchKey(uint64(lo+i)), uint64(lo+i)
-			g[ks[i]] = vs[i]
-		}
-		if err := m.PutBatch(ks[:k], vs[:k]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	mapGPUBenchFill(b, m, n, func(k, v uint64) { g[k] = v })
 	s := &mapGPUBenchSet{m: m, gomap: g, n: n}
 	mapGPUBenchSets[n] = s
 	// Building the Go map leaves gigabytes of garbage (its outgrown
@@ -95,6 +84,25 @@ func mapGPUBenchBuild(b *testing.B, n int) *mapGPUBenchSet {
 	// for minutes, while timed batches run. Both are the baseline's costs.
 	debug.FreeOSMemory()
 	return s
+}
+
+// mapGPUBenchFill stores keys mapBenchKey(i) with values i, i < n, in m
+// by PutBatch, calling each (if not nil) for every entry.
+func mapGPUBenchFill(b *testing.B, m *Map[uint64, uint64], n int, each func(k, v uint64)) {
+	const batch = 1 << 21
+	ks, vs := make([]uint64, batch), make([]uint64, batch)
+	for lo := 0; lo < n; lo += batch {
+		k := min(batch, n-lo)
+		for i := range k {
+			ks[i], vs[i] = mapBenchKey(uint64(lo+i)), uint64(lo+i)
+			if each != nil {
+				each(ks[i], vs[i])
+			}
+		}
+		if err := m.PutBatch(ks[:k], vs[:k]); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // mapGPUBenchKeys returns k random keys of a set of n: hits, or misses

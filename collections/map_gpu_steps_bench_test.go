@@ -135,17 +135,7 @@ func mapGPUStepsBuild(b *testing.B, n int) *Map[uint64, uint64] {
 	if err != nil {
 		b.Fatal(err)
 	}
-	const batch = 1 << 21
-	ks, vs := make([]uint64, batch), make([]uint64, batch)
-	for lo := 0; lo < n; lo += batch {
-		k := min(batch, n-lo)
-		for i := range k {
-			ks[i], vs[i] = mapBenchKey(uint64(lo+i)), uint64(lo+i)
-		}
-		if err := m.PutBatch(ks[:k], vs[:k]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	mapGPUBenchFill(b, m, n, nil)
 	b.Cleanup(func() { m.Close() })
 	return m
 }

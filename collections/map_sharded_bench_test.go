@@ -22,6 +22,43 @@ import (
 // shBenchKey is the i-th key: distinct for distinct i (an odd multiplier).
 func shBenchKey(i uint64) uint64 { return i * 0x9e3779b97f4a7c15 }
 
+// shBenchQueries returns the n keys of a benchmark map and a batch of
+// min(batch, n) of them drawn at random (xorshift).
+func shBenchQueries(n, batch int) (keys, q []uint64) {
+	keys = make([]uint64, n)
+	for i := range keys {
+		keys[i] = shBenchKey(uint64(i))
+	}
+	q = make([]uint64, min(batch, n))
+	var x uint64 = 88172645463325252
+	for i := range q {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		q[i] = keys[x%uint64(n)]
+	}
+	return keys, q
+}
+
+// shBenchMap builds a ShardedMap of keys (each its own value) on p and
+// runs one GetBatch of q, which copies the control bytes to each device.
+func shBenchMap(b *testing.B, p *vmem.Pool, keys, q []uint64) *ShardedMap[uint64, uint64] {
+	m, err := NewShardedMap[uint64, uint64](p, WithCapacity(len(keys)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for lo := 0; lo < len(keys); lo += 1 << 22 {
+		hi := min(lo+1<<22, len(keys))
+		if err := m.PutBatch(keys[lo:hi], keys[lo:hi]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := m.GetBatch(q, make([]uint64, len(q)), nil); err != nil {
+		b.Fatal(err)
+	}
+	return m
+}
+
 func BenchmarkShardedMapGetBatch(b *testing.B) {
 	p, err := vmem.OpenAll(vmem.Options{})
 	if err != nil {
@@ -45,35 +82,11 @@ func BenchmarkShardedMapGetBatch(b *testing.B) {
 		p    *vmem.Pool
 	}{{"one", one}, {fmt.Sprintf("all-%d", p.Len()), p}}
 	for _, n := range vmemtest.BenchSizes(b, 1e5) {
-		keys := make([]uint64, n)
-		for i := range keys {
-			keys[i] = shBenchKey(uint64(i))
-		}
-		q := make([]uint64, min(batch, n))
-		var x uint64 = 88172645463325252
-		for i := range q {
-			x ^= x << 13
-			x ^= x >> 7
-			x ^= x << 17
-			q[i] = keys[x%uint64(n)]
-		}
+		keys, q := shBenchQueries(n, batch)
 		vals := make([]uint64, len(q))
 		found := make([]bool, len(q))
 		for _, v := range pools {
-			m, err := NewShardedMap[uint64, uint64](v.p, WithCapacity(n))
-			if err != nil {
-				b.Fatal(err)
-			}
-			for lo := 0; lo < n; lo += 1 << 22 {
-				hi := min(lo+1<<22, n)
-				if err := m.PutBatch(keys[lo:hi], keys[lo:hi]); err != nil {
-					b.Fatal(err)
-				}
-			}
-			// The first batch copies the control bytes to each device.
-			if err := m.GetBatch(q, vals, found); err != nil {
-				b.Fatal(err)
-			}
+			m := shBenchMap(b, v.p, keys, q)
 			b.Run(fmt.Sprintf("%s/%s", vmemtest.SizeName(n), v.name), func(b *testing.B) {
 				gpuBenchWarm(b, func() error { return m.GetBatch(q, vals, found) })
 				for b.Loop() {
@@ -115,33 +128,11 @@ func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 		}
 	}
 	for _, n := range vmemtest.BenchSizes(b, 1e5) {
-		keys := make([]uint64, n)
-		for i := range keys {
-			keys[i] = shBenchKey(uint64(i))
-		}
-		q := make([]uint64, min(round, n))
-		var x uint64 = 88172645463325252
-		for i := range q {
-			x ^= x << 13
-			x ^= x >> 7
-			x ^= x << 17
-			q[i] = keys[x%uint64(n)]
-		}
+		keys, q := shBenchQueries(n, round)
 		vals := make([]uint64, len(q))
 		found := make([]bool, len(q))
-		m, err := NewShardedMap[uint64, uint64](p, WithCapacity(n))
-		if err != nil {
-			b.Fatal(err)
-		}
-		for lo := 0; lo < n; lo += 1 << 22 {
-			hi := min(lo+1<<22, n)
-			if err := m.PutBatch(keys[lo:hi], keys[lo:hi]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := m.GetBatch(q, vals, found); err != nil {
-			b.Fatal(err)
-		}
+		m := shBenchMap(b, p, keys, q)
+		var err error
 		nd := len(m.shards)
 		jobs := make([]*mapGetJob[uint64, uint64], nd)
 		for d, sh := range m.shards {

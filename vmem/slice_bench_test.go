@@ -202,11 +202,15 @@ func BenchmarkSliceBulk(b *testing.B) {
 		// Append: 1 MiB batches into reserved capacity (the allocation,
 		// which a Slice pays once, untimed); Append-grow: from an empty
 		// Slice, allocation and growth included.
-		b.Run("Append/"+name, func(b *testing.B) {
+		appendAll := func(b *testing.B, reserve bool) {
 			b.SetBytes(int64(nbytes))
 			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				s, err := vmem.NewSlice[uint64](d, 0, vmem.WithCapacity(n))
+				var opts []vmem.SliceOption
+				if reserve {
+					opts = append(opts, vmem.WithCapacity(n))
+					b.StopTimer()
+				}
+				s, err := vmem.NewSlice[uint64](d, 0, opts...)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -220,24 +224,9 @@ func BenchmarkSliceBulk(b *testing.B) {
 				s.Close()
 				b.StartTimer()
 			}
-		})
-		b.Run("Append-grow/"+name, func(b *testing.B) {
-			b.SetBytes(int64(nbytes))
-			for i := 0; i < b.N; i++ {
-				s, err := vmem.NewSlice[uint64](d, 0)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for at := 0; at < n; at += 1 << 17 {
-					if err := s.Append(src[at:min(n, at+1<<17)]...); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.StopTimer()
-				s.Close()
-				b.StartTimer()
-			}
-		})
+		}
+		b.Run("Append/"+name, func(b *testing.B) { appendAll(b, true) })
+		b.Run("Append-grow/"+name, func(b *testing.B) { appendAll(b, false) })
 		s, err := vmem.NewSlice[uint64](d, n)
 		if err != nil {
 			b.Fatal(err)

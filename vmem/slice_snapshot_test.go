@@ -387,18 +387,25 @@ func TestSliceSnapshotLargeSegments(t *testing.T) {
 	})
 }
 
+// snapPinned returns n bytes of a Host block (pinned memory on a GPU),
+// freed when the test ends.
+func snapPinned(t *testing.T, d *vmem.Device, n int) []byte {
+	t.Helper()
+	hb, err := d.Alloc(vmem.Host, uint64(n), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Free(hb) })
+	return hb.Bytes()[:n]
+}
+
 func snapLarge[T any](t *testing.T, d *vmem.Device, n int, opts ...vmem.SliceOption) {
 	s, want := snapFillLarge[T](t, d, n)
 	data := snapSave(t, s)
 	s.Close()
 	// pinned: a bytes.Buffer over a Host block, whose blocks a GPU takes
 	// by DMA straight into the Slice's segments, mapped ones included.
-	hb, err := d.Alloc(vmem.Host, uint64(len(data)), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Free(hb)
-	pinned := hb.Bytes()[:len(data)]
+	pinned := snapPinned(t, d, len(data))
 	copy(pinned, data)
 	readers := map[string]func() io.Reader{
 		"buffer": func() io.Reader { return bytes.NewBuffer(data) },
@@ -535,12 +542,7 @@ func TestSliceSnapshotGPUCheck(t *testing.T) {
 		s, want := snapFillLarge[uint64](t, d, n)
 		data := snapSave(t, s)
 		s.Close()
-		hb, err := d.Alloc(vmem.Host, uint64(len(data)), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Free(hb)
-		pinned := hb.Bytes()[:len(data)]
+		pinned := snapPinned(t, d, len(data))
 		gpu := d.Backend() == vmem.BackendVulkan && d.KernelsAvailable()
 		readers := map[string]func(b []byte) io.Reader{
 			"pinned": func(b []byte) io.Reader { copy(pinned, b); return bytes.NewBuffer(pinned) },
