@@ -118,11 +118,11 @@ func mapGPUBenchKeys(n, k int, seed uint64) []uint64 {
 }
 
 // gpuBenchWarm runs f for a quarter of a second before the timed loop,
-// then resets the timer. A GPU left idle (while a Go map of 10^8 entries
-// is built, for tens of seconds) runs at low clocks for the first tenth of
-// a second of work: an H200's map_get kernel over a 10^8-entry map took
-// 1.05 ms then and 0.19-0.30 ms once busy. Figures are the steady state
-// of a service that keeps the GPU busy.
+// then resets the timer. After a GPU idled for tens of seconds (while a
+// Go map of 10^8 entries is built) its first work runs slowly, most likely
+// at idle clocks: an H200's map_get kernel over a 10^8-entry map took
+// 1.05 ms then and 0.19-0.30 ms after other GPU work. Figures are the
+// steady state of a service that keeps the GPU busy.
 func gpuBenchWarm(b *testing.B, f func() error) {
 	b.Helper()
 	for start := time.Now(); time.Since(start) < 250*time.Millisecond; {
