@@ -316,23 +316,26 @@ func (t *ShardedBTree[K, V]) Max() (K, V, bool) {
 // visit calls scan on shards from..to (in that direction), with fn
 // wrapped so that a false from fn stops the remaining shards too.
 func (t *ShardedBTree[K, V]) visit(from, to int, fn func(K, V) bool, scan func(b *BTree[K, V], fn func(K, V) bool)) {
+	t.each(from, to, func(b *BTree[K, V]) (stopped bool) {
+		scan(b, func(k K, v V) bool {
+			stopped = !fn(k, v)
+			return !stopped
+		})
+		return stopped
+	})
+}
+
+// each calls scan on shards from..to (in that direction) until one
+// reports that the caller's function stopped the scan.
+func (t *ShardedBTree[K, V]) each(from, to int, scan func(b *BTree[K, V]) (stopped bool)) {
 	t.live()
-	stopped := false
-	wrap := func(k K, v V) bool {
-		if !fn(k, v) {
-			stopped = true
-			return false
-		}
-		return true
-	}
 	step := 1
 	if from > to {
 		step = -1
 	}
-	for d := from; !stopped; d += step {
-		scan(t.shards[d], wrap)
-		if d == to {
-			break
+	for d := from; ; d += step {
+		if scan(t.shards[d]) || d == to {
+			return
 		}
 	}
 }
@@ -375,20 +378,15 @@ func (t *ShardedBTree[K, V]) AscendRangeRuns(greaterOrEqual, lessThan K, fn func
 	})
 }
 
-// visitRuns is visit for the runs forms, ascending.
+// visitRuns is visit for the runs forms.
 func (t *ShardedBTree[K, V]) visitRuns(from, to int, fn func([]K, []V) bool, scan func(b *BTree[K, V], fn func([]K, []V) bool)) {
-	t.live()
-	stopped := false
-	wrap := func(k []K, v []V) bool {
-		if !fn(k, v) {
-			stopped = true
-			return false
-		}
-		return true
-	}
-	for d := from; d <= to && !stopped; d++ {
-		scan(t.shards[d], wrap)
-	}
+	t.each(from, to, func(b *BTree[K, V]) (stopped bool) {
+		scan(b, func(k []K, v []V) bool {
+			stopped = !fn(k, v)
+			return !stopped
+		})
+		return stopped
+	})
 }
 
 // AscendGreaterOrEqual calls fn for the entries with key >= pivot,

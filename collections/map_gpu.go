@@ -221,7 +221,10 @@ func (m *Map[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 // kernel of another (one part at a time leaves the GPU idle while the CPU
 // copies, and the CPU idle while the GPU works). Two, from H200 runs of
 // 10^6 keys: against a 10^7-entry map one, two and four parts gave 588,
-// 586 and 640 M keys/s; against a 10^8-entry map 420, 430 and 344.
+// 586 and 640 M keys/s; against a 10^8-entry map 420, 430 and 344, and
+// 444 and 431 for one and two in a later run (all with the GPU just out of
+// a long idle spell, before the benchmarks warmed it; not re-measured
+// warm).
 var (
 	mapGetParts   = 2
 	mapGetPartMin = 1 << 17

@@ -115,7 +115,7 @@ func (d *Device) alloc(t Tier, size, align uint64, untouched bool) (Block, error
 }
 
 // grow adds a chunk that can hold need bytes; a chunk made for that block
-// alone is left untouched if asked (allocUntouched). ts.mu is held.
+// alone is left untouched if asked (see alloc). ts.mu is held.
 func (d *Device) grow(ts *tierState, need uint64, untouched bool) error {
 	size := min(d.opts.ChunkSize, ts.maxChunk)
 	dedicated := need > size/dedicatedShare

@@ -39,11 +39,13 @@ package vmem
 //     temporary buffers come from kernTakeScratch (or Alloc, to count against
 //     the tier's limits).
 //
-// Scratch memory: small temporary buffers (staging for gathers, sum
-// partials) are raw allocations kept for reuse per device (at most
-// kernScratchKeep bytes each, two per kind), so that a batch read does not
-// zero a fresh block each time. They are not counted in Stats; Close frees
-// them. Large temporaries (the sort's key arrays) are ordinary blocks.
+// Scratch memory: temporary buffers (staging for gathers and batches, sum
+// partials, the sort's key arrays) are raw allocations kept for reuse per
+// device (kernScratchKept of at most kernScratchKeep bytes per kind, and
+// one larger device-local buffer), so that a batch does not allocate and
+// zero fresh memory each time. They are not counted in Stats; an
+// allocation that finds VRAM full, Trim and Close free them. A sort whose
+// arrays the kept buffer cannot hold takes ordinary blocks.
 
 import (
 	"errors"

@@ -52,18 +52,18 @@ type Slice[T any] struct {
 	unreg   func()      // removes the Slice from the device's AtClose list
 	tier    Tier        // tier new segments try first
 
-	// Fast path for host memory: elements [0, fastN) are at base0 in Go
-	// array layout. A variable shift and segment lookup per Get cost more
-	// than the load itself when memory is ordinary RAM.
-	fastN uint
-	base0 unsafe.Pointer
-	fast  []T // the same elements as a Go slice (Set: fewer steps to inline)
+	// Fast path for host memory: the first segment's elements as a Go
+	// slice, when they are in Go array layout. A variable shift and segment
+	// lookup per Get cost more than the load itself when memory is ordinary
+	// RAM.
+	fast []T
 	// wcN: elements [0, wcN) are at base0 in mapped VRAM, densely packed
 	// and at most a line each, so a Get is one streaming load with no
 	// segment lookup. Few instructions per Get matter: the CPU overlaps
 	// the ~1 µs loads of successive Gets only as far as its reorder
 	// window reaches.
-	wcN uint
+	wcN   uint
+	base0 unsafe.Pointer
 }
 
 type segKind uint8
@@ -228,7 +228,7 @@ func (s *Slice[T]) allocSeg(k int) (segment, error) {
 	return s.allocSegWith(k, false)
 }
 
-// allocSegWith is allocSeg; untouched: see Device.allocUntouched.
+// allocSegWith is allocSeg; untouched: see Device.alloc.
 func (s *Slice[T]) allocSegWith(k int, untouched bool) (segment, error) {
 	size := s.bytesFor(k)
 	b, err := s.dev.alloc(s.tier, size, 0, untouched)
@@ -254,13 +254,12 @@ func (s *Slice[T]) allocSegWith(k int, untouched bool) (segment, error) {
 // segments goes through here.
 func (s *Slice[T]) setLen(n int) {
 	s.n = n
-	s.fastN, s.wcN, s.base0, s.fast = 0, 0, nil, nil
+	s.wcN, s.base0, s.fast = 0, nil, nil
 	if len(s.segs) > 0 && s.perLine == 1 && s.group == s.size && s.size > 0 {
 		sg := &s.segs[0]
 		switch {
 		case sg.kind == segDirect:
-			s.fastN, s.base0 = uint(min(n, sg.cap)), sg.base
-			s.fast = unsafe.Slice((*T)(sg.base), s.fastN)
+			s.fast = unsafe.Slice((*T)(sg.base), min(n, sg.cap))
 		case sg.kind == segWC && s.size <= layout.LineSize:
 			s.wcN, s.base0 = uint(min(n, sg.cap)), sg.base
 		}
@@ -369,8 +368,8 @@ func (s *Slice[T]) outOfRange(i int) {
 func (s *Slice[T]) Get(i int) T {
 	// Small enough to inline: on host memory a Get is then one load in the
 	// caller's loop, and loads of successive Gets overlap.
-	if uint(i) < s.fastN {
-		return *(*T)(unsafe.Add(s.base0, uintptr(i)*unsafe.Sizeof(*(*T)(nil))))
+	if uint(i) < uint(len(s.fast)) {
+		return s.fast[i]
 	}
 	return s.get(i)
 }

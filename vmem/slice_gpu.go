@@ -21,12 +21,13 @@ package vmem
 // it there by the digit with subgroup scans, and writes each digit's run
 // with coalesced stores (sort_scatter, the first version, stays for
 // devices with less shared memory and for comparison: GOVRAM_SORT_OLD=1).
-// Segments are read into one key array by sort_keys and written back by sort_store (Sort) or, for SortBy,
-// the sort carries each record's index and sort_permute copies records
-// from a copy of the segments taken first. So a Slice of many segments, in
-// any tiers, sorts as one array; the scratch arrays must each fit one
-// block (TierInfo.MaxBlock: 4 GiB on an H200, so up to 5e8 64-bit keys),
-// and larger Slices are sorted on the CPU.
+// Segments are read into one key array by sort_keys and written back by
+// sort_store (Sort) or, for SortBy, the sort carries each record's index
+// and sort_permute copies records from a copy of the segments taken
+// first. So a Slice of many segments, in any tiers, sorts as one array;
+// the scratch arrays must each fit one block (TierInfo.MaxBlock: 4 GiB on
+// an H200, so up to 5e8 64-bit keys), and larger Slices are sorted on the
+// CPU.
 
 import (
 	"cmp"

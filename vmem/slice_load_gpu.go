@@ -34,11 +34,11 @@ var kernCRC = newKernel("crc32c", kernCRCPush{}, false)
 // loadGPUDest returns where the block of elements [at, at+k) goes when
 // the GPU can write and check it: the layout is dense, the block lies in
 // one segment at a 16-byte-aligned device address, its length is a
-// multiple of 4, the data lies in pinned memory and kernels run here. It
-// reads s.segs: the loading goroutine calls it.
-func (s *Slice[T]) loadGPUDest(at, k int, data []byte) (Block, uint64, bool) {
+// multiple of 4, the data lies in pinned memory (pinned: canDMAFrom) and
+// kernels run here. It reads s.segs: the loading goroutine calls it.
+func (s *Slice[T]) loadGPUDest(at, k int, data []byte, pinned bool) (Block, uint64, bool) {
 	d := s.dev
-	if d.vk == nil || len(data) == 0 || len(data)%4 != 0 || !s.dense(0) || !d.canDMAFrom(data) || d.kern() == nil {
+	if !pinned || len(data)%4 != 0 || !s.dense(0) || d.kern() == nil {
 		return Block{}, 0, false
 	}
 	sg := &s.segs[at>>s.shift]

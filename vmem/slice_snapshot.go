@@ -632,8 +632,9 @@ func (s *Slice[T]) loadBorrowed(sr *snapfmt.Reader, g *sliceLoadGrow, count, per
 		if err := s.loadCover(g, at+k, count); err != nil {
 			return err
 		}
-		dst, off, gpu := s.loadGPUDest(at, k, b.Data)
-		tasks = s.loadPlan(tasks[:0], at, k, s.dev.canDMAFrom(b.Data))
+		pinned := s.dev.canDMAFrom(b.Data)
+		dst, off, gpu := s.loadGPUDest(at, k, b.Data, pinned)
+		tasks = s.loadPlan(tasks[:0], at, k, pinned)
 		if err := s.loadBlock(&b, dst, off, gpu, tasks); err != nil {
 			return err
 		}
@@ -687,8 +688,9 @@ func (s *Slice[T]) loadStaged(sr *snapfmt.Reader, g *sliceLoadGrow, count, per i
 		}
 		for i := range jb {
 			bat, bk := at+i*per, min(per, x.k-i*per)
-			jb[i].dst, jb[i].off, jb[i].gpu = s.loadGPUDest(bat, bk, jb[i].b.Data)
-			jb[i].tasks = s.loadPlan(jb[i].tasks[:0], bat, bk, s.dev.canDMAFrom(jb[i].b.Data))
+			pinned := s.dev.canDMAFrom(jb[i].b.Data)
+			jb[i].dst, jb[i].off, jb[i].gpu = s.loadGPUDest(bat, bk, jb[i].b.Data, pinned)
+			jb[i].tasks = s.loadPlan(jb[i].tasks[:0], bat, bk, pinned)
 		}
 		jobs[cur] = jb
 		if err := wait(); err != nil {

@@ -66,10 +66,10 @@ func (d *Device) write(dst Block, off uint64, src []byte) error {
 		}
 		return nil
 	}
-	at := dst.off + off
-	if c, coff := d.vk.chunkOf(sliceAddr(src), n); c != nil {
-		return d.run([]vk.Op{{Kind: vk.OpCopy, Src: c.mem, SrcOff: coff, Dst: dst.c.mem, DstOff: at, Size: n}}, nil)
+	if ok, err := d.dmaFrom(dst, off, src); ok {
+		return err
 	}
+	at := dst.off + off
 	if n <= vk.MaxUpdate && n%4 == 0 && at%4 == 0 {
 		return d.run([]vk.Op{{Kind: vk.OpUpdate, Dst: dst.c.mem, DstOff: at, Size: n}}, src)
 	}
@@ -106,11 +106,21 @@ func (d *Device) writeDMA(dst Block, off uint64, src []byte) error {
 	if n == 0 {
 		return nil
 	}
+	if ok, err := d.dmaFrom(dst, off, src); ok {
+		return err
+	}
+	return d.write(dst, off, src)
+}
+
+// dmaFrom copies src into dst at off by one DMA when src lies in a block
+// of this device, and reports whether it did.
+func (d *Device) dmaFrom(dst Block, off uint64, src []byte) (bool, error) {
+	n := uint64(len(src))
 	c, coff := d.vk.chunkOf(sliceAddr(src), n)
 	if c == nil {
-		return d.write(dst, off, src)
+		return false, nil
 	}
-	return d.run([]vk.Op{{Kind: vk.OpCopy, Src: c.mem, SrcOff: coff, Dst: dst.c.mem, DstOff: dst.off + off, Size: n}}, nil)
+	return true, d.run([]vk.Op{{Kind: vk.OpCopy, Src: c.mem, SrcOff: coff, Dst: dst.c.mem, DstOff: dst.off + off, Size: n}}, nil)
 }
 
 // Read copies len(dst) bytes of src at off into dst. Small mapped reads use

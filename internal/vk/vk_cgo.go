@@ -65,8 +65,7 @@ func NewInstance() (*Instance, error) {
 		PApplicationInfo: &app,
 	}
 	var h vulkan.Instance
-	r := vulkan.CreateInstance(&ci, nil, &h)
-	if err := check("vkCreateInstance", Result(r)); err != nil {
+	if err := check("vkCreateInstance", Result(vulkan.CreateInstance(&ci, nil, &h))); err != nil {
 		return nil, err
 	}
 	if err := vulkan.InitInstance(h); err != nil {
