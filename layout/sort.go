@@ -66,7 +66,7 @@ func (b *Batcher) flushOrder() (keys []uint64, mask uint64) {
 	return radixSort(keys, b.tmp[:n], b.count[:], b.sbits, r), uint64(1)<<b.sbits - 1
 }
 
-// radixSort sorts keys by bits [low, low+nbits) (all bits above are zero),
+// radixSort sorts keys by bits [low, low+nbits) (bits outside are ignored),
 // stably, using tmp as the second buffer and count for the counters. It
 // returns whichever buffer holds the result.
 func radixSort(keys, tmp []uint64, count []uint32, low, nbits uint) []uint64 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"unsafe"
 )
@@ -116,28 +117,48 @@ func itoa(n int) string {
 }
 
 // TestStoreLogParallel flushes batches large enough to be written by
-// several goroutines, with many stores to a few hot lines so that stores
+// several goroutines, with many stores to a few hot records so that stores
 // to one record straddle the split points: the last one must still win.
+// Whole-line records over 64 MiB take the windowed order (several windows,
+// several goroutines); 8-byte ones the full sort.
 func TestStoreLogParallel(t *testing.T) {
-	const region = 1 << 22
+	t.Run("8", func(t *testing.T) { storeLogParallel[uint64](t, 1<<22) })
+	t.Run("64", func(t *testing.T) { storeLogParallel[[8]uint64](t, 1<<26) })
+}
+
+func storeLogParallel[T any](t *testing.T, region int) {
 	mem := mapRegion(t, region)
 	model := make([]byte, region)
-	l, err := NewStoreLog[uint64](unsafe.Pointer(&mem[0]), region, 1<<17)
+	const entries = 1 << 17
+	l, err := NewStoreLog[T](unsafe.Pointer(&mem[0]), uintptr(region), entries)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if storeLogWorkers(entries) < 2 {
+		t.Logf("GOMAXPROCS %d: one writer", runtime.GOMAXPROCS(0))
+	}
+	var zero T
+	size := int(unsafe.Sizeof(zero))
 	rng := rand.New(rand.NewPCG(9, 9))
 	for round := 0; round < 3; round++ {
-		for i := 0; i < 1<<17-round; i++ {
-			slot := rng.IntN(region / 8)
-			if rng.IntN(4) == 0 {
-				slot = rng.IntN(16)
+		for i := 0; i < entries-round; i++ {
+			slot := rng.IntN(region / size)
+			switch rng.IntN(8) {
+			case 0:
+				slot = rng.IntN(16) // hot records at the start of the first window
+			case 1:
+				// hot records at the end of a window, where parts split
+				slot = (rng.IntN(region>>(windowBits+6))+1)<<(windowBits+6)/size - 1 - rng.IntN(2)
 			}
-			v := rng.Uint64()
-			if err := l.Put(uintptr(slot)*8, v); err != nil {
+			var v T
+			b := unsafe.Slice((*byte)(unsafe.Pointer(&v)), size)
+			for j := range b {
+				b[j] = byte(rng.Uint32())
+			}
+			if err := l.Put(uintptr(slot*size), v); err != nil {
 				t.Fatal(err)
 			}
-			*(*uint64)(unsafe.Pointer(&model[slot*8])) = v
+			copy(model[slot*size:], b)
 		}
 		l.Flush()
 		if !bytes.Equal(mem, model) {

@@ -309,3 +309,46 @@ func TestSliceClose(t *testing.T) {
 		s.Get(0)
 	})
 }
+
+// TestSliceWriterLarge fills batches big enough for the parallel flush
+// (several goroutines, each a range of addresses) over several segments,
+// with a quarter of the stores on a few hot elements at the edges of 4 MiB
+// windows (segments are 16 MiB), where the flush splits its work: the last
+// store must win.
+func TestSliceWriterLarge(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		const n = 1 << 19 // 32 MiB of 64-byte elements
+		s, err := vmem.NewSlice[e64](d, n, vmem.WithSegmentBytes(16<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		model := make([]e64, n)
+		const window = 4 << 20 / 64
+		rng := rand.New(rand.NewPCG(3, 3))
+		w := s.Writer(1 << 16)
+		for round := range 3 {
+			for k := 0; k < 1<<17+round; k++ {
+				i := rng.IntN(n)
+				if rng.IntN(4) == 0 {
+					i = (rng.IntN(n/window)*window + window - 1 + rng.IntN(3)) % n
+				}
+				v := mk[e64](rng.Uint64())
+				w.Set(i, v)
+				model[i] = v
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]e64, n)
+			if err := s.CopyTo(got, 0); err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				if got[i] != model[i] {
+					t.Fatalf("round %d: element %d differs", round, i)
+				}
+			}
+		}
+	})
+}
