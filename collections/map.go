@@ -116,6 +116,9 @@ type Map[K comparable, V any] struct {
 
 	gpu mapGPU // the device copy of the control bytes for batch kernels (map_gpu.go)
 
+	wb    mapWB[K, V]  // Puts recorded, not yet stored (map_wb.go)
+	iters atomic.Int32 // iterations running: their loop bodies' Puts go direct
+
 	scratch []byte // writer's image of one bucket
 	enc     []byte // writer's image of one record being stored
 }
@@ -128,6 +131,7 @@ type mapConfig struct {
 	hasher     any    // func(K) uint64
 	segBuckets uint64 // buckets per segment (a power of two); tests set it
 	plain      bool   // read mapped VRAM with plain loads: the naive path
+	noWB       bool   // Puts go straight to the table (tests, benchmarks)
 	batchLines int    // store batch in lines
 }
 
@@ -157,6 +161,10 @@ func mapWithSegmentBuckets(n uint64) MapOption {
 // mapWithBatchLines sets the store batch (tests use tiny ones, so that
 // batches fill and flush in the middle of operations).
 func mapWithBatchLines(n int) MapOption { return func(c *mapConfig) { c.batchLines = n } }
+
+// mapWithDirectPuts makes every Put store at once (map_wb.go): tests
+// compare both ways, benchmarks measure both.
+func mapWithDirectPuts() MapOption { return func(c *mapConfig) { c.noWB = true } }
 
 // mapEagerLoad makes Get load the home line before the control bytes
 // arrive, whatever the branch predictor would guess: a knob for
@@ -222,6 +230,7 @@ func NewMap[K comparable, V any](dev *vmem.Device, opts ...MapOption) (*Map[K, V
 		}
 		return nil, err
 	}
+	m.wbInit()
 	m.unreg = lcAtClose(dev, m, (*Map[K, V]).Close)
 	return m, nil
 }
@@ -233,7 +242,12 @@ func mapAligned(n uintptr) []byte {
 }
 
 // Len returns the number of entries.
-func (m *Map[K, V]) Len() int { return m.n }
+func (m *Map[K, V]) Len() int {
+	if m.pending.Load() {
+		m.flushForRead() // recorded Puts may be new keys or not
+	}
+	return m.n
+}
 
 // Err returns the first error met by a method that has no error result: a
 // device lost during Get, or an iteration stopped by an error.
@@ -418,19 +432,21 @@ func (m *Map[K, V]) badWrite() {
 	panic("collections: concurrent Map writes")
 }
 
-// flushForRead writes the stores pending in the batcher, once, for the
-// first reader that finds them.
+// flushForRead stores what is pending (the batcher's stores, recorded
+// Puts), once, for the first reader that finds them. An error is also kept
+// for Err.
 //
 //go:noinline
-func (m *Map[K, V]) flushForRead() {
+func (m *Map[K, V]) flushForRead() error {
 	m.flushMu.Lock()
+	defer m.flushMu.Unlock()
 	if m.pending.Load() {
-		if t := m.t; t != nil && t.bat != nil {
-			t.bat.Flush()
+		if err := m.settle(); err != nil {
+			m.setErr(err)
+			return err
 		}
-		m.pending.Store(false)
 	}
-	m.flushMu.Unlock()
+	return nil
 }
 
 // mapLoc names a slot: slot i of bucket b.
@@ -525,9 +541,12 @@ func (m *Map[K, V]) Put(k K, v V) error {
 		m.badWrite()
 	}
 	m.writing = true
-	err := m.put(&k, &v, m.hash(&k))
+	behind, err := m.putBehind(&k, &v)
+	if !behind && err == nil {
+		err = m.put(&k, &v, m.hash(&k))
+		m.version++
+	}
 	m.writing = false
-	m.version++
 	if mapInvariants {
 		m.mustCheck()
 	}
@@ -638,6 +657,12 @@ func (m *Map[K, V]) Delete(k K) bool {
 		m.badWrite()
 	}
 	m.writing = true
+	if len(m.wb.keys) > 0 {
+		// A recorded Put of k must not come back after the Delete.
+		if err := m.settle(); err != nil {
+			m.setErr(err)
+		}
+	}
 	found := m.delete(&k, m.hash(&k))
 	m.writing = false
 	m.version++
@@ -686,6 +711,7 @@ func (m *Map[K, V]) Clear() {
 	if t.bat != nil {
 		t.bat.Discard()
 	}
+	m.wbDrop()
 	m.pending.Store(false)
 	m.clearFP(t)
 	m.n = 0
@@ -717,6 +743,8 @@ func (m *Map[K, V]) Close() error {
 		if t.bat != nil {
 			t.bat.Discard()
 		}
+		m.wbDrop()
+		m.wbFree()
 		m.pending.Store(false)
 		m.freeTable(t)
 		m.t = nil

@@ -212,6 +212,10 @@ func (m *Map[K, V]) PutMany(keys []K, vals []V) error {
 		m.badWrite()
 	}
 	m.writing = true
+	if err := m.settle(); err != nil { // recorded Puts come first
+		m.writing = false
+		return err
+	}
 	var err error
 	hs := make([]uint64, min(len(keys), mapPutBatch))
 	res := make([]uint64, len(hs))

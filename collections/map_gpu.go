@@ -427,7 +427,10 @@ func (m *Map[K, V]) PutBatch(keys []K, vals []V) error {
 		return m.PutMany(keys, vals)
 	}
 	m.writing = true
-	err := m.gpuPut(hmode, keys, vals)
+	err := m.settle() // recorded Puts come first
+	if err == nil {
+		err = m.gpuPut(hmode, keys, vals)
+	}
 	m.writing = false
 	if errors.Is(err, vmem.ErrNoKernels) {
 		return m.PutMany(keys, vals)
@@ -468,7 +471,14 @@ func mapPutLayoutFor(n, ks, tsize uint64) mapPutLayout {
 // gpuPut is PutBatch on the GPU, a chunk at a time. ErrNoKernels means
 // nothing was changed.
 func (m *Map[K, V]) gpuPut(hmode uint32, keys []K, vals []V) error {
-	m.flushForRead() // the kernels read and write memory, not the batch
+	if err := m.flushForRead(); err != nil { // the kernels read and write memory, not the batch
+		return err
+	}
+	return m.gpuPutChunks(hmode, keys, vals)
+}
+
+// gpuPutChunks is gpuPut once nothing is pending (the batcher flushed).
+func (m *Map[K, V]) gpuPutChunks(hmode uint32, keys []K, vals []V) error {
 	kb, err := m.dev.NewKernelBatch()
 	if err != nil {
 		return err

@@ -51,7 +51,7 @@ func (m *Map[K, V]) grow(need int, overflow bool) error {
 
 // rehash moves every entry into a new table of nb home buckets.
 func (m *Map[K, V]) rehash(nb, tail uint64) error {
-	m.flushForRead() // DMA and plain reads see only what memory holds
+	m.flushBatch() // DMA and plain reads see only what memory holds
 	old := m.t
 	for {
 		nt, err := m.newTable(nb, tail)

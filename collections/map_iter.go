@@ -61,6 +61,8 @@ func (it *mapIter[K, V]) free() {
 
 func (it *mapIter[K, V]) run(yield func(K, V) bool) {
 	m := it.m
+	m.iters.Add(1)
+	defer m.iters.Add(-1)
 	m.flushForRead()
 	var H uint64 // every entry with a hash below H has been produced
 	for {

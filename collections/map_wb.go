@@ -1,0 +1,187 @@
+package collections
+
+import (
+	"errors"
+	"unsafe"
+
+	"github.com/govram/govram/vmem"
+)
+
+// Puts behind (docs/map.md, "Puts are deferred on a GPU"). Overwriting a
+// key in place costs a VRAM round trip to find its slot (a Put of a key
+// whose fingerprint matches: 1.5-2 µs on an H200, against 60-180 ns for a
+// Go map). On a GPU a Put of fixed-size keys and values therefore only
+// records the pair in host memory; the pairs are stored by one PutBatch
+// (two kernel round trips, a few ns a key) when the buffer fills, and
+// before anything else reads or writes the map: Get, Len, iteration and
+// every other method see every Put made before them.
+//
+// A Put is recorded only while the table has room for every recorded pair
+// as a new key, so applying them needs no growth: a Put that needs one
+// takes the direct path, which grows the table or fails with
+// ErrOutOfMemory, leaving the map unchanged, as before.
+
+// mapWBBytes bounds the buffer's keys and values; mapWBMax its pairs.
+// Fewer than mapWBDirect pairs (a read right after a few Puts) are stored
+// the direct way: a batch's two kernel round trips cost about as much as
+// a hundred direct Puts.
+const (
+	mapWBBytes  = 4 << 20
+	mapWBMax    = 1 << 16
+	mapWBDirect = 128
+)
+
+// mapWBFail, when set (by tests), is the error of every batch that stores
+// recorded Puts.
+var mapWBFail error
+
+// mapWB holds the Puts not yet stored, in host-tier memory (off the Go
+// heap), allocated on the first Put.
+type mapWB[K comparable, V any] struct {
+	keys []K
+	vals []V
+	blk  vmem.Block // holds keys and vals
+	max  int        // pairs held before they are stored
+	off  bool       // Puts go straight to the table
+
+	batches int // applied by a PutBatch (tests)
+}
+
+func (m *Map[K, V]) wbInit() {
+	_, ok := m.gpuMode()
+	if !ok || m.dev.Backend() != vmem.BackendVulkan || m.cfg.plain || m.cfg.noWB {
+		m.wb.off = true
+		return
+	}
+	var zk K
+	var zv V
+	m.wb.max = min(mapWBMax, max(mapWBBytes/int(unsafe.Sizeof(zk)+unsafe.Sizeof(zv)), 64))
+}
+
+// putBehind records the Put of v for k; false means it must take the
+// direct path. An error is the failure of storing the pairs recorded
+// before (this Put is then not recorded).
+func (m *Map[K, V]) putBehind(k *K, v *V) (bool, error) {
+	if m.wb.off || m.iters.Load() != 0 {
+		// Iterations re-read slots that their loop body wrote: those Puts
+		// go to the table at once.
+		return false, nil
+	}
+	if n := len(m.wb.keys); n == m.wb.max || n+2 > m.t.growthLeft {
+		if err := m.settle(); err != nil {
+			return false, err
+		}
+		if m.wb.off || 2 > m.t.growthLeft {
+			return false, nil
+		}
+	}
+	if m.wb.keys == nil && !m.wbAlloc() {
+		return false, nil
+	}
+	m.wb.keys = append(m.wb.keys, *k)
+	m.wb.vals = append(m.wb.vals, *v)
+	if !m.pending.Load() {
+		m.pending.Store(true)
+	}
+	return true, nil
+}
+
+// wbAlloc makes the buffer; without room for it Puts go direct.
+func (m *Map[K, V]) wbAlloc() bool {
+	var zk K
+	var zv V
+	kb := mapRoundUp(uintptr(m.wb.max)*unsafe.Sizeof(zk), 64)
+	blk, err := m.dev.Alloc(vmem.Host, uint64(kb+uintptr(m.wb.max)*unsafe.Sizeof(zv)+64), 64)
+	if err != nil {
+		m.wb.off = true
+		return false
+	}
+	m.held.add(blk)
+	m.wb.blk = blk
+	m.wb.keys = unsafe.Slice((*K)(blk.Ptr()), m.wb.max)[:0]
+	m.wb.vals = unsafe.Slice((*V)(unsafe.Add(blk.Ptr(), kb)), m.wb.max)[:0]
+	return true
+}
+
+// wbFree gives the buffer back (Close).
+func (m *Map[K, V]) wbFree() {
+	if m.wb.keys != nil {
+		m.held.remove(m.wb.blk)
+		m.dev.Free(m.wb.blk)
+		m.wb.keys, m.wb.vals, m.wb.blk = nil, nil, vmem.Block{}
+	}
+}
+
+// wbDrop forgets the recorded Puts (Clear, Close).
+func (m *Map[K, V]) wbDrop() {
+	m.wb.keys, m.wb.vals = m.wb.keys[:0], m.wb.vals[:0]
+}
+
+// settle stores everything pending: the batcher's stores, then the
+// recorded Puts (which may store through the batcher again). The caller
+// is a writer, or a reader holding flushMu (flushForRead).
+func (m *Map[K, V]) settle() error {
+	m.flushBatch()
+	var err error
+	if len(m.wb.keys) > 0 {
+		err = m.wbApply()
+		m.flushBatch()
+	}
+	m.pending.Store(false)
+	return err
+}
+
+// flushBatch writes the batcher's pending stores.
+func (m *Map[K, V]) flushBatch() {
+	if t := m.t; t != nil && t.bat != nil {
+		t.bat.Flush()
+	}
+}
+
+// wbApply stores the recorded Puts by one PutBatch; where the kernels are
+// missing, or the batch cannot get device memory for its work, one by one
+// the direct way (which can grow the table). The pairs are consumed
+// whatever happens: on an error (device lost, or a growth that the room
+// check did not foresee failing) those not stored are lost, and the error
+// is returned to the call that applied them.
+func (m *Map[K, V]) wbApply() error {
+	keys, vals := m.wb.keys, m.wb.vals
+	m.wbDrop()
+	m.version++
+	if len(keys) < mapWBDirect {
+		return m.wbDirect(keys, vals)
+	}
+	hmode, _ := m.gpuMode()
+	err := mapWBFail // tests: the batch fails as a GPU's may
+	if err == nil {
+		err = m.gpuPutChunks(hmode, keys, vals)
+	}
+	if err == nil {
+		m.wb.batches++
+		g := &m.gpu
+		g.mu.Lock()
+		if g.inStep {
+			g.ver = m.version // PutBatch kept the mirror in step
+		}
+		g.mu.Unlock()
+		return nil
+	}
+	if errors.Is(err, vmem.ErrNoKernels) {
+		m.wb.off = true
+	} else if !errors.Is(err, vmem.ErrOutOfMemory) {
+		return err
+	}
+	// The batch stored all or nothing of each chunk; storing every pair
+	// again, in order, is the same as storing the rest.
+	return m.wbDirect(keys, vals)
+}
+
+// wbDirect stores pairs one by one, the direct way.
+func (m *Map[K, V]) wbDirect(keys []K, vals []V) error {
+	for i := range keys {
+		if err := m.put(&keys[i], &vals[i], m.hash(&keys[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package collections
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/govram/govram/internal/vmemtest"
+	"github.com/govram/govram/vmem"
+)
+
+// TestMapPutBehind runs bursts of Puts with no read between them (on a
+// GPU they are recorded and stored later), each followed by one operation
+// that must see them: Get, Len, Delete, PutMany, GetMany, PutBatch,
+// GetBatch, a full comparison, Clear, or an iteration that writes in its
+// loop body. The buffer is made small so that it fills (stored by a
+// PutBatch) and reads come after a few Puts (stored one by one) often, and
+// the table starts small so that the room check sends Puts that need a
+// growth the direct way.
+func TestMapPutBehind(t *testing.T) {
+	steps := mapSteps(400, 120)
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		for _, space := range []uint64{3000, 1 << 40} { // many overwrites; mostly new keys
+			t.Run(fmt.Sprint("keys=", space), func(t *testing.T) {
+				x := newMapDiff(t, d, 40+space%7, genU64(space), func(r *rand.Rand) uint64 { return r.Uint64() })
+				defer x.close()
+				m := x.m
+				if !m.wb.off {
+					m.wb.max = 500
+				}
+				r := x.r
+				recorded := false
+				for step := 0; step < steps; step++ {
+					n := r.IntN(700)
+					if r.IntN(4) == 0 {
+						n = r.IntN(mapWBDirect)
+					}
+					var last uint64
+					for range n {
+						k := x.genK(r)
+						if r.IntN(10) == 0 && len(x.model) > 0 {
+							k = last // the same key twice in a batch: the later value wins
+						}
+						x.put(k, x.genV(r))
+						last = k
+						recorded = recorded || len(m.wb.keys) > 0
+					}
+					switch r.IntN(10) {
+					case 0:
+						x.get(last)
+					case 1:
+						if m.Len() != len(x.model) {
+							t.Fatalf("step %d: Len = %d, want %d", step, m.Len(), len(x.model))
+						}
+					case 2:
+						x.del(last)
+					case 3:
+						x.putMany(r.IntN(300))
+					case 4:
+						x.getMany(r.IntN(300))
+					case 5:
+						ks := []uint64{last, x.genK(r), last}
+						vs := []uint64{1, 2, 3}
+						if err := m.PutBatch(ks, vs); err != nil {
+							t.Fatal(err)
+						}
+						x.model[ks[0]], x.model[ks[1]] = 3, 2
+					case 6:
+						ks := []uint64{last, x.genK(r)}
+						vs := make([]uint64, 2)
+						found := make([]bool, 2)
+						if err := m.GetBatch(ks, vs, found); err != nil {
+							t.Fatal(err)
+						}
+						for i, k := range ks {
+							if w, ok := x.model[k]; ok != found[i] || w != vs[i] {
+								t.Fatalf("step %d: GetBatch(%d) = %d %v, want %d %v", step, k, vs[i], found[i], w, ok)
+							}
+						}
+					case 7:
+						x.compare()
+					case 8:
+						if r.IntN(4) == 0 {
+							m.Clear()
+							clear(x.model)
+						}
+					case 9:
+						// Puts in the loop body: overwrites of what it meets.
+						i := 0
+						for k := range m.Keys() {
+							if i++; i%3 == 0 {
+								x.put(k, uint64(i))
+							}
+							if i > 200 {
+								break
+							}
+						}
+					}
+				}
+				x.compare()
+				if d.Backend() == vmem.BackendVulkan {
+					if !recorded {
+						t.Fatal("no Put was recorded")
+					}
+					if m.wb.batches == 0 {
+						t.Fatal("no recorded Puts were stored by a PutBatch")
+					}
+				}
+			})
+		}
+	})
+}
+
+// TestMapPutBehindFaults fails an allocation, a batch, then a submission,
+// while recorded Puts are stored: a failed allocation or batch loses
+// nothing (the Puts go the direct way); a lost device is reported by the
+// call that stored them and by Err.
+func TestMapPutBehindFaults(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		for nth := int64(1); nth <= 4; nth++ {
+			t.Run(fmt.Sprint("alloc", nth), func(t *testing.T) {
+				x := newMapDiff(t, d, 50+uint64(nth), genU64(1<<40), func(r *rand.Rand) uint64 { return r.Uint64() }, WithCapacity(10000))
+				defer x.close()
+				for range 2 * mapWBDirect {
+					x.put(x.genK(x.r), x.genV(x.r))
+				}
+				d.InjectFaults(vmem.Faults{FailAlloc: nth})
+				n := x.m.Len() // stores the recorded Puts
+				d.InjectFaults(vmem.Faults{})
+				if err := x.m.Err(); err != nil {
+					t.Fatalf("after a failed allocation: %v", err)
+				}
+				if n != len(x.model) {
+					t.Fatalf("Len = %d, want %d", n, len(x.model))
+				}
+				x.compare()
+			})
+		}
+		// A batch that cannot run (no memory for its work, no kernels)
+		// leaves the Puts to the direct way; without kernels, later Puts
+		// go direct at once.
+		for _, fail := range []error{vmem.ErrOutOfMemory, vmem.ErrNoKernels} {
+			t.Run(fmt.Sprint("batch-", fail), func(t *testing.T) {
+				mapWBFail = fmt.Errorf("injected: %w", fail)
+				defer func() { mapWBFail = nil }()
+				x := newMapDiff(t, d, 60, genU64(500), func(r *rand.Rand) uint64 { return r.Uint64() }, WithCapacity(10000))
+				defer x.close()
+				for range 3 * mapWBDirect {
+					x.put(x.genK(x.r), x.genV(x.r))
+				}
+				x.compare()
+				if err := x.m.Err(); err != nil {
+					t.Fatalf("after a failed batch: %v", err)
+				}
+				if d.Backend() == vmem.BackendVulkan && x.m.wb.off != errors.Is(fail, vmem.ErrNoKernels) {
+					t.Fatalf("write-behind off = %v after %v", x.m.wb.off, fail)
+				}
+			})
+		}
+		if d.Backend() != vmem.BackendVulkan {
+			return
+		}
+		m, err := NewMap[uint64, uint64](d, WithCapacity(10000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		for i := range uint64(2 * mapWBDirect) {
+			if err := m.Put(i, i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d.InjectFaults(vmem.Faults{FailSubmit: 1})
+		m.Get(1)
+		if err := m.Err(); !errors.Is(err, vmem.ErrDeviceLost) {
+			t.Fatalf("Err after the device was lost storing recorded Puts: %v", err)
+		}
+	})
+}
