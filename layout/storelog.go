@@ -35,6 +35,13 @@ type StoreLog[T any] struct {
 	tmp2    []uint64 // the parallel flush's second buffer
 	pos     []int32  // the parallel flush's bucket cursors
 	start   []int32  // and where each bucket begins
+
+	// Background writes (SetAsync): a full log swaps its arrays with the
+	// spare ones and writes those on other goroutines while Puts go on.
+	async  *sync.WaitGroup // the owner's count of writes in flight
+	bg     sync.WaitGroup  // this log's write in flight
+	spareK []uint64
+	spareD []T
 }
 
 // topBits bounds the parallel flush's buckets: 4096 counters.
@@ -109,30 +116,80 @@ func (l *StoreLog[T]) putSlow(off uintptr, v T) error {
 	if off >= l.size || l.size-off < unsafe.Sizeof(v) {
 		return fmt.Errorf("layout: StoreLog.Put at %d: %w", off, ErrRange)
 	}
-	l.Flush()
+	if l.async != nil {
+		l.flushBackground()
+	} else {
+		l.Flush()
+	}
 	l.keys = append(l.keys, uint64(off)<<l.seqBits)
 	l.data = append(l.data, v)
 	return nil
 }
 
-// Discard drops every pending store.
+// SetAsync makes a full log write itself in the background: Put swaps the
+// full arrays for spare ones (the log's host memory doubles) and goes on
+// while other goroutines sort and write the batch, so recording and
+// writing overlap. wg counts each background write until it is done: the
+// owner of the region waits on it before the region is unmapped or moved.
+// Flush and Wait wait for it too. A nil wg makes Put flush in place again.
+func (l *StoreLog[T]) SetAsync(wg *sync.WaitGroup) {
+	l.bg.Wait()
+	l.async = wg
+}
+
+// Wait returns once no background write is in flight; what it wrote is
+// then fenced.
+func (l *StoreLog[T]) Wait() { l.bg.Wait() }
+
+// flushBackground hands the full arrays to a background write, after the
+// previous one is done.
+func (l *StoreLog[T]) flushBackground() {
+	l.bg.Wait()
+	if l.spareK == nil {
+		l.spareK = make([]uint64, 0, cap(l.keys))
+		l.spareD = make([]T, 0, cap(l.data))
+	}
+	keys, data := l.keys, l.data
+	l.keys, l.data = l.spareK[:0], l.spareD[:0]
+	l.spareK, l.spareD = keys, data
+	l.bg.Add(1)
+	l.async.Add(1)
+	wg := l.async
+	go func() {
+		defer wg.Done()
+		defer l.bg.Done()
+		l.writeOut(keys, data)
+	}()
+}
+
+// Discard drops every pending store (not one already handed to a
+// background write, which it waits for).
 func (l *StoreLog[T]) Discard() {
+	l.bg.Wait()
 	l.keys, l.data = l.keys[:0], l.data[:0]
 }
 
-// Flush writes every pending store in address order and fences.
+// Flush writes every pending store in address order and fences, after any
+// background write.
 func (l *StoreLog[T]) Flush() {
-	n := len(l.keys)
-	if n == 0 {
+	l.bg.Wait()
+	if len(l.keys) == 0 {
 		return
 	}
-	if w := storeLogWorkers(n); w > 1 && l.sortBit > 0 {
-		l.flushParallel(w)
+	l.writeOut(l.keys, l.data)
+	l.keys, l.data = l.keys[:0], l.data[:0]
+}
+
+// writeOut sorts and writes one batch and fences. One runs at a time (it
+// uses the log's sort buffers).
+func (l *StoreLog[T]) writeOut(keys []uint64, data []T) {
+	if w := storeLogWorkers(len(keys)); w > 1 && l.sortBit > 0 {
+		l.flushParallel(w, keys, data)
 	} else {
-		l.write(l.sort())
+		var count [1 << radixBits]uint32
+		l.write(radixSort(keys, l.tmp[:len(keys)], count[:], l.sortLo, l.sortBit), data)
 	}
 	lineio.Fence()
-	l.keys, l.data = l.keys[:0], l.data[:0]
 }
 
 // flushParallel sorts and writes a large batch on w goroutines, each
@@ -144,8 +201,7 @@ func (l *StoreLog[T]) Flush() {
 // for one), their page walks and reads of the logged records overlap, and
 // the sort runs in parallel too (one goroutine's sort cost 8 ns a store on
 // an H200, as much as the writes).
-func (l *StoreLog[T]) flushParallel(w int) {
-	keys := l.keys
+func (l *StoreLog[T]) flushParallel(w int, keys []uint64, data []T) {
 	n := len(keys)
 	hb := min(l.sortBit, topBits)
 	shift := l.sortLo + l.sortBit - hb
@@ -155,7 +211,7 @@ func (l *StoreLog[T]) flushParallel(w int) {
 	if l.pos == nil {
 		l.pos = make([]int32, 1<<topBits)
 		l.start = make([]int32, 1<<topBits+1)
-		l.tmp2 = make([]uint64, cap(l.keys))
+		l.tmp2 = make([]uint64, len(l.tmp))
 	}
 	pos, start := l.pos[:nb], l.start[:nb+1]
 	clear(pos)
@@ -193,7 +249,7 @@ func (l *StoreLog[T]) flushParallel(w int) {
 				}
 				var count [1 << radixBits]uint32
 				part := radixSort(tmp[lo:hi], tmp2[lo:hi], count[:], l.sortLo, low)
-				l.write(part)
+				l.write(part, data)
 				lineio.Fence() // a fence orders only its own core's stores
 			}(uint64(b0), uint64(b1))
 		}
@@ -214,14 +270,14 @@ func storeLogWorkers(n int) int {
 	return min(runtime.GOMAXPROCS(0), 8, n/(storeLogMin/2))
 }
 
-// write stores the records of keys, in order.
-func (l *StoreLog[T]) write(keys []uint64) {
+// write stores the records of keys (from data), in order.
+func (l *StoreLog[T]) write(keys []uint64, data []T) {
 	var zero T
 	size := unsafe.Sizeof(zero)
 	mask := uint64(1)<<l.seqBits - 1
 	for _, k := range keys {
 		off := uintptr(k >> l.seqBits)
-		v := &l.data[k&mask]
+		v := &data[k&mask]
 		dst := unsafe.Add(l.base, off)
 		if size == LineSize {
 			// A record that is a whole line: one non-temporal store.
@@ -232,12 +288,4 @@ func (l *StoreLog[T]) write(keys []uint64) {
 			*(*T)(dst) = *v
 		}
 	}
-}
-
-// sort orders the keys by line number (by window for whole-line records,
-// see windowBits) on one goroutine; it is stable, so stores to one line
-// keep their Put order.
-func (l *StoreLog[T]) sort() []uint64 {
-	var count [1 << radixBits]uint32
-	return radixSort(l.keys, l.tmp[:len(l.keys)], count[:], l.sortLo, l.sortBit)
 }

@@ -3,8 +3,10 @@ package layout
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"testing"
 	"unsafe"
 )
@@ -121,18 +123,31 @@ func itoa(n int) string {
 // to one record straddle the split points: the last one must still win.
 // Whole-line records over 64 MiB take the windowed order (several windows,
 // several goroutines); 8-byte ones the full sort.
+//
+// async: full logs are written in the background while Puts go on (each
+// round Puts just over two logs' worth, the last handed over just before
+// Flush), and the count of background writes reaches zero once Flush
+// returns.
 func TestStoreLogParallel(t *testing.T) {
-	t.Run("8", func(t *testing.T) { storeLogParallel[uint64](t, 1<<22) })
-	t.Run("64", func(t *testing.T) { storeLogParallel[[8]uint64](t, 1<<26) })
+	for _, async := range []bool{false, true} {
+		t.Run(fmt.Sprint("8/async=", async), func(t *testing.T) { storeLogParallel[uint64](t, 1<<22, async) })
+		t.Run(fmt.Sprint("64/async=", async), func(t *testing.T) { storeLogParallel[[8]uint64](t, 1<<26, async) })
+	}
 }
 
-func storeLogParallel[T any](t *testing.T, region int) {
+func storeLogParallel[T any](t *testing.T, region int, async bool) {
 	mem := mapRegion(t, region)
 	model := make([]byte, region)
 	const entries = 1 << 17
 	l, err := NewStoreLog[T](unsafe.Pointer(&mem[0]), uintptr(region), entries)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	puts := entries
+	if async {
+		l.SetAsync(&wg)
+		puts = entries*2 + 1 // the last background write starts just before Flush
 	}
 	if storeLogWorkers(entries) < 2 {
 		t.Logf("GOMAXPROCS %d: one writer", runtime.GOMAXPROCS(0))
@@ -141,7 +156,7 @@ func storeLogParallel[T any](t *testing.T, region int) {
 	size := int(unsafe.Sizeof(zero))
 	rng := rand.New(rand.NewPCG(9, 9))
 	for round := 0; round < 3; round++ {
-		for i := 0; i < entries-round; i++ {
+		for i := 0; i < puts-round; i++ {
 			slot := rng.IntN(region / size)
 			switch rng.IntN(8) {
 			case 0:
@@ -164,5 +179,8 @@ func storeLogParallel[T any](t *testing.T, region int) {
 		if !bytes.Equal(mem, model) {
 			t.Fatalf("round %d: memory differs from the model", round)
 		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		<-done // hangs if a background write were still counted
 	}
 }

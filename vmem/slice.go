@@ -52,6 +52,10 @@ type Slice[T any] struct {
 	unreg   func()      // removes the Slice from the device's AtClose list
 	tier    Tier        // tier new segments try first
 
+	// inflight counts SliceWriter batches being written in the background:
+	// waited for before a segment moves or is freed.
+	inflight sync.WaitGroup
+
 	// Fast path for host memory: the first segment's elements as a Go
 	// slice, when they are in Go array layout. A variable shift and segment
 	// lookup per Get cost more than the load itself when memory is ordinary
@@ -293,6 +297,7 @@ func (s *Slice[T]) reserveWith(c int, untouched bool) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
+	s.inflight.Wait() // the first segment may move
 	full := s.segCap()
 	for cur := s.Cap(); cur < c; cur = s.Cap() {
 		if len(s.segs) == 0 || (len(s.segs) == 1 && s.segs[0].cap < full) {
@@ -763,6 +768,7 @@ func (s *Slice[T]) Close() error {
 	if s.closed {
 		return nil
 	}
+	s.inflight.Wait()
 	s.closed = true
 	if s.unreg != nil {
 		s.unreg()

@@ -13,9 +13,11 @@ import (
 const DefaultWriterLines = 1 << 16
 
 // SliceWriter batches Sets: stores to mapped VRAM are appended to a log in
-// host memory (layout.StoreLog), ordered by address at Flush (whole-line
-// records by 4 MiB window) and written by several goroutines, each a range
-// of addresses, whole-line records with one non-temporal store (ordered
+// host memory (layout.StoreLog); a full batch is handed to other
+// goroutines while Sets go on (the log's memory doubles), ordered by
+// address (whole-line records by 4 MiB window) and written by several
+// goroutines, each a range of addresses, whole-line records with one
+// non-temporal store (ordered
 // stores cost 5-11 ns a line on an H200, against 35-72 ns for the same
 // stores scattered over 1 GiB). Records over a line go
 // through a layout.Batcher. Until Flush, a pending store may or
@@ -122,6 +124,9 @@ func (w *SliceWriter[T]) logSet(seg int, sg *segment, off uintptr, v T) {
 			}
 			return
 		}
+		// Full batches are written in the background while Sets go on;
+		// the Slice waits for them before a segment moves or is freed.
+		nl.SetAsync(&w.s.inflight)
 		w.logs[seg], l = nl, nl
 	}
 	w.cur, w.curSeg = l, seg
