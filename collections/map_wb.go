@@ -67,7 +67,7 @@ func (m *Map[K, V]) putBehind(k *K, v *V) (bool, error) {
 		// go to the table at once.
 		return false, nil
 	}
-	if n := len(m.wb.keys); n == m.wb.max || n+2 > m.t.growthLeft {
+	if n := len(m.wb.keys); (n > 0 && n == cap(m.wb.keys)) || n+2 > m.t.growthLeft {
 		if err := m.settle(); err != nil {
 			return false, err
 		}
@@ -75,8 +75,13 @@ func (m *Map[K, V]) putBehind(k *K, v *V) (bool, error) {
 			return false, nil
 		}
 	}
-	if m.wb.keys == nil && !m.wbAlloc() {
-		return false, nil
+	// The buffer follows the table's size (a quarter of its capacity, up
+	// to wb.max): a small map does not hold megabytes of pinned memory.
+	if want := min(m.wb.max, max(2*mapWBDirect, m.t.capacity/4)); len(m.wb.keys) == 0 && cap(m.wb.keys) < want {
+		m.wbFree()
+		if !m.wbAlloc(want) {
+			return false, nil
+		}
 	}
 	m.wb.keys = append(m.wb.keys, *k)
 	m.wb.vals = append(m.wb.vals, *v)
@@ -86,24 +91,24 @@ func (m *Map[K, V]) putBehind(k *K, v *V) (bool, error) {
 	return true, nil
 }
 
-// wbAlloc makes the buffer; without room for it Puts go direct.
-func (m *Map[K, V]) wbAlloc() bool {
+// wbAlloc makes a buffer of n pairs; without room for it Puts go direct.
+func (m *Map[K, V]) wbAlloc(n int) bool {
 	var zk K
 	var zv V
-	kb := mapRoundUp(uintptr(m.wb.max)*unsafe.Sizeof(zk), 64)
-	blk, err := m.dev.Alloc(vmem.Host, uint64(kb+uintptr(m.wb.max)*unsafe.Sizeof(zv)+64), 64)
+	kb := mapRoundUp(uintptr(n)*unsafe.Sizeof(zk), 64)
+	blk, err := m.dev.Alloc(vmem.Host, uint64(kb+uintptr(n)*unsafe.Sizeof(zv)+64), 64)
 	if err != nil {
 		m.wb.off = true
 		return false
 	}
 	m.held.add(blk)
 	m.wb.blk = blk
-	m.wb.keys = unsafe.Slice((*K)(blk.Ptr()), m.wb.max)[:0]
-	m.wb.vals = unsafe.Slice((*V)(unsafe.Add(blk.Ptr(), kb)), m.wb.max)[:0]
+	m.wb.keys = unsafe.Slice((*K)(blk.Ptr()), n)[:0]
+	m.wb.vals = unsafe.Slice((*V)(unsafe.Add(blk.Ptr(), kb)), n)[:0]
 	return true
 }
 
-// wbFree gives the buffer back (Close).
+// wbFree gives the buffer back (Close, or for a larger one).
 func (m *Map[K, V]) wbFree() {
 	if m.wb.keys != nil {
 		m.held.remove(m.wb.blk)
