@@ -123,24 +123,27 @@ func mapHostBytes(d *vmem.Device) uint64 {
 	return b
 }
 
-// setPlain switches the map between streaming loads and batched stores
-// (false) and plain loads and stores (true) of its mapped VRAM: the naive
-// path, on the very same table.
 // setDirect makes Puts store at once (or records them again, on a GPU).
 func (m *Map[K, V]) setDirect(direct bool) {
 	m.flushForRead()
 	m.cfg.noWB = direct
+	m.wbRestart()
+}
+
+// wbRestart sets the recording of Puts up again for the current options.
+func (m *Map[K, V]) wbRestart() {
 	m.wbFree()
 	m.wb = mapWB[K, V]{}
 	m.wbInit()
 }
 
+// setPlain switches the map between streaming loads and batched stores
+// (false) and plain loads and stores (true) of its mapped VRAM: the naive
+// path, on the very same table.
 func (m *Map[K, V]) setPlain(plain bool) {
 	m.flushForRead()
 	m.cfg.plain = plain
-	m.wbFree()
-	m.wb = mapWB[K, V]{}
-	m.wbInit()
+	m.wbRestart()
 	t := m.t
 	for i := range t.segs {
 		sg := &t.segs[i]
