@@ -478,18 +478,18 @@ func (t *BTree[K, V]) emitRuns(s *btScan, first bool, near, far *K, vbuf *[]V, f
 // leaves are read by DMA as for Ascend, and fn sees them in place, with
 // no call per entry. The slices are valid only during the call, and fn
 // must not modify them or the tree (copy what is kept).
-func (t *BTree[K, V]) AscendRuns(fn func(keys []K, vals []V) bool) {
-	var vbuf []V
-	t.scanWith(false, nil, nil, func(s *btScan, first bool, near, far *K) bool {
-		return t.emitRuns(s, first, near, far, &vbuf, fn)
-	})
-}
+func (t *BTree[K, V]) AscendRuns(fn func(keys []K, vals []V) bool) { t.scanRuns(nil, nil, fn) }
 
 // AscendRangeRuns is AscendRuns over the entries with greaterOrEqual <= key
 // < lessThan.
 func (t *BTree[K, V]) AscendRangeRuns(greaterOrEqual, lessThan K, fn func(keys []K, vals []V) bool) {
+	t.scanRuns(&greaterOrEqual, &lessThan, fn)
+}
+
+// scanRuns is the ascending scan of [lo, hi) a leaf's run at a time.
+func (t *BTree[K, V]) scanRuns(lo, hi *K, fn func(keys []K, vals []V) bool) {
 	var vbuf []V
-	t.scanWith(false, &greaterOrEqual, &lessThan, func(s *btScan, first bool, near, far *K) bool {
+	t.scanWith(false, lo, hi, func(s *btScan, first bool, near, far *K) bool {
 		return t.emitRuns(s, first, near, far, &vbuf, fn)
 	})
 }

@@ -469,16 +469,9 @@ func mapPutLayoutFor(n, ks, tsize uint64) mapPutLayout {
 }
 
 // gpuPut is PutBatch on the GPU, a chunk at a time. ErrNoKernels means
-// nothing was changed.
+// nothing was changed. The caller has stored what was pending (settle):
+// the kernels read and write memory, not the batcher.
 func (m *Map[K, V]) gpuPut(hmode uint32, keys []K, vals []V) error {
-	if err := m.flushForRead(); err != nil { // the kernels read and write memory, not the batch
-		return err
-	}
-	return m.gpuPutChunks(hmode, keys, vals)
-}
-
-// gpuPutChunks is gpuPut once nothing is pending (the batcher flushed).
-func (m *Map[K, V]) gpuPutChunks(hmode uint32, keys []K, vals []V) error {
 	kb, err := m.dev.NewKernelBatch()
 	if err != nil {
 		return err

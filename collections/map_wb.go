@@ -161,7 +161,7 @@ func (m *Map[K, V]) wbApply() error {
 		// The version moves after the batch, as in PutBatch: moved
 		// before, it would make the batch copy the whole device mirror of
 		// the control bytes again (2-3 ms at 10^8 entries) every time.
-		err = m.gpuPutChunks(hmode, keys, vals)
+		err = m.gpuPut(hmode, keys, vals)
 	}
 	m.version++
 	if err == nil {

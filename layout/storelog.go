@@ -131,15 +131,12 @@ func (l *StoreLog[T]) putSlow(off uintptr, v T) error {
 // while other goroutines sort and write the batch, so recording and
 // writing overlap. wg counts each background write until it is done: the
 // owner of the region waits on it before the region is unmapped or moved.
-// Flush and Wait wait for it too. A nil wg makes Put flush in place again.
+// Flush and Discard wait for it too. A nil wg makes Put flush in place
+// again.
 func (l *StoreLog[T]) SetAsync(wg *sync.WaitGroup) {
 	l.bg.Wait()
 	l.async = wg
 }
-
-// Wait returns once no background write is in flight; what it wrote is
-// then fenced.
-func (l *StoreLog[T]) Wait() { l.bg.Wait() }
 
 // flushBackground hands the full arrays to a background write, after the
 // previous one is done.

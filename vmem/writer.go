@@ -13,14 +13,13 @@ import (
 const DefaultWriterLines = 1 << 16
 
 // SliceWriter batches Sets: stores to mapped VRAM are appended to a log in
-// host memory (layout.StoreLog); a full batch is handed to other
-// goroutines while Sets go on (the log's memory doubles), ordered by
+// host memory (layout.StoreLog). A full batch is handed to other
+// goroutines while Sets go on (the log's memory doubles): ordered by
 // address (whole-line records by 4 MiB window) and written by several
-// goroutines, each a range of addresses, whole-line records with one
-// non-temporal store (ordered
-// stores cost 5-11 ns a line on an H200, against 35-72 ns for the same
-// stores scattered over 1 GiB). Records over a line go
-// through a layout.Batcher. Until Flush, a pending store may or
+// goroutines, each a range of addresses, a whole-line record with one
+// non-temporal store (ordered stores cost 5-11 ns a line on an H200,
+// against 35-72 ns for the same stores scattered over 1 GiB). Records
+// over a line go through a layout.Batcher. Until Flush, a pending store may or
 // may not be visible to readers (on the host backend it is written at
 // once); after Flush it is. Do not change the same elements by other means
 // while they are pending, and Flush before growing the Slice (Append, Grow,
