@@ -2,11 +2,11 @@ package vmem
 
 import (
 	"runtime"
-	"sync"
 	"unsafe"
 
 	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/internal/par"
 )
 
 // parallelMin: copies at least this large are split over goroutines; one
@@ -14,7 +14,8 @@ import (
 const parallelMin = 8 << 20
 
 // parallel runs f over [0, n) in 64-byte-aligned parts of at least minPart
-// bytes, on up to GOMAXPROCS (at most 16) goroutines.
+// bytes, on up to GOMAXPROCS (at most 16) goroutines, the caller's and
+// par's kept workers.
 func parallel(n, minPart uint64, f func(off, size uint64)) {
 	workers := min(uint64(runtime.GOMAXPROCS(0)), 16, n/max(minPart, 1))
 	if workers <= 1 {
@@ -22,16 +23,10 @@ func parallel(n, minPart uint64, f func(off, size uint64)) {
 		return
 	}
 	part := roundUp((n+workers-1)/workers, 64)
-	var wg sync.WaitGroup
-	for off := uint64(0); off < n; off += part {
-		size := min(part, n-off)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(off, size)
-		}()
-	}
-	wg.Wait()
+	par.Run(int((n+part-1)/part), func(i int) {
+		off := uint64(i) * part
+		f(off, min(part, n-off))
+	})
 }
 
 // memcpy copies cacheable memory (the Go heap, host tiers).
