@@ -31,6 +31,7 @@ import (
 // btBenchTree is what the benchmarks need of an implementation.
 type btBenchTree interface {
 	get(k uint64) (uint64, bool)
+	has(k uint64) bool
 	insert(k, v uint64)
 	del(k uint64)
 	ascendRange(a, b uint64, f func(k, v uint64) bool)
@@ -41,6 +42,7 @@ type btBenchTree interface {
 type btBenchOurs struct{ t *BTree[uint64, uint64] }
 
 func (o btBenchOurs) get(k uint64) (uint64, bool) { return o.t.Get(k) }
+func (o btBenchOurs) has(k uint64) bool           { return o.t.Has(k) }
 func (o btBenchOurs) insert(k, v uint64)          { o.t.ReplaceOrInsert(k, v) }
 func (o btBenchOurs) del(k uint64)                { o.t.Delete(k) }
 func (o btBenchOurs) ascendRange(a, b uint64, f func(k, v uint64) bool) {
@@ -58,6 +60,7 @@ func (g *btBenchGoogle) get(k uint64) (uint64, bool) {
 	it, ok := g.t.Get(btItem{k: k})
 	return it.v, ok
 }
+func (g *btBenchGoogle) has(k uint64) bool  { return g.t.Has(btItem{k: k}) }
 func (g *btBenchGoogle) insert(k, v uint64) { g.t.ReplaceOrInsert(btItem{k, v}) }
 func (g *btBenchGoogle) del(k uint64)       { g.t.Delete(btItem{k: k}) }
 func (g *btBenchGoogle) ascendRange(a, b uint64, f func(k, v uint64) bool) {
@@ -194,6 +197,22 @@ func BenchmarkBTreeGet(b *testing.B) {
 		}
 		b.StopTimer()
 		b.ReportMetric(tr.hostPerEntry(), "hostB/entry")
+	})
+}
+
+// BenchmarkBTreeHas is Get without the value: on VRAM one key line is
+// read instead of a key line and a value line, which shows what a lookup
+// pays per line read.
+func BenchmarkBTreeHas(b *testing.B) {
+	btBenchEach(b, func(b *testing.B, impl string, tr btBenchTree, n int) {
+		r := btBenchRandom(n)
+		b.ResetTimer()
+		for i := range b.N {
+			k := 2 * r[i&(len(r)-1)]
+			if !tr.has(k) {
+				b.Fatalf("Has(%d) = false", k)
+			}
+		}
 	})
 }
 

@@ -108,6 +108,28 @@ func BenchmarkLineLatency(b *testing.B) {
 					gatherLatency(b, g, idx, addr)
 				})
 			}
+			for _, work := range []int{0, 25, 50, 100, 200} {
+				// Two lines per step, then work: a chain of about
+				// 4*work instructions that does not wait for the lines.
+				// Successive steps overlap only while a step fits in the
+				// core's reorder window with the previous step's lines
+				// still in flight: this shows how long a lookup may be.
+				b.Run(fmt.Sprintf("pair-work%d/%s", work, name), func(b *testing.B) {
+					var buf [128]byte
+					var srcs [2]unsafe.Pointer
+					var sum, x uint64
+					for i := 0; i < b.N; i++ {
+						j := idx[i&(len(idx)-1)]
+						srcs[0], srcs[1] = addr(j), addr(j^1)
+						lineio.Gather(buf[:], srcs[:])
+						sum += uint64(buf[0])
+						for k := range work {
+							x = x*0x9E3779B97F4A7C15 + uint64(k)
+						}
+					}
+					sink = sum + x
+				})
+			}
 			b.Run("plain/"+name, func(b *testing.B) {
 				var sum uint64
 				for i := 0; i < b.N; i++ {

@@ -1,0 +1,69 @@
+package collections
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestBTLowerSearch checks the integer searches (linear count and the
+// branch-free binary search above btLinearMax) against sort order by
+// brute force: every length up to 130, keys with duplicates, probes at,
+// between and beyond the keys, unsigned and signed orders.
+func TestBTLowerSearch(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for n := 0; n <= 130; n++ {
+		for _, flip := range []uint64{0, btSign64} {
+			a := make([]uint64, n)
+			for i := range a {
+				a[i] = r.Uint64N(3*uint64(n)+1) ^ flip // small range: duplicates
+				if r.IntN(8) == 0 {
+					a[i] = r.Uint64() // wide values, both signs
+				}
+			}
+			slices.SortFunc(a, func(x, y uint64) int {
+				x, y = x^flip, y^flip
+				switch {
+				case x < y:
+					return -1
+				case x > y:
+					return 1
+				}
+				return 0
+			})
+			probes := []uint64{0, ^uint64(0), flip, flip - 1}
+			for _, v := range a {
+				probes = append(probes, v, v+1, v-1)
+			}
+			for range 20 {
+				probes = append(probes, r.Uint64())
+			}
+			a32 := make([]uint32, n)
+			flip32 := uint32(flip >> 32)
+			for i, v := range a {
+				a32[i] = uint32(v>>32) ^ 0 // high halves keep the order
+			}
+			for _, x := range probes {
+				want := 0
+				for _, v := range a {
+					if v^flip < x^flip {
+						want++
+					}
+				}
+				if got := btLower64(a, x, flip); got != want {
+					t.Fatalf("btLower64(n=%d, flip=%x, x=%#x) = %d, want %d", n, flip, x, got, want)
+				}
+				x32 := uint32(x >> 32)
+				want32 := 0
+				for _, v := range a32 {
+					if v^flip32 < x32^flip32 {
+						want32++
+					}
+				}
+				if got := btLower32(a32, x32, flip32); got != want32 {
+					t.Fatalf("btLower32(n=%d, flip=%x, x=%#x) = %d, want %d", n, flip32, x32, got, want32)
+				}
+			}
+		}
+	}
+}
