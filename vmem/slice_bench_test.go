@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -266,6 +267,25 @@ func BenchmarkSliceBulk(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				var x uint64
 				for _, v := range s.All() {
+					x += v
+				}
+				sink = x
+			}
+		})
+		// Baselines on the Go heap: one goroutine's copy() (what CopyTo
+		// would be if the data were already in host memory) and
+		// slices.All, the iterator protocol alone (what All can be at best).
+		b.Run("copy-heap/"+name, func(b *testing.B) {
+			b.SetBytes(int64(nbytes))
+			for i := 0; i < b.N; i++ {
+				copy(dst, src)
+			}
+		})
+		b.Run("All-heap/"+name, func(b *testing.B) {
+			b.SetBytes(int64(nbytes))
+			for i := 0; i < b.N; i++ {
+				var x uint64
+				for _, v := range slices.All(src) {
 					x += v
 				}
 				sink = x
