@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/internal/par"
 )
 
 // StoreLog collects stores of whole records of type T to one region of
@@ -223,36 +224,37 @@ func (l *StoreLog[T]) flushParallel(w int, keys []uint64, data []T) {
 	}
 	start[nb] = sum
 	tmp, tmp2 := l.tmp[:n], l.tmp2[:n]
-	var wg sync.WaitGroup
+	// A range ends at the first bucket boundary at least n/w stores on (so
+	// at most w ranges): buckets hold whole lines, so stores to one record
+	// stay in one goroutine, in Put order.
+	var ranges [16][2]int
+	nr := 0
 	per := int32((n + w - 1) / w)
 	for b0 := 0; b0 < nb; {
-		// A range ends at the first bucket boundary at least n/w stores
-		// on (so at most w ranges): buckets hold whole lines, so stores to
-		// one record stay in one goroutine, in Put order.
 		b1 := b0 + 1
 		for b1 < nb && start[b1]-start[b0] < per {
 			b1++
 		}
-		lo, hi := start[b0], start[b1]
-		if lo < hi {
-			wg.Add(1)
-			go func(b0, b1 uint64) {
-				defer wg.Done()
-				for _, k := range keys {
-					if b := (k >> shift) & mask; b-b0 < b1-b0 {
-						tmp[pos[b]] = k
-						pos[b]++
-					}
-				}
-				var count [1 << radixBits]uint32
-				part := radixSort(tmp[lo:hi], tmp2[lo:hi], count[:], l.sortLo, low)
-				l.write(part, data)
-				lineio.Fence() // a fence orders only its own core's stores
-			}(uint64(b0), uint64(b1))
+		if start[b0] < start[b1] {
+			ranges[nr] = [2]int{b0, b1}
+			nr++
 		}
 		b0 = b1
 	}
-	wg.Wait()
+	par.Run(nr, func(r int) {
+		b0, b1 := uint64(ranges[r][0]), uint64(ranges[r][1])
+		lo, hi := start[b0], start[b1]
+		for _, k := range keys {
+			if b := (k >> shift) & mask; b-b0 < b1-b0 {
+				tmp[pos[b]] = k
+				pos[b]++
+			}
+		}
+		var count [1 << radixBits]uint32
+		part := radixSort(tmp[lo:hi], tmp2[lo:hi], count[:], l.sortLo, low)
+		l.write(part, data)
+		lineio.Fence() // a fence orders only its own core's stores
+	})
 }
 
 // storeLogMin is the batch below which one goroutine writes the log:
