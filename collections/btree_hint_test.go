@@ -134,6 +134,9 @@ func TestBTreeHintLookups(t *testing.T) {
 					if got, ok := tr.Get(k); !ok || got != v {
 						t.Fatalf("Get(%d) = %d, %v; want %d", k, got, ok, v)
 					}
+					if !tr.Has(k) {
+						t.Fatalf("Has(%d) = false", k)
+					}
 					for _, q := range []int64{k - 1, k + 1} {
 						if q == math.MinInt64 || q == math.MaxInt64 {
 							continue
@@ -142,8 +145,12 @@ func TestBTreeHintLookups(t *testing.T) {
 						if _, ok := tr.Get(q); ok != want {
 							t.Fatalf("Get(%d) = %v, want %v", q, ok, want)
 						}
+						if tr.Has(q) != want {
+							t.Fatalf("Has(%d) = %v, want %v", q, !want, want)
+						}
 					}
 				}
+
 				if tr.Len() != len(m) {
 					t.Fatalf("Len %d, want %d", tr.Len(), len(m))
 				}

@@ -3,6 +3,8 @@ package collections
 import (
 	"unsafe"
 
+	"github.com/govram/govram/internal/lineio"
+
 	"github.com/govram/govram/vmem"
 )
 
@@ -120,7 +122,18 @@ func (x *btIndex[K]) route(nd *btNode[K], k K) int {
 	if n <= 1 {
 		return 0
 	}
-	if x.kk != btKGeneric {
+	switch x.kk {
+	case btKU64, btKI64:
+		// One branch-free vector count over the node: a walk that writes
+		// few registers lets the core run it while an earlier lookup's
+		// VRAM read is still in flight.
+		var flip uint64
+		if x.kk == btKI64 {
+			flip = btSign64
+		}
+		return lineio.CountLE((*[btFan]uint64)(unsafe.Pointer(&nd.keys)), n, *(*uint64)(unsafe.Pointer(&k))^flip, flip)
+	case btKGeneric:
+	default:
 		return btRouteOrdered(x.kk, unsafe.Pointer(&nd.keys[1]), n-1, unsafe.Pointer(&k))
 	}
 	lo, hi := 1, n

@@ -67,3 +67,50 @@ func TestBTLowerSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestBTRoute checks the index search (a vector count for 64-bit keys, a
+// search of keys[1:n] otherwise) against a plain count, every node size,
+// both orders.
+func TestBTRoute(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for n := 1; n <= btFan; n++ {
+		for _, kk := range []btKeyKind{btKU64, btKI64} {
+			var flip uint64
+			if kk == btKI64 {
+				flip = btSign64
+			}
+			x := btIndex[uint64]{kk: kk}
+			var nd btNode[uint64]
+			nd.n = int32(n)
+			o := make([]uint64, n) // order bits
+			for i := range o {
+				o[i] = r.Uint64N(4 * uint64(n))
+				if r.IntN(5) == 0 {
+					o[i] = r.Uint64()
+				}
+			}
+			slices.Sort(o)
+			for i := range nd.keys {
+				nd.keys[i] = r.Uint64() // past n: ignored
+				if i < n {
+					nd.keys[i] = o[i] ^ flip
+				}
+			}
+			probes := []uint64{0, ^uint64(0)}
+			for _, v := range o {
+				probes = append(probes, v, v+1, v-1)
+			}
+			for _, ko := range probes {
+				want := 0
+				for _, v := range o[1:] {
+					if v <= ko {
+						want++
+					}
+				}
+				if got := x.route(&nd, ko^flip); got != want {
+					t.Fatalf("n=%d kk=%d ko=%#x: route = %d, want %d", n, kk, ko, got, want)
+				}
+			}
+		}
+	}
+}

@@ -2,10 +2,26 @@
 
 package lineio
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 //go:noescape
 func loadWord(p unsafe.Pointer) uint64
 
 //go:noescape
 func loadPair(p unsafe.Pointer) (lo, hi uint64)
+
+//go:noescape
+func countLE512(keys *uint64, n int, ko, flip uint64) int
+
+func countLE(keys *[64]uint64, n int, ko, flip uint64) int {
+	if kind == kindAVX512 && hasBW {
+		return countLE512(&keys[0], n, ko, flip)
+	}
+	return goCountLE(keys, n, ko, flip)
+}
+
+var hasBW = cpu.X86.HasAVX512BW && cpu.X86.HasBMI2 && cpu.X86.HasPOPCNT

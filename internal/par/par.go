@@ -29,15 +29,17 @@ type job struct {
 	done  atomic.Int64 // parts finished
 }
 
-// run claims and runs parts until none is left.
-func (j *job) run() {
+// run claims and runs parts until none is left, and reports whether it
+// ran any.
+func (j *job) run() (ran bool) {
 	for {
 		i := j.next.Add(1) - 1
 		if i >= j.parts {
-			return
+			return ran
 		}
 		j.f(int(i))
 		j.done.Add(1)
+		ran = true
 	}
 }
 
@@ -71,10 +73,12 @@ func (w *worker) loop() {
 		for spins := 0; ; spins++ {
 			if g := gen.Load(); g != seen {
 				seen = g
-				if j := cur.Load(); j != nil {
-					j.run()
+				// Only a worker that got a part spins on: workers that
+				// find the job taken park after spinFor, so a stream of
+				// small jobs keeps as many cores busy as it has parts.
+				if j := cur.Load(); j != nil && j.run() {
+					t0, spins = time.Now(), 0
 				}
-				t0, spins = time.Now(), 0
 				continue
 			}
 			if spins&255 == 255 && time.Since(t0) > spinFor {
