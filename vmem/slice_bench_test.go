@@ -151,7 +151,7 @@ func BenchmarkSliceSet(b *testing.B) {
 		defer s.Close()
 		name := sizeName(uint64(nbytes))
 		v := e64{1, 2, 3, 4, 5, 6, 7, 8}
-		for _, batch := range []int{1 << 16, 1 << 20} {
+		for _, batch := range []int{1 << 14, 1 << 15, 1 << 16, 1 << 20} {
 			b.Run(fmt.Sprintf("writer/%s/batch%dK", name, batch>>10), func(b *testing.B) {
 				w := s.Writer(batch)
 				for i := 0; i < b.N; i++ {
