@@ -11,9 +11,8 @@ import (
 // below k with a subtract-with-borrow costs about a nanosecond a key and
 // no mispredictions, where a binary search through a less function costs a
 // call and a likely misprediction per step. Above btLinearMax keys a
-// branch-free binary search is used: a linear count of an index node's 64
-// keys would be some 300 instructions, enough to fill the core's reorder
-// window and stop the next lookup from starting while a VRAM read waits.
+// branch-free binary search is used (a linear count of 64 keys is some 300
+// instructions). The index routes 64-bit keys with lineio.CountLE.
 
 type btKeyKind uint8
 
@@ -117,10 +116,8 @@ func btLower64(a []uint64, x, flip uint64) int {
 		return int(c)
 	}
 	// Branch-free binary search: each step is a load, a subtract with
-	// borrow and a masked add, so a search of a 64-key index node is about
-	// 70 instructions with no misprediction, and a lookup stays short
-	// enough for the core to run the next lookup's walk while this one's
-	// VRAM read is in flight.
+	// borrow and a masked add, about a dozen instructions and no
+	// misprediction.
 	p := unsafe.Pointer(unsafe.SliceData(a))
 	base := uintptr(0)
 	for n > 1 {

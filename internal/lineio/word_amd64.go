@@ -18,10 +18,12 @@ func loadPair(p unsafe.Pointer) (lo, hi uint64)
 func countLE512(keys *uint64, n int, ko, flip uint64) int
 
 func countLE(keys *[64]uint64, n int, ko, flip uint64) int {
-	if kind == kindAVX512 && hasBW {
+	if kind == kindAVX512 && canCountLE512 {
 		return countLE512(&keys[0], n, ko, flip)
 	}
 	return goCountLE(keys, n, ko, flip)
 }
 
-var hasBW = cpu.X86.HasAVX512BW && cpu.X86.HasBMI2 && cpu.X86.HasPOPCNT
+// canCountLE512: countLE512 joins masks with KUNPCK (AVX512BW) and cuts
+// them with BZHI (BMI2).
+var canCountLE512 = cpu.X86.HasAVX512BW && cpu.X86.HasBMI2 && cpu.X86.HasPOPCNT

@@ -49,11 +49,11 @@ type worker struct {
 }
 
 var (
-	mu      sync.Mutex // one job at a time; a second caller runs its parts on new goroutines
-	startMu sync.Once
-	workers []*worker
-	gen     atomic.Uint64       // bumped when a job is posted
-	cur     atomic.Pointer[job] // the latest job
+	mu        sync.Mutex // one job at a time; a second caller runs its parts on new goroutines
+	startOnce sync.Once
+	workers   []*worker
+	gen       atomic.Uint64       // bumped when a job is posted
+	cur       atomic.Pointer[job] // the latest job
 )
 
 func start() {
@@ -104,7 +104,7 @@ func Run(parts int, f func(i int)) {
 		}
 		return
 	}
-	startMu.Do(start)
+	startOnce.Do(start)
 	if len(workers) == 0 || !mu.TryLock() {
 		spawn(parts, f)
 		return
@@ -112,6 +112,7 @@ func Run(parts int, f func(i int)) {
 	j := &job{f: f, parts: int64(parts)}
 	cur.Store(j)
 	gen.Add(1)
+	// Wake sleepers until parts-1 workers are awake; spinning ones count.
 	woken := 0
 	for _, w := range workers {
 		if woken >= parts-1 {
