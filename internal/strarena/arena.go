@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/govram/govram/internal/lineio"
@@ -126,20 +127,23 @@ type segment struct {
 // state is everything the leak backstop must free; Arena only points at
 // it, so the cleanup can run once the Arena is unreachable.
 type state struct {
-	dev    *vmem.Device
-	tier   vmem.Tier
-	first  uint64
-	maxSeg uint64
-	segs   []segment
-	cur    int    // segment being carved from the end; len(segs) when none
-	bump   uint64 // first unused byte of segs[cur]
-	free   [numClasses]stack
-	nonEmp [(numClasses + 63) / 64]uint64 // classes whose free list is not empty
-	live   uint64
-	nlive  int
-	freeB  uint64
-	lost   uint64 // space dropped because a free list could not grow
-	closed bool
+	// released is set by the first release: Close and the cleanup each
+	// call it, and the second must neither free twice nor race the first.
+	released atomic.Bool
+	dev      *vmem.Device
+	tier     vmem.Tier
+	first    uint64
+	maxSeg   uint64
+	segs     []segment
+	cur      int    // segment being carved from the end; len(segs) when none
+	bump     uint64 // first unused byte of segs[cur]
+	free     [numClasses]stack
+	nonEmp   [(numClasses + 63) / 64]uint64 // classes whose free list is not empty
+	live     uint64
+	nlive    int
+	freeB    uint64
+	lost     uint64 // space dropped because a free list could not grow
+	closed   bool
 
 	liveSet map[uint64]int // invariants builds: offset -> length of each live string
 }
@@ -173,6 +177,10 @@ func New(dev *vmem.Device, o Options) (*Arena, error) {
 		st.liveSet = map[uint64]int{}
 	}
 	a := &Arena{st: st}
+	// keepAlive: every method that works on st keeps a alive until it
+	// returns (defer runtime.KeepAlive(a)). Without that, a caller's last
+	// call could find its memory freed, and st released twice at once, by
+	// this cleanup running as soon as a is no longer used in the method.
 	runtime.AddCleanup(a, func(s *state) { s.release() }, st)
 	return a, nil
 }
@@ -181,6 +189,7 @@ func New(dev *vmem.Device, o Options) (*Arena, error) {
 // returns the zero Handle. On error (ErrOutOfMemory, ErrTooLarge, device
 // loss) nothing is stored.
 func (a *Arena) Put(b []byte) (Handle, error) {
+	defer runtime.KeepAlive(a) // see keepAlive
 	st := a.st
 	if st.closed {
 		return 0, vmem.ErrClosed
@@ -215,6 +224,7 @@ func (a *Arena) PutString(s string) (Handle, error) {
 // freeing a handle twice, or one of another arena, corrupts the arena
 // (builds with the invariants tag catch it).
 func (a *Arena) Free(h Handle) {
+	defer runtime.KeepAlive(a) // see keepAlive
 	st := a.st
 	if st.closed || h.Len() == 0 {
 		return
@@ -227,6 +237,7 @@ func (a *Arena) Free(h Handle) {
 
 // Reset frees every string at once and keeps the segments for reuse.
 func (a *Arena) Reset() {
+	defer runtime.KeepAlive(a) // see keepAlive
 	st := a.st
 	if st.closed {
 		return
@@ -246,6 +257,7 @@ func (a *Arena) Reset() {
 // Close frees the arena's memory. It is idempotent; the arena and its
 // handles are invalid afterwards (Put returns vmem.ErrClosed).
 func (a *Arena) Close() error {
+	defer runtime.KeepAlive(a) // see keepAlive
 	st := a.st
 	if st.closed {
 		return nil
@@ -256,6 +268,7 @@ func (a *Arena) Close() error {
 
 // Stats returns the arena's counters.
 func (a *Arena) Stats() Stats {
+	defer runtime.KeepAlive(a) // see keepAlive
 	st := a.st
 	s := Stats{Segments: len(st.segs), Strings: st.nlive, Live: st.live, Free: st.freeB}
 	for _, sg := range st.segs {
@@ -266,6 +279,7 @@ func (a *Arena) Stats() Stats {
 
 // Read copies len(dst) bytes of h's string, starting at byte off, into dst.
 func (a *Arena) Read(dst []byte, h Handle, off int) error {
+	defer runtime.KeepAlive(a) // see keepAlive
 	st := a.st
 	if st.closed {
 		return vmem.ErrClosed
@@ -354,6 +368,7 @@ func (st *state) usable() error {
 // cmp compares h's string with b: the common prefix first, then the
 // lengths. eqOnly allows stopping at a length mismatch (Equal checked it).
 func (a *Arena) cmp(h Handle, b []byte, eqOnly bool) (int, error) {
+	defer runtime.KeepAlive(a) // see keepAlive
 	st := a.st
 	if st.closed {
 		return 0, vmem.ErrClosed
@@ -612,8 +627,12 @@ func (st *state) nextNonEmpty(c int) int {
 	return -1
 }
 
-// release frees every block and free list. It is safe to call twice.
+// release frees every block and free list; calls after the first do
+// nothing.
 func (st *state) release() error {
+	if !st.released.CompareAndSwap(false, true) {
+		return nil
+	}
 	var first error
 	for _, sg := range st.segs {
 		if err := st.dev.Free(sg.blk); err != nil && first == nil && !errors.Is(err, vmem.ErrClosed) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -320,5 +321,58 @@ func FuzzArena(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, maxLen uint16) {
 		run(t, d, Options{FirstSegment: 512}, seed, 200, int(maxLen))
 		vmemtest.CheckNoLeaks(t, d)
+	})
+}
+
+// TestArenaCloseWhileCollected closes arenas while the collector runs: an
+// arena's cleanup must never run while Close is still working on the
+// arena, nor free again after it (under -race CI reported the two releases
+// racing before Close kept the arena alive).
+func TestArenaCloseWhileCollected(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					runtime.GC()
+				}
+			}
+		}()
+		for range 300 {
+			a, err := New(d, Options{FirstSegment: 4 << 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := a.PutString("a string kept off the Go heap")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s, err := a.String(h); err != nil || s != "a string kept off the Go heap" {
+				t.Fatalf("String = %q, %v", s, err)
+			}
+			// Many segments and freed strings: Close takes a while.
+			var hs []Handle
+			for k := range 64 {
+				h, err := a.Put(make([]byte, 1000+k))
+				if err != nil {
+					t.Fatal(err)
+				}
+				hs = append(hs, h)
+			}
+			for _, h := range hs[:len(hs)/2] {
+				a.Free(h)
+			}
+			if err := a.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(stop)
+		<-done
+		runtime.GC()
 	})
 }

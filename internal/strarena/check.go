@@ -2,6 +2,7 @@ package strarena
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 )
 
@@ -10,7 +11,10 @@ import (
 // a segment, no two free blocks (or, in invariants builds, a free block and
 // a live string) overlap, and live plus free space is exactly what has been
 // carved from the segments.
-func (a *Arena) Check() error { return a.st.check() }
+func (a *Arena) Check() error {
+	defer runtime.KeepAlive(a)
+	return a.st.check()
+}
 
 func (st *state) mustCheck() {
 	if err := st.check(); err != nil {
