@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // TestBTLowerSearch checks the integer searches (linear count and the
@@ -68,9 +69,10 @@ func TestBTLowerSearch(t *testing.T) {
 	}
 }
 
-// TestBTRoute checks the index search (a vector count for 64-bit keys, a
-// search of keys[1:n] otherwise) against a plain count, every node size,
-// both orders.
+// TestBTRoute checks the index's route for 64-bit keys (a vector count
+// over the node, lineio.CountLE) against btRouteOrdered, the search every
+// other integer kind takes (itself checked by TestBTLowerSearch): every
+// node size, both orders, garbage in the slots past n.
 func TestBTRoute(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for n := 1; n <= btFan; n++ {
@@ -96,19 +98,17 @@ func TestBTRoute(t *testing.T) {
 					nd.keys[i] = o[i] ^ flip
 				}
 			}
-			probes := []uint64{0, ^uint64(0)}
-			for _, v := range o {
-				probes = append(probes, v, v+1, v-1)
+			probes := []uint64{0, ^uint64(0), flip, flip - 1}
+			for _, k := range nd.keys[:n] {
+				probes = append(probes, k, k+1, k-1)
 			}
-			for _, ko := range probes {
+			for _, k := range probes {
 				want := 0
-				for _, v := range o[1:] {
-					if v <= ko {
-						want++
-					}
+				if n > 1 {
+					want = btRouteOrdered(kk, unsafe.Pointer(&nd.keys[1]), n-1, unsafe.Pointer(&k))
 				}
-				if got := x.route(&nd, ko^flip); got != want {
-					t.Fatalf("n=%d kk=%d ko=%#x: route = %d, want %d", n, kk, ko, got, want)
+				if got := x.route(&nd, k); got != want {
+					t.Fatalf("n=%d kk=%d k=%#x: route = %d, btRouteOrdered = %d", n, kk, k, got, want)
 				}
 			}
 		}

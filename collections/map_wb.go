@@ -158,20 +158,11 @@ func (m *Map[K, V]) wbApply() error {
 	hmode, _ := m.gpuMode()
 	err := mapWBFail // tests: the batch fails as a GPU's may
 	if err == nil {
-		// The version moves after the batch, as in PutBatch: moved
-		// before, it would make the batch copy the whole device mirror of
-		// the control bytes again (2-3 ms at 10^8 entries) every time.
 		err = m.gpuPut(hmode, keys, vals)
 	}
-	m.version++
+	m.putBatchDone()
 	if err == nil {
 		m.wb.batches++
-		g := &m.gpu
-		g.mu.Lock()
-		if g.inStep {
-			g.ver = m.version // PutBatch kept the mirror in step
-		}
-		g.mu.Unlock()
 		return nil
 	}
 	if errors.Is(err, vmem.ErrNoKernels) {
