@@ -21,10 +21,27 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"unsafe"
+
+	"github.com/govram/govram/internal/route"
 )
 
-// shPieceMin is the fewest keys worth a goroutine of their own.
-const shPieceMin = 1 << 14
+// shPieceMin is the fewest keys worth a goroutine of their own; a batch
+// is cut into at most shMaxPieces pieces (0: GOMAXPROCS). Variables so
+// that tests can cut small batches into many uneven pieces.
+var (
+	shPieceMin  = 1 << 14
+	shMaxPieces = 0
+)
+
+// shPieces returns the pieces of a batch of n keys.
+func shPieces(n int) int {
+	most := shMaxPieces
+	if most <= 0 {
+		most = runtime.GOMAXPROCS(0)
+	}
+	return max(min(most, n/shPieceMin), 1)
+}
 
 // shMaxShards bounds the shards of a batch: a key's shard is one byte.
 const shMaxShards = 256
@@ -70,7 +87,7 @@ func shPlanBatch(n, nd int, sid []uint8, shardOf func(i int) int) *shPlan {
 // fill sets sid[i] for i in [lo, hi) and counts them in cnt (a call per
 // piece, not per key, so the caller's loop can be specialised).
 func shPlanRanges(n, nd int, sid []uint8, fill func(lo, hi int, sid []uint8, cnt *[shMaxShards]int)) *shPlan {
-	pieces := max(min(runtime.GOMAXPROCS(0), n/shPieceMin), 1)
+	pieces := shPieces(n)
 	if cap(sid) < n {
 		sid = make([]uint8, n)
 	}
@@ -149,8 +166,22 @@ func (pl *shPlan) cursors(p int) (cur [shMaxShards]int) {
 
 // shScatter copies src (in batch order) into per-shard slices: shard d's
 // keys, in batch order, fill dsts[d] (len run(d)). ShardedMap uses it to
-// write keys straight into each device's upload buffer.
+// write keys straight into each device's upload buffer; 8-byte keys go
+// through route.Place8 (vector loops).
 func shScatter[T any](pl *shPlan, src []T, dsts [][]T) {
+	if unsafe.Sizeof(*new(T)) == 8 {
+		ks := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(src))), len(src))
+		ds := make([]unsafe.Pointer, pl.nd)
+		for d := range ds {
+			ds[d] = unsafe.Pointer(unsafe.SliceData(dsts[d]))
+		}
+		shPar(len(pl.plo)-1, func(p int) {
+			cur := pl.cursors(p)
+			lo, hi := pl.plo[p], pl.plo[p+1]
+			route.Place8(ks[lo:hi], pl.sid[lo:hi], ds, cur[:pl.nd])
+		})
+		return
+	}
 	shPar(len(pl.plo)-1, func(p int) {
 		cur := pl.cursors(p)
 		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
@@ -161,8 +192,8 @@ func shScatter[T any](pl *shPlan, src []T, dsts [][]T) {
 	})
 }
 
-// shGatherFrom is shScatter's inverse: dst[i] gets key i's result from its
-// shard's slice.
+// shGatherFrom puts answers back in batch order: dst[i] gets key i's
+// result from its shard's slice (grouped in the order of the plan).
 func shGatherFrom[T any](pl *shPlan, srcs [][]T, dst []T) {
 	shPar(len(pl.plo)-1, func(p int) {
 		cur := pl.cursors(p)
@@ -185,6 +216,44 @@ func shGather2From[T, U any](pl *shPlan, srcs [][]T, dst []T, srcs2 [][]U, dst2 
 			dst2[i] = srcs2[d][cur[d]]
 			cur[d]++
 		}
+	})
+}
+
+// shGatherAnswers puts a batch's answers back in batch order: vals[i] from
+// its shard's vd, and found[i] from fd when found is not nil. 8-byte
+// values go through route.Gather8 (vector loops), the rest through
+// shGatherFrom and shGather2From.
+func shGatherAnswers[V any](pl *shPlan, vd [][]V, vals []V, fd [][]bool, found []bool) {
+	if unsafe.Sizeof(*new(V)) != 8 {
+		if found != nil {
+			shGather2From(pl, vd, vals, fd, found)
+		} else {
+			shGatherFrom(pl, vd, vals)
+		}
+		return
+	}
+	src := make([]unsafe.Pointer, pl.nd)
+	var fsrc []unsafe.Pointer
+	if found != nil {
+		fsrc = make([]unsafe.Pointer, pl.nd)
+	}
+	for d := range pl.nd {
+		// A shard with no keys in the batch may have no buffer: Gather8
+		// never reads it.
+		src[d] = unsafe.Pointer(unsafe.SliceData(vd[d]))
+		if found != nil {
+			fsrc[d] = unsafe.Pointer(unsafe.SliceData(fd[d]))
+		}
+	}
+	out := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(vals))), len(vals))
+	shPar(len(pl.plo)-1, func(p int) {
+		cur := pl.cursors(p)
+		lo, hi := pl.plo[p], pl.plo[p+1]
+		var f []bool
+		if found != nil {
+			f = found[lo:hi]
+		}
+		route.Gather8(pl.sid[lo:hi], src, cur[:pl.nd], out[lo:hi], fsrc, f)
 	})
 }
 

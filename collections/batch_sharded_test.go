@@ -84,3 +84,60 @@ func TestShardedPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestShardedScatterGather: with a batch cut into many uneven pieces,
+// shScatter writes each shard's keys in batch order into its own slice
+// (route.Place8 for 8-byte keys, the loop for others), and answers
+// written in that order come back in batch order through shGatherAnswers
+// (route.Gather8 for 8-byte values).
+func TestShardedScatterGather(t *testing.T) {
+	oldMin, oldMax := shPieceMin, shMaxPieces
+	shPieceMin, shMaxPieces = 10, 6
+	t.Cleanup(func() { shPieceMin, shMaxPieces = oldMin, oldMax })
+	for _, n := range []int{1, 9, 64, 1000, 4097} {
+		const nd = 3
+		shardOf := func(i int) int { return (i * 7919 / 3) % nd }
+		pl := shPlanBatch(n, nd, nil, shardOf)
+		src := make([]uint64, n)
+		src3 := make([][3]uint32, n)
+		for i := range src {
+			src[i] = uint64(i)
+			src3[i] = [3]uint32{uint32(i), 9, 9}
+		}
+		kd, kd3 := make([][]uint64, nd), make([][][3]uint32, nd)
+		for d := range nd {
+			a, b := pl.run(d)
+			kd[d], kd3[d] = make([]uint64, b-a), make([][3]uint32, b-a)
+		}
+		shScatter(pl, src, kd)
+		shScatter(pl, src3, kd3)
+		vd, vd3, fd := make([][]uint64, nd), make([][][3]uint32, nd), make([][]bool, nd)
+		for d := range nd {
+			var want []uint64
+			for i := range n {
+				if shardOf(i) == d {
+					want = append(want, uint64(i))
+				}
+			}
+			if !slices.Equal(kd[d], want) {
+				t.Fatalf("n %d shard %d: holds %v, want %v", n, d, kd[d], want)
+			}
+			for j, k := range kd[d] {
+				if kd3[d][j] != [3]uint32{uint32(k), 9, 9} {
+					t.Fatalf("n %d shard %d: 12-byte key %d is %v", n, d, j, kd3[d][j])
+				}
+				vd[d] = append(vd[d], k*10)
+				vd3[d] = append(vd3[d], [3]uint32{uint32(k), 1, 2})
+				fd[d] = append(fd[d], k%3 == 0)
+			}
+		}
+		vals, vals3, found := make([]uint64, n), make([][3]uint32, n), make([]bool, n)
+		shGatherAnswers(pl, vd, vals, fd, found)
+		shGatherAnswers(pl, vd3, vals3, nil, nil)
+		for i := range n {
+			if vals[i] != uint64(i)*10 || found[i] != (i%3 == 0) || vals3[i] != [3]uint32{uint32(i), 1, 2} {
+				t.Fatalf("n %d: answer %d: %d %v %v", n, i, vals[i], found[i], vals3[i])
+			}
+		}
+	}
+}

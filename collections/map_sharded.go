@@ -34,6 +34,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/govram/govram/internal/route"
 	"github.com/govram/govram/vmem"
 )
 
@@ -144,7 +145,8 @@ func (s *ShardedMap[K, V]) shardOf(k *K) int {
 	p := unsafe.Pointer(k)
 	switch s.hk {
 	case mapHash8:
-		h = mapMix(*(*uint64)(p), s.seed)
+		// route's hash, which its vector loops compute eight at a time.
+		return route.Shard8(*(*uint64)(p), s.seed, int(s.nd))
 	case mapHash4:
 		h = mapMix(uint64(*(*uint32)(p)), s.seed)
 	case mapHashStr:
@@ -502,9 +504,9 @@ func (s *ShardedMap[K, V]) getBatchRounds(keys []K, vals []V, found []bool) (boo
 	}
 	sid := s.getSid(round)
 	defer s.sidPool.Put(sid)
-	kd := make([][]K, nd)
 	vd := make([][]V, nd)
 	fd := make([][]bool, nd)
+	kd := make([][]K, nd)
 	for lo := 0; lo < len(keys); lo += round {
 		ks := keys[lo:min(lo+round, len(keys))]
 		pl := shPlanRanges(len(ks), nd, *sid, s.shardFill(ks))
@@ -520,28 +522,24 @@ func (s *ShardedMap[K, V]) getBatchRounds(keys []K, vals []V, found []bool) (boo
 		}); err != nil {
 			return true, err
 		}
+		var f []bool
 		if found != nil {
-			shGather2From(pl, vd, vals[lo:lo+len(ks)], fd, found[lo:lo+len(ks)])
-		} else {
-			shGatherFrom(pl, vd, vals[lo:lo+len(ks)])
+			f = found[lo : lo+len(ks)]
 		}
+		shGatherAnswers(pl, vd, vals[lo:lo+len(ks)], fd, f)
 	}
 	return true, nil
 }
 
-// shardFill returns the shard-finding loop of shPlanRanges for keys, with
-// the common 8-byte keys hashed inline (a call per key through shardOf
-// costs more than the hash).
+// shardFill returns the shard-finding loop of shPlanRanges for keys: the
+// common 8-byte keys go through route.Count8 (eight at a time where the
+// CPU has AVX-512), the rest through shardOf.
 func (s *ShardedMap[K, V]) shardFill(keys []K) func(lo, hi int, sid []uint8, cnt *[shMaxShards]int) {
 	if s.hk == mapHash8 && unsafe.Sizeof(*new(K)) == 8 {
 		ks := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(keys))), len(keys))
-		seed, nd := s.seed, s.nd
+		seed, nd := s.seed, int(s.nd)
 		return func(lo, hi int, sid []uint8, cnt *[shMaxShards]int) {
-			for i := lo; i < hi; i++ {
-				d, _ := bits.Mul64(mapMix(ks[i], seed), nd)
-				sid[i] = uint8(d)
-				cnt[uint8(d)]++
-			}
+			route.Count8(ks[lo:hi], sid[lo:hi], seed, cnt[:nd])
 		}
 	}
 	return func(lo, hi int, sid []uint8, cnt *[shMaxShards]int) {

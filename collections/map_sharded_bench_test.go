@@ -7,14 +7,20 @@ package collections
 //	GOVRAM_BENCH_SIZES=1e7,1e8 go test -run X -bench BenchmarkShardedMapGetBatch -benchtime 20x ./collections
 //
 // GOVRAM_BENCH_BATCH sets the keys per GetBatch (default 1<<23, or the
-// map's size if smaller).
+// map's size if smaller), GOVRAM_BENCH_CHUNK the keys per kernel round
+// (mapGPUChunk).
 
 import (
 	"fmt"
-	"github.com/govram/govram/internal/vmemtest"
 	"os"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
+	"unsafe"
+
+	"github.com/govram/govram/internal/route"
+	"github.com/govram/govram/internal/vmemtest"
 
 	"github.com/govram/govram/vmem"
 )
@@ -60,6 +66,7 @@ func shBenchMap(b *testing.B, p *vmem.Pool, keys, q []uint64) *ShardedMap[uint64
 }
 
 func BenchmarkShardedMapGetBatch(b *testing.B) {
+	shBenchChunk(b)
 	p, err := vmem.OpenAll(vmem.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -110,12 +117,19 @@ func BenchmarkShardedMapGetBatch(b *testing.B) {
 // ShardedMap.GetBatch's direct path (GOVRAM_BENCH_BATCH keys, at most a
 // round of mapGPUChunk) on every GPU of the machine, each on its own:
 //
+//	copy     a parallel copy of the keys (what one GPU's GetBatch spends)
 //	plan     finding every key's shard and counting them (all cores)
 //	scatter  writing the keys into each device's pinned upload buffer
 //	run      every device's upload, kernel and download, at once
+//	run-one  the first device's for the whole round, alone
 //	gather   copying the answers back into batch order
 //	round    the four in a row, as getBatchRounds does
+//
+// "-loop" steps run route's plain loops instead of its AVX-512 ones;
+// scatter-heap writes into the Go heap instead of pinned memory.
+// GOVRAM_BENCH_PROCS=8,16,32 times the steps under each GOMAXPROCS.
 func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
+	shBenchChunk(b)
 	p, err := vmem.OpenAll(vmem.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -145,45 +159,114 @@ func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 			}
 		}
 		sid := make([]uint8, len(q))
-		kd, vd, fd := make([][]uint64, nd), make([][]uint64, nd), make([][]bool, nd)
-		pl := shPlanRanges(len(q), nd, sid, m.shardFill(q))
+		vd, fd, kfull, hfull := make([][]uint64, nd), make([][]bool, nd), make([][]uint64, nd), make([][]uint64, nd)
 		for d := range nd {
-			a, c := pl.run(d)
-			kd[d], vd[d], fd[d] = jobs[d].keys(c-a), jobs[d].vals(c-a), jobs[d].found(c-a)
+			kfull[d] = jobs[d].keys(len(q))
+			hfull[d] = make([]uint64, len(q))
 		}
-		step := func(name string, f func() error) {
-			b.Run(fmt.Sprintf("%s/%d-dev/%s", vmemtest.SizeName(n), nd, name), func(b *testing.B) {
-				gpuBenchWarm(b, f)
-				for b.Loop() {
-					if err := f(); err != nil {
-						b.Fatal(err)
+		for _, procs := range shBenchProcs(b) {
+			old := runtime.GOMAXPROCS(procs)
+			step := func(name string, f func() error) {
+				b.Run(fmt.Sprintf("%s/%d-dev/p%d/%s", vmemtest.SizeName(n), nd, procs, name), func(b *testing.B) {
+					gpuBenchWarm(b, f)
+					for b.Loop() {
+						if err := f(); err != nil {
+							b.Fatal(err)
+						}
 					}
-				}
-				b.ReportMetric(float64(len(q))*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mkeys/s")
-			})
-		}
-		runAll := func() error {
-			return shRun(pl.active(), func(d int) error {
-				a, c := pl.run(d)
-				return jobs[d].run(c-a, true)
-			})
-		}
-		step("plan", func() error { shPlanRanges(len(q), nd, sid, m.shardFill(q)); return nil })
-		step("scatter", func() error { shScatter(pl, q, kd); return nil })
-		step("run", runAll)
-		step("gather", func() error { shGather2From(pl, vd, vals, fd, found); return nil })
-		for i := range q {
-			if !found[i] || vals[i] != q[i] {
-				b.Fatalf("key %d: %d %v", q[i], vals[i], found[i])
+					b.ReportMetric(float64(len(q))*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mkeys/s")
+				})
 			}
+			// loop runs f with route's plain loops instead of its vector ones.
+			loop := func(f func() error) func() error {
+				return func() error {
+					v := route.SetVector(false)
+					defer route.SetVector(v)
+					return f()
+				}
+			}
+			// What one GPU's GetBatch spends on the same keys: a parallel
+			// copy into the upload buffer (and about as much back).
+			step("copy", func() error {
+				mapParCopy(unsafe.Pointer(&kfull[0][0]), unsafe.Pointer(&q[0]), uint64(len(q))*8)
+				return nil
+			})
+			var pl *shPlan
+			plan := func() error { pl = shPlanRanges(len(q), nd, sid, m.shardFill(q)); return nil }
+			step("plan-loop", loop(plan))
+			step("plan", plan)
+			kd, hk := make([][]uint64, nd), make([][]uint64, nd)
+			for d := range nd {
+				a, c := pl.run(d)
+				kd[d], vd[d], fd[d] = jobs[d].keys(c-a), jobs[d].vals(c-a), jobs[d].found(c-a)
+				hk[d] = hfull[d][:c-a]
+			}
+			step("scatter-heap", func() error { shScatter(pl, q, hk); return nil }) // into the Go heap, not pinned memory
+			scatter := func() error { shScatter(pl, q, kd); return nil }
+			step("scatter-loop", loop(scatter))
+			step("scatter", scatter)
+			step("run", func() error {
+				return shRun(pl.active(), func(d int) error {
+					a, c := pl.run(d)
+					return jobs[d].run(c-a, true)
+				})
+			})
+			// One device alone with the whole round (its keys are stale:
+			// only the time counts).
+			step("run-one", func() error { return jobs[0].run(len(q), true) })
+			gather := func() error { shGatherAnswers(pl, vd, vals, fd, found); return nil }
+			step("gather-loop", loop(gather))
+			step("gather", gather)
+			for i := range q {
+				if !found[i] || vals[i] != q[i] {
+					b.Fatalf("key %d: %d %v", q[i], vals[i], found[i])
+				}
+			}
+			round := func() error {
+				_, err := m.getBatchRounds(q, vals, found)
+				return err
+			}
+			step("round-loop", loop(round))
+			step("round", round)
+			runtime.GOMAXPROCS(old)
 		}
-		step("round", func() error {
-			_, err := m.getBatchRounds(q, vals, found)
-			return err
-		})
 		for _, j := range jobs {
 			j.close()
 		}
 		m.Close()
 	}
+}
+
+// shBenchProcs returns the GOMAXPROCS values to time the steps with:
+// GOVRAM_BENCH_PROCS (a list such as "8,16,32"), by default the current.
+func shBenchProcs(b *testing.B) []int {
+	s := os.Getenv("GOVRAM_BENCH_PROCS")
+	if s == "" {
+		return []int{runtime.GOMAXPROCS(0)}
+	}
+	var ps []int
+	for f := range strings.SplitSeq(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			b.Fatalf("GOVRAM_BENCH_PROCS=%q", s)
+		}
+		ps = append(ps, v)
+	}
+	return ps
+}
+
+// shBenchChunk applies GOVRAM_BENCH_CHUNK (keys per kernel round,
+// mapGPUChunk) for the rest of the benchmark.
+func shBenchChunk(b *testing.B) {
+	s := os.Getenv("GOVRAM_BENCH_CHUNK")
+	if s == "" {
+		return
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 1024 {
+		b.Fatalf("GOVRAM_BENCH_CHUNK=%q", s)
+	}
+	old := mapGPUChunk
+	mapGPUChunk = int(v)
+	b.Cleanup(func() { mapGPUChunk = old })
 }

@@ -393,43 +393,61 @@ func TestShardedMapConcurrentReads(t *testing.T) {
 // several, each split over the shards straight into their buffers; the
 // answers come back in the batch's order.
 func TestShardedMapGetBatchRounds(t *testing.T) {
-	old := mapGPUChunk
-	mapGPUChunk = 700
-	t.Cleanup(func() { mapGPUChunk = old })
+	oldChunk, oldMin, oldMax := mapGPUChunk, shPieceMin, shMaxPieces
+	// Rounds of 700 keys cut into 7 uneven pieces.
+	mapGPUChunk, shPieceMin, shMaxPieces = 700, 90, 7
+	t.Cleanup(func() { mapGPUChunk, shPieceMin, shMaxPieces = oldChunk, oldMin, oldMax })
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
-		s, err := NewShardedMap[uint64, [3]uint32](p)
-		if err != nil {
+		r := rand.New(rand.NewPCG(8, 9))
+		// 8-byte keys and values take route's vector loops; the others
+		// the loops over shardOf, and [3]uint32 keys are hashed by the CPU.
+		t.Run("u64-u64", func(t *testing.T) {
+			shGetBatchRounds(t, p, r, func(k uint64) uint64 { return k }, func(k uint64) uint64 { return k*3 + 1 })
+		})
+		t.Run("u64-3u32", func(t *testing.T) {
+			shGetBatchRounds(t, p, r, func(k uint64) uint64 { return k }, func(k uint64) [3]uint32 { return [3]uint32{uint32(k), 7, uint32(k >> 3)} })
+		})
+		t.Run("3u32-u64", func(t *testing.T) {
+			shGetBatchRounds(t, p, r, func(k uint64) [3]uint32 { return [3]uint32{uint32(k), 5, 0} }, func(k uint64) uint64 { return k ^ 0xff })
+		})
+	})
+}
+
+// shGetBatchRounds fills a ShardedMap with 3000 keys below 6000 and looks
+// up 40003 keys below 7000 with GetBatch, with and without found flags.
+func shGetBatchRounds[K, V comparable](t *testing.T, p *vmem.Pool, r *rand.Rand, key func(uint64) K, val func(uint64) V) {
+	s, err := NewShardedMap[K, V](p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	model := map[K]V{}
+	for range 3000 {
+		k := r.Uint64N(6000)
+		if err := s.Put(key(k), val(k)); err != nil {
 			t.Fatal(err)
 		}
-		defer s.Close()
-		model := map[uint64][3]uint32{}
-		r := rand.New(rand.NewPCG(8, 9))
-		for range 3000 {
-			k := r.Uint64N(6000)
-			v := [3]uint32{r.Uint32(), uint32(k), 7}
-			if err := s.Put(k, v); err != nil {
-				t.Fatal(err)
-			}
-			model[k] = v
+		model[key(k)] = val(k)
+	}
+	keys := make([]K, 40003) // two halves on goroutines of their own, rounds in each
+	for i := range keys {
+		keys[i] = key(r.Uint64N(7000))
+	}
+	vals := make([]V, len(keys))
+	found := make([]bool, len(keys))
+	for _, f := range [][]bool{found, nil} {
+		clear(vals)
+		clear(found)
+		if err := s.GetBatch(keys, vals, f); err != nil {
+			t.Fatal(err)
 		}
-		keys := make([]uint64, 40003) // two halves on goroutines of their own, rounds in each
-		for i := range keys {
-			keys[i] = r.Uint64N(7000)
-		}
-		vals := make([][3]uint32, len(keys))
-		found := make([]bool, len(keys))
-		for _, f := range [][]bool{found, nil} {
-			if err := s.GetBatch(keys, vals, f); err != nil {
-				t.Fatal(err)
-			}
-			for i, k := range keys {
-				want, ok := model[k]
-				if vals[i] != want || (f != nil && f[i] != ok) {
-					t.Fatalf("key %d (%d): got %v %v, want %v %v", i, k, vals[i], f != nil && f[i], want, ok)
-				}
+		for i, k := range keys {
+			want, ok := model[k]
+			if vals[i] != want || (f != nil && f[i] != ok) {
+				t.Fatalf("key %d (%v): got %v %v, want %v %v", i, k, vals[i], f != nil && f[i], want, ok)
 			}
 		}
-	})
+	}
 }
 
 // TestShardedMapShardFill: the inline shard loop of 8-byte keys routes
