@@ -433,8 +433,10 @@ func (s *ShardedMap[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 // from each shard's download buffer straight into vals and found; every
 // device probes its part at the same time. The batch goes in rounds of up
 // to mapGPUChunk keys (each shard's buffers hold a whole round, whatever
-// its share). It reports false (having done nothing) where a shard takes
-// no kernels, and GetBatch then splits the batch through scratch.
+// its share), pipelined: while the devices probe round r, the CPU puts
+// round r-1's answers in place and then splits round r+1 into the other
+// set of buffers. It reports false (having done nothing) where a shard
+// takes no kernels, and GetBatch then splits the batch through scratch.
 func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (bool, error) {
 	if len(keys) < shSmallBatch {
 		return false, nil
@@ -444,90 +446,107 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 			return false, nil
 		}
 	}
-	// Batches of more than a round go in two halves, each on goroutines
-	// and buffers of its own, so that one half's passes on the CPU overlap
-	// the other's lookups on the GPUs.
-	if half := (len(keys) + 1) / 2; len(keys) > mapGPUChunk && half >= shPieceMin {
-		var (
-			ok  [2]bool
-			err [2]error
-			wg  sync.WaitGroup
-		)
-		for h := range 2 {
-			lo, hi := h*half, min((h+1)*half, len(keys))
-			var f []bool
-			if found != nil {
-				f = found[lo:hi]
-			}
-			wg.Go(func() { ok[h], err[h] = s.getBatchRounds(keys[lo:hi], vals[lo:hi], f) })
-		}
-		wg.Wait()
-		if !ok[0] || !ok[1] {
-			return false, nil // a shard took no kernels: GetBatch answers it all the other way
-		}
-		return true, errors.Join(err[0], err[1])
-	}
-	return s.getBatchRounds(keys, vals, found)
-}
-
-// getBatchRounds is getBatchDirect's work on one set of buffers per shard.
-func (s *ShardedMap[K, V]) getBatchRounds(keys []K, vals []V, found []bool) (bool, error) {
 	round := min(len(keys), mapGPUChunk)
+	rounds := (len(keys) + round - 1) / round
 	nd := len(s.shards)
 	all := make([]int, nd)
 	for d := range all {
 		all[d] = d
 	}
-	jobs := make([]*mapGetJob[K, V], nd)
+	// A set of buffers per round in flight: two when there are several.
+	type roundSet struct {
+		jobs  []*mapGetJob[K, V]
+		sid   *[]uint8
+		pl    *shPlan
+		kd    [][]K
+		vd    [][]V
+		fd    [][]bool
+		lo, n int
+		done  chan error
+	}
+	sets := make([]roundSet, min(rounds, 2))
 	defer func() {
-		for _, j := range jobs {
-			if j != nil {
-				j.close()
+		for _, st := range sets {
+			for _, j := range st.jobs {
+				if j != nil {
+					j.close()
+				}
+			}
+			if st.sid != nil {
+				s.sidPool.Put(st.sid)
 			}
 		}
 	}()
-	err := shRun(all, func(d int) error {
-		m := s.shards[d]
-		if m.pending.Load() {
-			m.flushForRead()
+	for i := range sets {
+		st := &sets[i]
+		st.jobs = make([]*mapGetJob[K, V], nd)
+		err := shRun(all, func(d int) error {
+			m := s.shards[d]
+			if m.pending.Load() {
+				m.flushForRead()
+			}
+			hmode, _ := m.gpuMode()
+			j, err := m.gpuGetBegin(m.t, hmode, round)
+			st.jobs[d] = j
+			return err
+		})
+		if errors.Is(err, vmem.ErrNoKernels) {
+			return false, nil
 		}
-		hmode, _ := m.gpuMode()
-		j, err := m.gpuGetBegin(m.t, hmode, round)
-		jobs[d] = j
-		return err
-	})
-	if errors.Is(err, vmem.ErrNoKernels) {
-		return false, nil
-	}
-	if err != nil {
-		return true, err
-	}
-	sid := s.getSid(round)
-	defer s.sidPool.Put(sid)
-	vd := make([][]V, nd)
-	fd := make([][]bool, nd)
-	kd := make([][]K, nd)
-	for lo := 0; lo < len(keys); lo += round {
-		ks := keys[lo:min(lo+round, len(keys))]
-		pl := shPlanRanges(len(ks), nd, *sid, s.shardFill(ks))
-		ds := pl.active()
-		for _, d := range ds {
-			a, b := pl.run(d)
-			kd[d], vd[d], fd[d] = jobs[d].keys(b-a), jobs[d].vals(b-a), jobs[d].found(b-a)
-		}
-		shScatter(pl, ks, kd)
-		if err := shRun(ds, func(d int) error {
-			a, b := pl.run(d)
-			return jobs[d].run(b-a, found != nil)
-		}); err != nil {
+		if err != nil {
 			return true, err
 		}
+		st.sid = s.getSid(round)
+		st.kd, st.vd, st.fd = make([][]K, nd), make([][]V, nd), make([][]bool, nd)
+	}
+	// split finds round r's shards and writes its keys into its set's
+	// upload buffers.
+	split := func(r int) *roundSet {
+		st := &sets[r%len(sets)]
+		st.lo = r * round
+		st.n = min(round, len(keys)-st.lo)
+		ks := keys[st.lo : st.lo+st.n]
+		st.pl = shPlanRanges(st.n, nd, *st.sid, s.shardFill(ks))
+		for _, d := range st.pl.active() {
+			a, b := st.pl.run(d)
+			st.kd[d], st.vd[d], st.fd[d] = st.jobs[d].keys(b-a), st.jobs[d].vals(b-a), st.jobs[d].found(b-a)
+		}
+		shScatter(st.pl, ks, st.kd)
+		return st
+	}
+	// launch has every device probe st's keys, on goroutines of their own.
+	launch := func(st *roundSet) {
+		st.done = make(chan error, 1)
+		go func() {
+			st.done <- shRun(st.pl.active(), func(d int) error {
+				a, b := st.pl.run(d)
+				return st.jobs[d].run(b-a, found != nil)
+			})
+		}()
+	}
+	// place puts st's answers in batch order.
+	place := func(st *roundSet) {
 		var f []bool
 		if found != nil {
-			f = found[lo : lo+len(ks)]
+			f = found[st.lo : st.lo+st.n]
 		}
-		shGatherAnswers(pl, vd, vals[lo:lo+len(ks)], fd, f)
+		shGatherAnswers(st.pl, st.vd, vals[st.lo:st.lo+st.n], st.fd, f)
 	}
+	prev := split(0)
+	launch(prev)
+	for r := 1; r < rounds; r++ {
+		next := split(r)
+		if err := <-prev.done; err != nil {
+			return true, err
+		}
+		launch(next)
+		place(prev)
+		prev = next
+	}
+	if err := <-prev.done; err != nil {
+		return true, err
+	}
+	place(prev)
 	return true, nil
 }
 

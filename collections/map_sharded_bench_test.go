@@ -123,7 +123,7 @@ func BenchmarkShardedMapGetBatch(b *testing.B) {
 //	run      every device's upload, kernel and download, at once
 //	run-one  the first device's for the whole round, alone
 //	gather   copying the answers back into batch order
-//	round    the four in a row, as getBatchRounds does
+//	round    the four in a row, as GetBatch does them
 //
 // "-loop" steps run route's plain loops instead of its AVX-512 ones;
 // scatter-heap writes into the Go heap instead of pinned memory.
@@ -223,7 +223,7 @@ func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 				}
 			}
 			round := func() error {
-				_, err := m.getBatchRounds(q, vals, found)
+				_, err := m.getBatchDirect(q, vals, found)
 				return err
 			}
 			step("round-loop", loop(round))

@@ -429,7 +429,7 @@ func shGetBatchRounds[K, V comparable](t *testing.T, p *vmem.Pool, r *rand.Rand,
 		}
 		model[key(k)] = val(k)
 	}
-	keys := make([]K, 40003) // two halves on goroutines of their own, rounds in each
+	keys := make([]K, 40003) // 58 rounds, pipelined over two sets of buffers
 	for i := range keys {
 		keys[i] = key(r.Uint64N(7000))
 	}
