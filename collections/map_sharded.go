@@ -23,6 +23,7 @@ package collections
 //     keys evenly, so the devices fill together).
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -31,6 +32,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"reflect"
+	"runtime/trace"
 	"sync"
 	"unsafe"
 
@@ -465,7 +467,13 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 		done  chan error
 	}
 	sets := make([]roundSet, min(rounds, 2))
+	var inflight *roundSet // launched and not yet waited for
 	defer func() {
+		// A panic on this goroutine (a WithHasher function's, say) must
+		// not free buffers the devices are still using.
+		if inflight != nil {
+			<-inflight.done
+		}
 		for _, st := range sets {
 			for _, j := range st.jobs {
 				if j != nil {
@@ -499,9 +507,12 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 		st.sid = s.getSid(round)
 		st.kd, st.vd, st.fd = make([][]K, nd), make([][]V, nd), make([][]bool, nd)
 	}
+	// The steps show as regions in an execution trace (go tool trace).
+	ctx := context.Background()
 	// split finds round r's shards and writes its keys into its set's
 	// upload buffers.
 	split := func(r int) *roundSet {
+		defer trace.StartRegion(ctx, "govram.GetBatch.split").End()
 		st := &sets[r%len(sets)]
 		st.lo = r * round
 		st.n = min(round, len(keys)-st.lo)
@@ -516,8 +527,10 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 	}
 	// launch has every device probe st's keys, on goroutines of their own.
 	launch := func(st *roundSet) {
+		inflight = st
 		st.done = make(chan error, 1)
 		go func() {
+			defer trace.StartRegion(ctx, "govram.GetBatch.devices").End()
 			st.done <- shRun(st.pl.active(), func(d int) error {
 				a, b := st.pl.run(d)
 				return st.jobs[d].run(b-a, found != nil)
@@ -526,24 +539,31 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 	}
 	// place puts st's answers in batch order.
 	place := func(st *roundSet) {
+		defer trace.StartRegion(ctx, "govram.GetBatch.place").End()
 		var f []bool
 		if found != nil {
 			f = found[st.lo : st.lo+st.n]
 		}
 		shGatherAnswers(st.pl, st.vd, vals[st.lo:st.lo+st.n], st.fd, f)
 	}
+	wait := func(st *roundSet) error {
+		defer trace.StartRegion(ctx, "govram.GetBatch.wait").End()
+		err := <-st.done
+		inflight = nil
+		return err
+	}
 	prev := split(0)
 	launch(prev)
 	for r := 1; r < rounds; r++ {
 		next := split(r)
-		if err := <-prev.done; err != nil {
+		if err := wait(prev); err != nil {
 			return true, err
 		}
 		launch(next)
 		place(prev)
 		prev = next
 	}
-	if err := <-prev.done; err != nil {
+	if err := wait(prev); err != nil {
 		return true, err
 	}
 	place(prev)

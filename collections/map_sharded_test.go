@@ -480,3 +480,56 @@ func TestShardedMapShardFill(t *testing.T) {
 		}
 	})
 }
+
+// TestShardedMapGetBatchPanic: a WithHasher function that panics while a
+// later round is being split, with the devices still probing the round
+// before, panics out of GetBatch only after the devices are done; the map
+// stays usable and frees everything on Close (vmemtest checks for leaks).
+func TestShardedMapGetBatchPanic(t *testing.T) {
+	old := mapGPUChunk
+	mapGPUChunk = 500
+	t.Cleanup(func() { mapGPUChunk = old })
+	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
+		const bad = 1 << 40
+		var armed bool
+		s, err := NewShardedMap[uint64, uint64](p, WithHasher(func(k uint64) uint64 {
+			if armed && k == bad {
+				panic("hasher")
+			}
+			return k * 0x9e3779b97f4a7c15
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		keys := make([]uint64, 3000)
+		for i := range keys {
+			keys[i] = uint64(i)
+		}
+		if err := s.PutBatch(keys, keys); err != nil {
+			t.Fatal(err)
+		}
+		q := slices.Clone(keys)
+		q[1700] = bad // in the fourth round
+		vals := make([]uint64, len(q))
+		armed = true
+		func() {
+			defer func() {
+				if r := recover(); r != "hasher" {
+					t.Fatalf("recovered %v, want the hasher's panic", r)
+				}
+			}()
+			s.GetBatch(q, vals, nil)
+		}()
+		armed = false
+		found := make([]bool, len(keys))
+		if err := s.GetBatch(keys, vals, found); err != nil {
+			t.Fatal(err)
+		}
+		for i, k := range keys {
+			if vals[i] != k || !found[i] {
+				t.Fatalf("key %d after the panic: %d %v", k, vals[i], found[i])
+			}
+		}
+	})
+}
