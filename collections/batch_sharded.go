@@ -131,29 +131,30 @@ func (pl *shPlan) active() []int {
 func (pl *shPlan) run(d int) (lo, hi int) { return pl.base[d], pl.base[d+1] }
 
 // shGroup copies src (in batch order) into dst grouped by shard.
-func shGroup[T any](pl *shPlan, src, dst []T) {
-	shPar(len(pl.plo)-1, func(p int) {
-		var cur [shMaxShards]int // on the stack: no cache line shared with another core
-		copy(cur[:], pl.off[p*pl.nd:p*pl.nd+pl.nd])
-		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
-			d := pl.sid[i]
-			dst[cur[d]] = src[i]
-			cur[d]++
-		}
-	})
-}
+func shGroup[T any](pl *shPlan, src, dst []T) { shScatter(pl, src, shSplit(pl, dst)) }
 
 // shUngroup copies grouped results back into dst in batch order.
 func shUngroup[T any](pl *shPlan, grouped, dst []T) {
-	shPar(len(pl.plo)-1, func(p int) {
-		var cur [shMaxShards]int
-		copy(cur[:], pl.off[p*pl.nd:p*pl.nd+pl.nd])
-		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
-			d := pl.sid[i]
-			dst[i] = grouped[cur[d]]
-			cur[d]++
-		}
-	})
+	shGatherAnswers(pl, shSplit(pl, grouped), dst, nil, nil)
+}
+
+// shUngroupAnswers puts grouped answers back in batch order in one pass:
+// vals from gvals and, when found is not nil, found from gfound.
+func shUngroupAnswers[V any](pl *shPlan, gvals, vals []V, gfound, found []bool) {
+	var fd [][]bool
+	if found != nil {
+		fd, found = shSplit(pl, gfound), found[:len(vals)]
+	}
+	shGatherAnswers(pl, shSplit(pl, gvals), vals, fd, found)
+}
+
+// shSplit cuts a grouped array into each shard's run.
+func shSplit[T any](pl *shPlan, a []T) [][]T {
+	runs := make([][]T, pl.nd)
+	for d := range runs {
+		runs[d] = a[pl.base[d]:pl.base[d+1]]
+	}
+	return runs
 }
 
 // cursors returns piece p's first position in each shard's own slice.

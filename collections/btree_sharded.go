@@ -697,9 +697,6 @@ func (t *ShardedBTree[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 	if err != nil {
 		return err
 	}
-	shUngroup(pl, sc.vals, vals[:len(keys)])
-	if found != nil {
-		shUngroup(pl, sc.found, found[:len(keys)])
-	}
+	shUngroupAnswers(pl, sc.vals, vals[:len(keys)], sc.found, found)
 	return nil
 }

@@ -376,10 +376,7 @@ func (s *ShardedMap[K, V]) GetMany(keys []K, vals []V, found []bool) int {
 		counts[d] = s.shards[d].GetMany(sc.keys[lo:hi], sc.vals[lo:hi], sc.found[lo:hi])
 		return nil
 	})
-	shUngroup(pl, sc.vals, vals[:len(keys)])
-	if found != nil {
-		shUngroup(pl, sc.found, found[:len(keys)])
-	}
+	shUngroupAnswers(pl, sc.vals, vals[:len(keys)], sc.found, found)
 	total := 0
 	for _, c := range counts {
 		total += c
@@ -423,10 +420,7 @@ func (s *ShardedMap[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 	if err != nil {
 		return err
 	}
-	shUngroup(pl, sc.vals, vals[:len(keys)])
-	if found != nil {
-		shUngroup(pl, sc.found, found[:len(keys)])
-	}
+	shUngroupAnswers(pl, sc.vals, vals[:len(keys)], sc.found, found)
 	return nil
 }
 
