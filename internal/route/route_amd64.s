@@ -71,6 +71,9 @@ cdone:
 // Eight keys a step: for every shard, the keys of the step that go to it
 // packed to the front of a register (VPCOMPRESSQ) and written with a store
 // masked to their number, so nothing past the shard's cursor is touched.
+// A shard with none of the step's keys is skipped: a masked load or store
+// with an empty mask costs hundreds of cycles on some CPUs (a batch whose
+// keys all went to one shard ran 50 times slower without the skip).
 TEXT ·place8Vec(SB), NOSPLIT, $0-48
 	MOVQ         keys+0(FP), SI
 	MOVQ         blocks+8(FP), CX
@@ -93,6 +96,7 @@ pshard:
 	VPCMPEQQ    Z3, Z1, K1
 	KMOVB       K1, AX
 	POPCNTL     AX, AX
+	JZ          pnext
 	MOVL        $0xff, DX
 	BZHIL       AX, DX, DX
 	KMOVB       DX, K2
@@ -103,10 +107,12 @@ pshard:
 	VMOVDQU64   Z4, K2, (DX)
 	ADDQ        AX, BX
 	MOVQ        BX, (R10)(R11*8)
-	VPADDQ      Z27, Z3, Z3
-	INCQ        R11
-	CMPQ        R11, R8
-	JB          pshard
+
+pnext:
+	VPADDQ Z27, Z3, Z3
+	INCQ   R11
+	CMPQ   R11, R8
+	JB     pshard
 	ADDQ        $64, SI
 	ADDQ        $8, DI
 	DECQ        CX
@@ -116,13 +122,16 @@ pdone:
 	VZEROUPPER
 	RET
 
-// func gather8Vec(sid *uint8, blocks int, nd int, src *unsafe.Pointer, cur *int, out *uint64, fsrc *unsafe.Pointer, fout *bool)
+// func gather8Vec(sid *uint8, blocks int, nd int, src *unsafe.Pointer, cur *int, out *uint64, fsrc *unsafe.Pointer, fout *bool, nt bool)
 //
 // Eight answers a step: for every shard, as many slots as the step has
 // keys of that shard read with a load masked to their number (nothing past
 // them is read) and spread into those keys' lanes (VPEXPANDQ); found bytes
-// likewise, widened to lanes and narrowed back.
-TEXT ·gather8Vec(SB), NOSPLIT, $0-64
+// likewise, widened to lanes and narrowed back. With nt (out 64-byte
+// aligned) each step's 64 bytes go out with a non-temporal store: the
+// line is not read first, which saves a third of the pass's memory
+// traffic.
+TEXT ·gather8Vec(SB), NOSPLIT, $0-65
 	MOVQ         sid+0(FP), DI
 	MOVQ         blocks+8(FP), CX
 	MOVQ         nd+16(FP), R8
@@ -147,6 +156,7 @@ gshard:
 	VPCMPEQQ    Z3, Z1, K1
 	KMOVB       K1, AX
 	POPCNTL     AX, AX
+	JZ          gnext
 	MOVL        $0xff, DX
 	BZHIL       AX, DX, DX
 	KMOVB       DX, K2
@@ -165,11 +175,20 @@ gcur:
 	ADDQ AX, BX
 	MOVQ BX, (R10)(R11*8)
 
+gnext:
 	VPADDQ    Z27, Z3, Z3
 	INCQ      R11
 	CMPQ      R11, R8
 	JB        gshard
+	CMPB      nt+64(FP), $0
+	JNE       gnt
 	VMOVDQU64 Z6, (SI)
+	JMP       gfound
+
+gnt:
+	VMOVNTDQ Z6, (SI)
+
+gfound:
 	TESTQ     R12, R12
 	JZ        gstep
 	VPMOVQB   Z7, X7
@@ -183,5 +202,6 @@ gstep:
 	JNZ  gblock
 
 gdone:
+	SFENCE
 	VZEROUPPER
 	RET
