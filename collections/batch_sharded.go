@@ -93,12 +93,8 @@ func shPlanRanges(n, nd int, sid []uint8, fill func(lo, hi int, sid []uint8, cnt
 	}
 	pl := &shPlan{nd: nd, sid: sid[:n], plo: make([]int, pieces+1), off: make([]int, pieces*nd), base: make([]int, nd+1)}
 	for p := range pieces + 1 {
-		// Pieces start on multiples of eight keys: a piece's answers then
-		// start on a 64-byte line of an aligned result array, which
-		// route.Gather8 fills with non-temporal stores.
-		pl.plo[p] = n * p / pieces &^ 7
+		pl.plo[p] = n * p / pieces
 	}
-	pl.plo[pieces] = n
 	cnt := make([]int, pieces*nd)
 	shPar(pieces, func(p int) {
 		// Counters on the goroutine's own stack: counters of neighbouring

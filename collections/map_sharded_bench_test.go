@@ -126,8 +126,7 @@ func BenchmarkShardedMapGetBatch(b *testing.B) {
 //	round    the four in a row, as GetBatch does them
 //
 // "-loop" steps run route's plain loops instead of its AVX-512 ones;
-// scatter-heap writes into the Go heap instead of pinned memory;
-// gather-cached stores answers with plain stores, not non-temporal ones.
+// scatter-heap writes into the Go heap instead of pinned memory.
 // GOVRAM_BENCH_PROCS=8,16,32 times the steps under each GOMAXPROCS.
 func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 	shBenchChunk(b)
@@ -217,11 +216,6 @@ func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 			step("run-one", func() error { return jobs[0].run(len(q), true) })
 			gather := func() error { shGatherAnswers(pl, vd, vals, fd, found); return nil }
 			step("gather-loop", loop(gather))
-			step("gather-cached", func() error { // plain stores into vals
-				old := route.SetStreamOut(false)
-				defer route.SetStreamOut(old)
-				return gather()
-			})
 			step("gather", gather)
 			for i := range q {
 				if !found[i] || vals[i] != q[i] {

@@ -45,18 +45,6 @@ func Shard8(k, seed uint64, nd int) int {
 // (or SetVector(false) in tests) turns them off.
 var vector = hasVector && os.Getenv("GOVRAM_ROUTE") != "go"
 
-// streamOut lets Gather8 write a 64-byte aligned out with non-temporal
-// stores.
-var streamOut = true
-
-// SetStreamOut turns Gather8's non-temporal stores on or off and returns
-// the previous setting (for benchmarks).
-func SetStreamOut(on bool) bool {
-	old := streamOut
-	streamOut = on
-	return old
-}
-
 // SetVector turns the vector loops on or off (where the CPU has them) and
 // returns the previous setting; tests use it to compare the two.
 func SetVector(on bool) bool {
@@ -123,8 +111,7 @@ func Gather8(sid []uint8, src []unsafe.Pointer, cur []int, out []uint64, fsrc []
 		if fsrc != nil {
 			fs, fo = unsafe.SliceData(fsrc), unsafe.SliceData(fout)
 		}
-		nt := streamOut && uintptr(unsafe.Pointer(unsafe.SliceData(out)))%64 == 0
-		gather8Vec(unsafe.SliceData(sid), i/8, nd, unsafe.SliceData(src), unsafe.SliceData(cur), unsafe.SliceData(out), fs, fo, nt)
+		gather8Vec(unsafe.SliceData(sid), i/8, nd, unsafe.SliceData(src), unsafe.SliceData(cur), unsafe.SliceData(out), fs, fo)
 	}
 	for ; i < len(sid); i++ {
 		d := sid[i]

@@ -20,4 +20,4 @@ func count8Vec(keys *uint64, blocks int, sid *uint8, seed uint64, nd int, cnt *i
 func place8Vec(keys *uint64, blocks int, sid *uint8, nd int, dst *unsafe.Pointer, cur *int)
 
 //go:noescape
-func gather8Vec(sid *uint8, blocks int, nd int, src *unsafe.Pointer, cur *int, out *uint64, fsrc *unsafe.Pointer, fout *bool, nt bool)
+func gather8Vec(sid *uint8, blocks int, nd int, src *unsafe.Pointer, cur *int, out *uint64, fsrc *unsafe.Pointer, fout *bool)

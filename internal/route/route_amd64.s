@@ -122,16 +122,14 @@ pdone:
 	VZEROUPPER
 	RET
 
-// func gather8Vec(sid *uint8, blocks int, nd int, src *unsafe.Pointer, cur *int, out *uint64, fsrc *unsafe.Pointer, fout *bool, nt bool)
+// func gather8Vec(sid *uint8, blocks int, nd int, src *unsafe.Pointer, cur *int, out *uint64, fsrc *unsafe.Pointer, fout *bool)
 //
 // Eight answers a step: for every shard, as many slots as the step has
 // keys of that shard read with a load masked to their number (nothing past
 // them is read) and spread into those keys' lanes (VPEXPANDQ); found bytes
-// likewise, widened to lanes and narrowed back. With nt (out 64-byte
-// aligned) each step's 64 bytes go out with a non-temporal store: the
-// line is not read first, which saves a third of the pass's memory
-// traffic.
-TEXT ·gather8Vec(SB), NOSPLIT, $0-65
+// likewise, widened to lanes and narrowed back. Shards with none of the
+// step's keys are skipped, as in place8Vec.
+TEXT ·gather8Vec(SB), NOSPLIT, $0-64
 	MOVQ         sid+0(FP), DI
 	MOVQ         blocks+8(FP), CX
 	MOVQ         nd+16(FP), R8
@@ -180,15 +178,7 @@ gnext:
 	INCQ      R11
 	CMPQ      R11, R8
 	JB        gshard
-	CMPB      nt+64(FP), $0
-	JNE       gnt
 	VMOVDQU64 Z6, (SI)
-	JMP       gfound
-
-gnt:
-	VMOVNTDQ Z6, (SI)
-
-gfound:
 	TESTQ     R12, R12
 	JZ        gstep
 	VPMOVQB   Z7, X7
@@ -202,6 +192,5 @@ gstep:
 	JNZ  gblock
 
 gdone:
-	SFENCE
 	VZEROUPPER
 	RET

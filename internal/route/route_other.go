@@ -14,6 +14,6 @@ func place8Vec(keys *uint64, blocks int, sid *uint8, nd int, dst *unsafe.Pointer
 	panic("route: no vector loops")
 }
 
-func gather8Vec(sid *uint8, blocks int, nd int, src *unsafe.Pointer, cur *int, out *uint64, fsrc *unsafe.Pointer, fout *bool, nt bool) {
+func gather8Vec(sid *uint8, blocks int, nd int, src *unsafe.Pointer, cur *int, out *uint64, fsrc *unsafe.Pointer, fout *bool) {
 	panic("route: no vector loops")
 }
