@@ -14,7 +14,10 @@ package collections
 // needs). Results come back by replaying the same pass: each core walks
 // its piece again with one cursor per shard, so both the grouped reads and
 // the batch-order writes are sequential streams. No index array is kept:
-// a key costs one byte of scratch besides the grouped copies.
+// a key costs one byte of scratch besides the grouped copies. For 8-byte
+// keys and values the passes run internal/route's loops, eight keys a
+// step in AVX-512 where the CPU has it (about twice as fast as the plain
+// loops on the two-H200 machine).
 
 import (
 	"errors"
