@@ -22,6 +22,7 @@ package collections
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -116,6 +117,37 @@ func shPlanRanges(n, nd int, sid []uint8, fill func(lo, hi int, sid []uint8, cnt
 		}
 	}
 	pl.base[nd] = at
+	return pl
+}
+
+// shFixedLayout returns the pieces of a batch of n keys over nd shards
+// and the slots each piece gets in each shard's buffer for a one-pass
+// split (route.Route8): the mean share plus six standard deviations and
+// a line, so that keys spread by a hash overflow a region about never.
+func shFixedLayout(n, nd int) (pieces, room int) {
+	pieces = shPieces(n)
+	mean := float64((n+pieces-1)/pieces) / float64(nd)
+	room = (int(mean+6*math.Sqrt(mean)) + 64 + 7) &^ 7
+	return pieces, room
+}
+
+// shPlanFixed is the plan of a batch split in one pass into regions of
+// room slots: piece p's keys of shard d sit at slots [p·room, (p+1)·room)
+// of shard d's buffer, counts[p*nd+d] of them, the rest of the region
+// unused. Shard d's run is the whole pieces·room slots.
+func shPlanFixed(n, nd, pieces, room int, sid []uint8) *shPlan {
+	pl := &shPlan{nd: nd, sid: sid[:n], plo: make([]int, pieces+1), off: make([]int, pieces*nd), base: make([]int, nd+1)}
+	for p := range pieces + 1 {
+		pl.plo[p] = n * p / pieces
+	}
+	for d := range nd + 1 {
+		pl.base[d] = d * pieces * room
+	}
+	for p := range pieces {
+		for d := range nd {
+			pl.off[p*nd+d] = pl.base[d] + p*room
+		}
+	}
 	return pl
 }
 

@@ -34,6 +34,7 @@ import (
 	"reflect"
 	"runtime/trace"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/govram/govram/internal/route"
@@ -511,6 +512,14 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 		st.lo = r * round
 		st.n = min(round, len(keys)-st.lo)
 		ks := keys[st.lo : st.lo+st.n]
+		if pl := s.splitFixed(ks, *st.sid, round, st.jobs); pl != nil {
+			st.pl = pl
+			for d := range nd {
+				a, b := pl.run(d)
+				st.vd[d], st.fd[d] = st.jobs[d].vals(b-a), st.jobs[d].found(b-a)
+			}
+			return st
+		}
 		st.pl = shPlanRanges(st.n, nd, *st.sid, s.shardFill(ks))
 		for _, d := range st.pl.active() {
 			a, b := st.pl.run(d)
@@ -562,6 +571,47 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 	}
 	place(prev)
 	return true, nil
+}
+
+// splitFixed splits a round of 8-byte keys in one pass (route.Route8):
+// each core writes its keys of each shard into a region of its own of
+// that shard's upload buffer, so no core waits for a count of the others.
+// The regions are of fixed size, so the devices take the whole buffer in
+// one copy and probe the unused slots too (their answers are never read);
+// that costs a few percent more transfer and saves a pass over the keys
+// on the CPU. It returns nil, having decided nothing, for other keys, for
+// rounds too small, or when some core's keys of one shard overflow their
+// region (keys that hash unevenly: the two-pass split then does it).
+func (s *ShardedMap[K, V]) splitFixed(ks []K, sid []uint8, capacity int, jobs []*mapGetJob[K, V]) *shPlan {
+	if s.hk != mapHash8 || unsafe.Sizeof(*new(K)) != 8 || len(ks) < shPieceMin {
+		return nil
+	}
+	nd := len(s.shards)
+	pieces, room := shFixedLayout(len(ks), nd)
+	if pieces*room > capacity {
+		return nil
+	}
+	pl := shPlanFixed(len(ks), nd, pieces, room, sid)
+	dst := make([]unsafe.Pointer, nd)
+	for d := range nd {
+		dst[d] = unsafe.Pointer(unsafe.SliceData(jobs[d].keys(pieces * room)))
+	}
+	k8 := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(ks))), len(ks))
+	var full atomic.Bool
+	shPar(pieces, func(p int) {
+		var cur, limit [shMaxShards]int
+		for d := range nd {
+			cur[d], limit[d] = p*room, (p+1)*room
+		}
+		lo, hi := pl.plo[p], pl.plo[p+1]
+		if !route.Route8(k8[lo:hi], pl.sid[lo:hi], s.seed, dst, cur[:nd], limit[:nd]) {
+			full.Store(true)
+		}
+	})
+	if full.Load() {
+		return nil
+	}
+	return pl
 }
 
 // shardFill returns the shard-finding loop of shPlanRanges for keys: the

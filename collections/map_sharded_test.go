@@ -533,3 +533,80 @@ func TestShardedMapGetBatchPanic(t *testing.T) {
 		}
 	})
 }
+
+// TestShardedMapGetBatchFixed: rounds large enough for the one-pass split
+// (fixed regions per core, unused slots probed and dropped) answer as a
+// Go map does, with keys spread by the hash and with every key on one
+// shard, where the regions overflow and the two-pass split takes over.
+func TestShardedMapGetBatchFixed(t *testing.T) {
+	oldChunk, oldMin, oldMax := mapGPUChunk, shPieceMin, shMaxPieces
+	mapGPUChunk, shPieceMin, shMaxPieces = 1<<14, 1000, 5
+	t.Cleanup(func() { mapGPUChunk, shPieceMin, shMaxPieces = oldChunk, oldMin, oldMax })
+	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
+		s, err := NewShardedMap[uint64, uint64](p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		r := rand.New(rand.NewPCG(11, 12))
+		model := map[uint64]uint64{}
+		var spread, one []uint64
+		for len(spread) < 30000 {
+			spread = append(spread, r.Uint64())
+		}
+		for len(one) < 30000 {
+			if k := r.Uint64(); s.shardOf(&k) == 0 {
+				one = append(one, k)
+			}
+		}
+		for _, ks := range [][]uint64{spread, one} {
+			vs := make([]uint64, len(ks))
+			for i, k := range ks {
+				vs[i] = k ^ 0x5555
+				model[k] = vs[i]
+			}
+			if err := s.PutBatch(ks[:len(ks)/2], vs[:len(ks)/2]); err != nil { // half present
+				t.Fatal(err)
+			}
+			for _, k := range ks[len(ks)/2:] {
+				delete(model, k)
+			}
+		}
+		if p.Device(0).KernelsAvailable() && s.Shards() == 2 {
+			// The split itself: regions of spread keys hold; one shard's do not.
+			sh := s.shards[0]
+			hmode, _ := sh.gpuMode()
+			j, err := sh.gpuGetBegin(sh.t, hmode, 1<<14)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.close()
+			j2, err := s.shards[1].gpuGetBegin(s.shards[1].t, hmode, 1<<14)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j2.close()
+			jobs := []*mapGetJob[uint64, uint64]{j, j2}
+			sid := make([]uint8, 1<<14)
+			if s.splitFixed(spread[:1<<14], sid, 1<<14, jobs) == nil {
+				t.Fatalf("one-pass split refused keys spread by the hash")
+			}
+			if s.splitFixed(one[:1<<14], sid, 1<<14, jobs) != nil {
+				t.Fatalf("one-pass split took keys that overflow its regions")
+			}
+		}
+		for _, ks := range [][]uint64{spread, one, append(slices.Clone(one[:7000]), spread[:23000]...)} {
+			vals := make([]uint64, len(ks))
+			found := make([]bool, len(ks))
+			if err := s.GetBatch(ks, vals, found); err != nil {
+				t.Fatal(err)
+			}
+			for i, k := range ks {
+				want, ok := model[k]
+				if vals[i] != want || found[i] != ok {
+					t.Fatalf("key %d (%#x): got %d %v, want %d %v", i, k, vals[i], found[i], want, ok)
+				}
+			}
+		}
+	})
+}

@@ -93,6 +93,35 @@ func Place8(keys []uint64, sid []uint8, dst []unsafe.Pointer, cur []int) {
 	}
 }
 
+// Route8 is Count8 and Place8 in one pass, for shards with room for a
+// bounded number of keys: for each i in order, with d = Shard8(keys[i],
+// seed, len(dst)), it sets sid[i] = d and writes keys[i] at the 8-byte
+// slot cur[d] of dst[d], then adds one to cur[d], never past limit[d]. It
+// reports false if some shard's keys would pass its limit; sid, cur and
+// the slots are then partly written and must be redone another way.
+func Route8(keys []uint64, sid []uint8, seed uint64, dst []unsafe.Pointer, cur, limit []int) bool {
+	nd := len(dst)
+	check(nd, min(len(cur), len(limit)), len(keys), len(sid))
+	i := 0
+	if vector && nd <= moveVectorShards && len(keys) >= 8 {
+		i = len(keys) &^ 7
+		if !route8Vec(unsafe.SliceData(keys), i/8, unsafe.SliceData(sid), seed, nd, unsafe.SliceData(dst), unsafe.SliceData(cur), unsafe.SliceData(limit)) {
+			return false
+		}
+	}
+	for ; i < len(keys); i++ {
+		k := keys[i]
+		d := Shard8(k, seed, nd)
+		if cur[d] >= limit[d] {
+			return false
+		}
+		sid[i] = uint8(d)
+		*(*uint64)(unsafe.Add(dst[d], cur[d]*8)) = k
+		cur[d]++
+	}
+	return true
+}
+
 // Gather8 is Place8's inverse, for the answers: for each i in order, with
 // d = sid[i], out[i] gets the 8-byte slot cur[d] of src[d] and, when fsrc
 // is not nil, fout[i] the byte slot cur[d] of fsrc[d]; then cur[d] grows

@@ -17,6 +17,9 @@ var hasVector = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512BW
 func count8Vec(keys *uint64, blocks int, sid *uint8, seed uint64, nd int, cnt *int)
 
 //go:noescape
+func route8Vec(keys *uint64, blocks int, sid *uint8, seed uint64, nd int, dst *unsafe.Pointer, cur *int, limit *int) bool
+
+//go:noescape
 func place8Vec(keys *uint64, blocks int, sid *uint8, nd int, dst *unsafe.Pointer, cur *int)
 
 //go:noescape

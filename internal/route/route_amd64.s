@@ -66,6 +66,76 @@ cdone:
 	VZEROUPPER
 	RET
 
+// func route8Vec(keys *uint64, blocks int, sid *uint8, seed uint64, nd int, dst *unsafe.Pointer, cur *int, limit *int) bool
+//
+// count8Vec and place8Vec in one pass: eight keys a step, their shards
+// and shard bytes, each shard's keys written at its cursor. It stops, with
+// false, at the first step that would take a cursor past its limit.
+TEXT ·route8Vec(SB), NOSPLIT, $0-65
+	MOVQ         keys+0(FP), SI
+	MOVQ         blocks+8(FP), CX
+	MOVQ         sid+16(FP), DI
+	VPBROADCASTQ seed+24(FP), Z31
+	MOVQ         nd+32(FP), R8
+	MOVQ         dst+40(FP), R9
+	MOVQ         cur+48(FP), R10
+	MOVQ         limit+56(FP), R12
+	MOVQ         $0xbf58476d1ce4e5b9, AX
+	VPBROADCASTQ AX, Z30
+	MOVQ         $0x94d049bb133111eb, AX
+	VPBROADCASTQ AX, Z29
+	VPBROADCASTQ R8, Z28
+	MOVQ         $1, AX
+	VPBROADCASTQ AX, Z27
+	TESTQ        CX, CX
+	JZ           rdone
+
+rblock:
+	VMOVDQU64 (SI), Z0
+	HASH8
+	VPMOVQB   Z1, X2
+	VMOVQ     X2, (DI)
+	VPXORQ    Z3, Z3, Z3
+	XORQ      R11, R11
+
+rshard:
+	VPCMPEQQ    Z3, Z1, K1
+	KMOVB       K1, AX
+	POPCNTL     AX, AX
+	JZ          rnext
+	MOVQ        (R10)(R11*8), BX
+	LEAQ        (BX)(AX*1), R13
+	CMPQ        R13, (R12)(R11*8)
+	JA          rfull
+	MOVL        $0xff, DX
+	BZHIL       AX, DX, DX
+	KMOVB       DX, K2
+	VPCOMPRESSQ Z0, K1, Z4
+	MOVQ        (R9)(R11*8), DX
+	LEAQ        (DX)(BX*8), DX
+	VMOVDQU64   Z4, K2, (DX)
+	MOVQ        R13, (R10)(R11*8)
+
+rnext:
+	VPADDQ Z27, Z3, Z3
+	INCQ   R11
+	CMPQ   R11, R8
+	JB     rshard
+	ADDQ   $64, SI
+	ADDQ   $8, DI
+	DECQ   CX
+	JNZ    rblock
+
+rdone:
+	MOVB $1, ret+64(FP)
+	VZEROUPPER
+	RET
+
+rfull:
+	MOVB $0, ret+64(FP)
+	VZEROUPPER
+	RET
+
 // func place8Vec(keys *uint64, blocks int, sid *uint8, nd int, dst *unsafe.Pointer, cur *int)
 //
 // Eight keys a step: for every shard, the keys of the step that go to it

@@ -10,6 +10,10 @@ func count8Vec(keys *uint64, blocks int, sid *uint8, seed uint64, nd int, cnt *i
 	panic("route: no vector loops")
 }
 
+func route8Vec(keys *uint64, blocks int, sid *uint8, seed uint64, nd int, dst *unsafe.Pointer, cur *int, limit *int) bool {
+	panic("route: no vector loops")
+}
+
 func place8Vec(keys *uint64, blocks int, sid *uint8, nd int, dst *unsafe.Pointer, cur *int) {
 	panic("route: no vector loops")
 }

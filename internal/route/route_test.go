@@ -242,3 +242,66 @@ func BenchmarkOneShard(b *testing.B) {
 		})
 	}
 }
+
+// TestRoute8: with room enough Route8 writes what Count8 and Place8 do;
+// with a limit some shard passes it reports false and writes no slot at
+// or past any limit.
+func TestRoute8(t *testing.T) {
+	variants(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(5, 6))
+		for _, nd := range []int{1, 2, 3, 4, 7} {
+			for _, n := range []int{0, 5, 8, 64, 1001} {
+				seed := r.Uint64()
+				keys := make([]uint64, n)
+				for i := range keys {
+					keys[i] = r.Uint64()
+				}
+				want := make([][]uint64, nd)
+				wantSid := make([]uint8, n)
+				for i, k := range keys {
+					d := Shard8(k, seed, nd)
+					wantSid[i] = uint8(d)
+					want[d] = append(want[d], k)
+				}
+				for _, room := range []int{n, n / 3} {
+					bufs := make([][]uint64, nd)
+					dst := make([]unsafe.Pointer, nd)
+					cur, limit := make([]int, nd), make([]int, nd)
+					for d := range nd {
+						bufs[d] = make([]uint64, n+8)
+						for i := range bufs[d] {
+							bufs[d][i] = 0xdead
+						}
+						dst[d] = unsafe.Pointer(&bufs[d][0])
+						cur[d], limit[d] = 2, 2+room
+					}
+					sid := make([]uint8, n)
+					ok := Route8(keys, sid, seed, dst, cur, limit)
+					fits := true
+					for d := range nd {
+						fits = fits && len(want[d]) <= room
+					}
+					if ok != fits {
+						t.Fatalf("nd %d n %d room %d: Route8 %v, want %v", nd, n, room, ok, fits)
+					}
+					for d := range nd {
+						for i, v := range bufs[d] {
+							if (i < 2 || i >= limit[d]) && v != 0xdead {
+								t.Fatalf("nd %d n %d room %d: shard %d slot %d outside its room written", nd, n, room, d, i)
+							}
+						}
+						if !ok {
+							continue
+						}
+						if !slices.Equal(bufs[d][2:cur[d]], want[d]) {
+							t.Fatalf("nd %d n %d: shard %d holds %v, want %v", nd, n, d, bufs[d][2:cur[d]], want[d])
+						}
+					}
+					if ok && !slices.Equal(sid, wantSid) {
+						t.Fatalf("nd %d n %d: shard ids differ", nd, n)
+					}
+				}
+			}
+		}
+	})
+}
