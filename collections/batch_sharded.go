@@ -123,7 +123,7 @@ func shPlanRanges(n, nd int, sid []uint8, fill func(lo, hi int, sid []uint8, cnt
 // shFixedLayout returns the pieces of a batch of n keys over nd shards
 // and the slots each piece gets in each shard's buffer for a one-pass
 // split (route.Route8): the mean share plus six standard deviations and
-// a line, so that keys spread by a hash overflow a region about never.
+// 64 slots, so that keys spread by a hash about never overflow a region.
 func shFixedLayout(n, nd int) (pieces, room int) {
 	pieces = shPieces(n)
 	mean := float64((n+pieces-1)/pieces) / float64(nd)
