@@ -132,9 +132,10 @@ func shFixedLayout(n, nd int) (pieces, room int) {
 }
 
 // shPlanFixed is the plan of a batch split in one pass into regions of
-// room slots: piece p's keys of shard d sit at slots [p·room, (p+1)·room)
-// of shard d's buffer, counts[p*nd+d] of them, the rest of the region
-// unused. Shard d's run is the whole pieces·room slots.
+// room slots: piece p's keys of shard d sit at the start of slots
+// [p·room, (p+1)·room) of shard d's buffer, the rest of the region unused
+// (the shard ids say how many: no counts are kept). Shard d's run is the
+// whole pieces·room slots.
 func shPlanFixed(n, nd, pieces, room int, sid []uint8) *shPlan {
 	pl := &shPlan{nd: nd, sid: sid[:n], plo: make([]int, pieces+1), off: make([]int, pieces*nd), base: make([]int, nd+1)}
 	for p := range pieces + 1 {

@@ -505,20 +505,26 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 	// The steps show as regions in an execution trace (go tool trace).
 	ctx := context.Background()
 	// split finds round r's shards and writes its keys into its set's
-	// upload buffers.
+	// upload buffers: in one pass while the keys fit the fixed regions;
+	// after a round that overflowed them, the rest of the batch (keys that
+	// do not spread) goes straight to the two-pass split.
+	fixed := true
 	split := func(r int) *roundSet {
 		defer trace.StartRegion(ctx, "govram.GetBatch.split").End()
 		st := &sets[r%len(sets)]
 		st.lo = r * round
 		st.n = min(round, len(keys)-st.lo)
 		ks := keys[st.lo : st.lo+st.n]
-		if pl := s.splitFixed(ks, *st.sid, round, st.jobs); pl != nil {
-			st.pl = pl
-			for d := range nd {
-				a, b := pl.run(d)
-				st.vd[d], st.fd[d] = st.jobs[d].vals(b-a), st.jobs[d].found(b-a)
+		if fixed {
+			if pl := s.splitFixed(ks, *st.sid, round, st.jobs); pl != nil {
+				st.pl = pl
+				for d := range nd {
+					a, b := pl.run(d)
+					st.vd[d], st.fd[d] = st.jobs[d].vals(b-a), st.jobs[d].found(b-a)
+				}
+				return st
 			}
-			return st
+			fixed = false
 		}
 		st.pl = shPlanRanges(st.n, nd, *st.sid, s.shardFill(ks))
 		for _, d := range st.pl.active() {

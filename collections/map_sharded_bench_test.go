@@ -120,10 +120,12 @@ func BenchmarkShardedMapGetBatch(b *testing.B) {
 //	copy     a parallel copy of the keys (what one GPU's GetBatch spends)
 //	plan     finding every key's shard and counting them (all cores)
 //	scatter  writing the keys into each device's pinned upload buffer
+//	split    the two in one pass into fixed regions (what GetBatch does
+//	         for 8-byte keys; plan and scatter are its fallback)
 //	run      every device's upload, kernel and download, at once
 //	run-one  the first device's for the whole round, alone
 //	gather   copying the answers back into batch order
-//	round    the four in a row, as GetBatch does them
+//	round    a whole GetBatch of one round (split, run, gather)
 //
 // "-loop" steps run route's plain loops instead of its AVX-512 ones;
 // scatter-heap writes into the Go heap instead of pinned memory.
@@ -205,6 +207,19 @@ func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 			scatter := func() error { shScatter(pl, q, kd); return nil }
 			step("scatter-loop", loop(scatter))
 			step("scatter", scatter)
+			// The one-pass split GetBatch takes for these keys (plan and
+			// scatter above are its fallback); the run below uses the
+			// two-pass plan.
+			if nd > 1 { // one device: GetBatch is the Map's own
+				step("split", func() error {
+					if m.splitFixed(q, sid, len(q), jobs) == nil {
+						return fmt.Errorf("the one-pass split refused the benchmark's keys")
+					}
+					return nil
+				})
+			}
+			pl = shPlanRanges(len(q), nd, sid, m.shardFill(q))
+			scatter()
 			step("run", func() error {
 				return shRun(pl.active(), func(d int) error {
 					a, c := pl.run(d)

@@ -2,6 +2,22 @@
 
 #include "textflag.h"
 
+// ONES sets Z27 to ones in every lane (the step from one shard's number
+// to the next). AX is scratch.
+#define ONES \
+	MOVQ         $1, AX \
+	VPBROADCASTQ AX, Z27
+
+// HASHCONSTS sets what HASH8 needs besides the seed: the multipliers in
+// Z30 and Z29, the number of shards (R8) in Z28; and ONES.
+#define HASHCONSTS \
+	MOVQ         $0xbf58476d1ce4e5b9, AX \
+	VPBROADCASTQ AX, Z30 \
+	MOVQ         $0x94d049bb133111eb, AX \
+	VPBROADCASTQ AX, Z29 \
+	VPBROADCASTQ R8, Z28 \
+	ONES
+
 // HASH8 sets Z1 to the shards of the eight keys in Z0 (Shard8 in vector
 // multiplies): Z31 holds the seed, Z30 and Z29 the two multipliers, Z28
 // the number of shards; Z2 is scratch.
@@ -19,6 +35,17 @@
 	VPMULUDQ Z28, Z1, Z1 \
 	VPSRLQ   $32, Z1, Z1
 
+// HASHSTEP loads eight keys from SI into Z0, their shards into Z1, stores
+// the eight shard bytes at DI, and starts the walk over the shards: Z3
+// (the shard in every lane) and R11 at zero.
+#define HASHSTEP \
+	VMOVDQU64 (SI), Z0 \
+	HASH8 \
+	VPMOVQB   Z1, X2 \
+	VMOVQ     X2, (DI) \
+	VPXORQ    Z3, Z3, Z3 \
+	XORQ      R11, R11
+
 // func count8Vec(keys *uint64, blocks int, sid *uint8, seed uint64, nd int, cnt *int)
 //
 // Eight keys a step: their shards, the eight shard bytes stored at once,
@@ -30,23 +57,12 @@ TEXT ·count8Vec(SB), NOSPLIT, $0-48
 	VPBROADCASTQ seed+24(FP), Z31
 	MOVQ         nd+32(FP), R8
 	MOVQ         cnt+40(FP), R10
-	MOVQ         $0xbf58476d1ce4e5b9, AX
-	VPBROADCASTQ AX, Z30
-	MOVQ         $0x94d049bb133111eb, AX
-	VPBROADCASTQ AX, Z29
-	VPBROADCASTQ R8, Z28
-	MOVQ         $1, AX
-	VPBROADCASTQ AX, Z27
+	HASHCONSTS
 	TESTQ        CX, CX
 	JZ           cdone
 
 cblock:
-	VMOVDQU64 (SI), Z0
-	HASH8
-	VPMOVQB   Z1, X2
-	VMOVQ     X2, (DI)
-	VPXORQ    Z3, Z3, Z3
-	XORQ      R11, R11
+	HASHSTEP
 
 cshard:
 	VPCMPEQQ Z3, Z1, K1
@@ -80,23 +96,12 @@ TEXT ·route8Vec(SB), NOSPLIT, $0-65
 	MOVQ         dst+40(FP), R9
 	MOVQ         cur+48(FP), R10
 	MOVQ         limit+56(FP), R12
-	MOVQ         $0xbf58476d1ce4e5b9, AX
-	VPBROADCASTQ AX, Z30
-	MOVQ         $0x94d049bb133111eb, AX
-	VPBROADCASTQ AX, Z29
-	VPBROADCASTQ R8, Z28
-	MOVQ         $1, AX
-	VPBROADCASTQ AX, Z27
+	HASHCONSTS
 	TESTQ        CX, CX
 	JZ           rdone
 
 rblock:
-	VMOVDQU64 (SI), Z0
-	HASH8
-	VPMOVQB   Z1, X2
-	VMOVQ     X2, (DI)
-	VPXORQ    Z3, Z3, Z3
-	XORQ      R11, R11
+	HASHSTEP
 
 rshard:
 	VPCMPEQQ    Z3, Z1, K1
@@ -151,8 +156,7 @@ TEXT ·place8Vec(SB), NOSPLIT, $0-48
 	MOVQ         nd+24(FP), R8
 	MOVQ         dst+32(FP), R9
 	MOVQ         cur+40(FP), R10
-	MOVQ         $1, AX
-	VPBROADCASTQ AX, Z27
+	ONES
 	TESTQ        CX, CX
 	JZ           pdone
 
@@ -208,8 +212,7 @@ TEXT ·gather8Vec(SB), NOSPLIT, $0-64
 	MOVQ         out+40(FP), SI
 	MOVQ         fsrc+48(FP), R12
 	MOVQ         fout+56(FP), R13
-	MOVQ         $1, AX
-	VPBROADCASTQ AX, Z27
+	ONES
 	TESTQ        CX, CX
 	JZ           gdone
 
