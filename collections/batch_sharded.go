@@ -269,6 +269,13 @@ func shGatherAnswers[V any](pl *shPlan, vd [][]V, vals []V, fd [][]bool, found [
 		}
 		return
 	}
+	shPar(shGather8Parts(pl, vd, vals, fd, found))
+}
+
+// shGather8Parts is shGatherAnswers for 8-byte values, a piece of the plan
+// at a time: it returns the pieces and the function that puts piece p's
+// answers back, for the caller to run as it likes.
+func shGather8Parts[V any](pl *shPlan, vd [][]V, vals []V, fd [][]bool, found []bool) (int, func(p int)) {
 	src := make([]unsafe.Pointer, pl.nd)
 	var fsrc []unsafe.Pointer
 	if found != nil {
@@ -283,7 +290,7 @@ func shGatherAnswers[V any](pl *shPlan, vd [][]V, vals []V, fd [][]bool, found [
 		}
 	}
 	out := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(vals))), len(vals))
-	shPar(len(pl.plo)-1, func(p int) {
+	return len(pl.plo) - 1, func(p int) {
 		cur := pl.cursors(p)
 		lo, hi := pl.plo[p], pl.plo[p+1]
 		var f []bool
@@ -291,7 +298,7 @@ func shGatherAnswers[V any](pl *shPlan, vd [][]V, vals []V, fd [][]bool, found [
 			f = found[lo:hi]
 		}
 		route.Gather8(pl.sid[lo:hi], src, cur[:pl.nd], out[lo:hi], fsrc, f)
-	})
+	}
 }
 
 // shShard is what ShardedMap and ShardedBTree ask of every shard for

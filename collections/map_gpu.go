@@ -363,6 +363,15 @@ func (j *mapGetJob[K, V]) found(n int) []bool {
 // run looks up the n keys written into keys(n): one upload, one kernel,
 // one copy of the answers back, one round trip.
 func (j *mapGetJob[K, V]) run(n int, wantFound bool) error {
+	f, err := j.start(n, wantFound)
+	if err != nil {
+		return err
+	}
+	return f.Wait()
+}
+
+// start is run without the wait: the Flight's Wait ends it.
+func (j *mapGetJob[K, V]) start(n int, wantFound bool) (*vmem.Flight, error) {
 	m, t, nn := j.m, j.t, uint64(n)
 	in := j.offK + nn*j.ks
 	if j.hmode == 0 {
@@ -390,7 +399,7 @@ func (j *mapGetJob[K, V]) run(n int, wantFound bool) error {
 	if wantFound {
 		kb.CopyTo(j.st, j.offF, dv+j.offF, mapRoundUp64(nn, 4))
 	}
-	return kb.Run()
+	return kb.Start()
 }
 
 func (j *mapGetJob[K, V]) close() { j.kb.Close() }

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/internal/route"
 	"github.com/govram/govram/internal/vmemtest"
 
@@ -67,10 +68,7 @@ func shBenchMap(b *testing.B, p *vmem.Pool, keys, q []uint64) *ShardedMap[uint64
 
 func BenchmarkShardedMapGetBatch(b *testing.B) {
 	shBenchChunk(b)
-	p, err := vmem.OpenAll(vmem.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := shBenchPool(b)
 	defer p.Close()
 	one, err := vmem.NewPool(p.Device(0))
 	if err != nil {
@@ -125,6 +123,9 @@ func BenchmarkShardedMapGetBatch(b *testing.B) {
 //	run      every device's upload, kernel and download, at once
 //	run-one  the first device's for the whole round, alone
 //	gather   copying the answers back into batch order
+//	split-kept, gather-kept  the one-pass split and the gather on par's
+//	         kept workers, as GetBatch runs them
+//	gather+split  both at once, as GetBatch runs them for two rounds
 //	round    a whole GetBatch of one round (split, run, gather)
 //
 // "-loop" steps run route's plain loops instead of its AVX-512 ones;
@@ -132,10 +133,7 @@ func BenchmarkShardedMapGetBatch(b *testing.B) {
 // GOVRAM_BENCH_PROCS=8,16,32 times the steps under each GOMAXPROCS.
 func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 	shBenchChunk(b)
-	p, err := vmem.OpenAll(vmem.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := shBenchPool(b)
 	defer p.Close()
 	round := mapGPUChunk
 	if s := os.Getenv("GOVRAM_BENCH_BATCH"); s != "" {
@@ -232,6 +230,33 @@ func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 			gather := func() error { shGatherAnswers(pl, vd, vals, fd, found); return nil }
 			step("gather-loop", loop(gather))
 			step("gather", gather)
+			if nd > 1 {
+				// What GetBatch runs: the passes on par's kept workers, and
+				// a round's answers put back while the next is split.
+				fpl, fpiece := m.splitFixedParts(q, make([]uint8, len(q)), len(q), jobs)
+				if fpl == nil {
+					b.Fatal("the one-pass split refused the benchmark's keys")
+				}
+				splitKept := func(p int) {
+					if !fpiece(p) {
+						panic("the one-pass split overflowed")
+					}
+				}
+				sn := len(fpl.plo) - 1
+				gn, gpiece := shGather8Parts(pl, vd, vals, fd, found)
+				step("split-kept", func() error { par.Run(sn, splitKept); return nil })
+				step("gather-kept", func() error { par.Run(gn, gpiece); return nil })
+				step("gather+split", func() error {
+					par.Run(gn+sn, func(i int) {
+						if i < gn {
+							gpiece(i)
+						} else {
+							splitKept(i - gn)
+						}
+					})
+					return nil
+				})
+			}
 			for i := range q {
 				if !found[i] || vals[i] != q[i] {
 					b.Fatalf("key %d: %d %v", q[i], vals[i], found[i])
@@ -250,6 +275,41 @@ func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 		}
 		m.Close()
 	}
+}
+
+// shBenchPool opens every GPU of the machine, or with GOVRAM_BENCH_SAME=n
+// the first GPU n times over (n logical devices sharing one GPU: the CPU's
+// passes of a sharded batch can then be timed on a machine of one GPU;
+// the GPUs' steps mean nothing there).
+func shBenchPool(b *testing.B) *vmem.Pool {
+	s := os.Getenv("GOVRAM_BENCH_SAME")
+	if s == "" {
+		p, err := vmem.OpenAll(vmem.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return p
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		b.Fatalf("GOVRAM_BENCH_SAME=%q", s)
+	}
+	devs := make([]*vmem.Device, n)
+	for i := range devs {
+		if devs[i], err = vmem.Open(vmem.Options{Backend: vmem.BackendVulkan, Device: "0"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	p, err := vmem.NewPool(devs...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		for _, d := range devs {
+			d.Close()
+		}
+	})
+	return p
 }
 
 // shBenchProcs returns the GOMAXPROCS values to time the steps with:

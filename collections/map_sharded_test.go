@@ -540,7 +540,9 @@ func TestShardedMapGetBatchPanic(t *testing.T) {
 // shard, where the regions overflow and the two-pass split takes over.
 func TestShardedMapGetBatchFixed(t *testing.T) {
 	oldChunk, oldMin, oldMax := mapGPUChunk, shPieceMin, shMaxPieces
-	mapGPUChunk, shPieceMin, shMaxPieces = 1<<14, 1000, 5
+	// Rounds of 2^13 keys: batches of 30000 take four, so that rounds are
+	// placed and split at once.
+	mapGPUChunk, shPieceMin, shMaxPieces = 1<<13, 1000, 5
 	t.Cleanup(func() { mapGPUChunk, shPieceMin, shMaxPieces = oldChunk, oldMin, oldMax })
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
 		s, err := NewShardedMap[uint64, uint64](p)
@@ -595,7 +597,10 @@ func TestShardedMapGetBatchFixed(t *testing.T) {
 				t.Fatalf("one-pass split took keys that overflow its regions")
 			}
 		}
-		for _, ks := range [][]uint64{spread, one, append(slices.Clone(one[:7000]), spread[:23000]...)} {
+		// The mixed batches overflow the regions in their first round, and
+		// in their third (split while the first is placed).
+		late := append(append(slices.Clone(spread[:20000]), one[:7000]...), spread[20000:23000]...)
+		for _, ks := range [][]uint64{spread, one, append(slices.Clone(one[:7000]), spread[:23000]...), late} {
 			vals := make([]uint64, len(ks))
 			found := make([]bool, len(ks))
 			if err := s.GetBatch(ks, vals, found); err != nil {

@@ -75,11 +75,12 @@ func (b Block) DeviceAddr(off uint64) uint64 {
 // uploads, dispatches, copies. Run submits them as one command buffer and
 // waits once. A KernelBatch is used by one goroutine; Close it.
 type KernelBatch struct {
-	d    *Device
-	k    *kernState
-	b    *kernBatch
-	held []kernHeld
-	open bool
+	d      *Device
+	k      *kernState
+	b      *kernBatch
+	held   []kernHeld
+	open   bool
+	flight *Flight // started and not yet waited for
 }
 
 type kernHeld struct {
@@ -213,9 +214,66 @@ func (kb *KernelBatch) Run() error {
 	if !kb.open {
 		return ErrClosed
 	}
+	kb.settle()
 	b := kb.b
 	kb.b = kb.d.newKernBatch(kb.k)
 	return kb.d.kernRunHeld(b)
+}
+
+// Start submits the commands recorded since the last Run or Start, as Run
+// does, and returns without waiting: the CPU works while the device runs
+// them, and the Flight's Wait ends the run. The caller that drives several
+// devices submits to each from one goroutine, which no busy core can hold
+// back (a goroutine started per device waits for a free core before its
+// submit). Run, Start and Close wait for a flight not yet waited for.
+func (kb *KernelBatch) Start() (*Flight, error) {
+	if !kb.open {
+		return nil, ErrClosed
+	}
+	kb.settle()
+	b := kb.b
+	kb.b = kb.d.newKernBatch(kb.k)
+	fl := &Flight{kb: kb}
+	if len(b.ops) == 0 && b.err == nil {
+		fl.done = true
+		return fl, nil
+	}
+	f, err := kb.d.kernSubmit(b)
+	if err != nil {
+		return nil, err
+	}
+	fl.f, kb.flight = f, fl
+	return fl, nil
+}
+
+// Flight is a KernelBatch's run in progress (Start).
+type Flight struct {
+	kb   *KernelBatch
+	f    *kernFlight
+	err  error
+	done bool
+}
+
+// Wait waits for the run's commands to complete and returns Run's error
+// for them; later calls return the same.
+func (fl *Flight) Wait() error {
+	if fl.done {
+		return fl.err
+	}
+	fl.done = true
+	fl.err = fl.f.wait()
+	if fl.kb.flight == fl {
+		fl.kb.flight = nil
+	}
+	return fl.err
+}
+
+// settle waits for a flight left unwaited, whose memory the next commands
+// (or Close) may reuse; its error stays with the Flight.
+func (kb *KernelBatch) settle() {
+	if kb.flight != nil {
+		kb.flight.Wait()
+	}
 }
 
 // Close returns the batch's staging and scratch memory and releases the
@@ -224,6 +282,7 @@ func (kb *KernelBatch) Close() {
 	if !kb.open {
 		return
 	}
+	kb.settle()
 	kb.open = false
 	for _, h := range kb.held {
 		kb.d.kernPutScratch(h.kind, h.m)

@@ -56,8 +56,13 @@ var (
 	cur       atomic.Pointer[job] // the latest job
 )
 
+// maxWorkers bounds the kept workers. Callers bound their own parts: bulk
+// copies take at most 16 (the link takes no more), a sharded batch's
+// routing passes one per core.
+const maxWorkers = 127
+
 func start() {
-	n := min(runtime.GOMAXPROCS(0), 16) - 1
+	n := min(runtime.GOMAXPROCS(0)-1, maxWorkers)
 	workers = make([]*worker, n)
 	for i := range workers {
 		w := &worker{wake: make(chan struct{}, 1)}
