@@ -61,19 +61,7 @@ type shPlan struct {
 }
 
 // shPar runs f(p) for p in [0, n), one goroutine each when n > 1.
-func shPar(n int, f func(p int)) {
-	if n <= 1 {
-		if n == 1 {
-			f(0)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	for p := range n {
-		wg.Go(func() { f(p) })
-	}
-	wg.Wait()
-}
+func shPar(n int, f func(p int)) { goPar(n, f) }
 
 // shPlanBatch groups n keys over nd shards; shardOf(i) is key i's shard. sid
 // is scratch of at least n bytes (nil: allocate).

@@ -427,6 +427,11 @@ func (m *Map[K, V]) badRead() {
 	panic("collections: concurrent Map read and Map write")
 }
 
+// writeDone ends a write (deferred): on a normal return the write has
+// already ended; after a panic (a WithHasher function's) it keeps the Map
+// usable, with every key whose store completed.
+func (m *Map[K, V]) writeDone() { m.writing = false }
+
 //go:noinline
 func (m *Map[K, V]) badWrite() {
 	panic("collections: concurrent Map writes")
@@ -541,6 +546,7 @@ func (m *Map[K, V]) Put(k K, v V) error {
 		m.badWrite()
 	}
 	m.writing = true
+	defer m.writeDone()
 	behind, err := m.putBehind(&k, &v)
 	if !behind && err == nil {
 		err = m.put(&k, &v, m.hash(&k))
@@ -657,6 +663,7 @@ func (m *Map[K, V]) Delete(k K) bool {
 		m.badWrite()
 	}
 	m.writing = true
+	defer m.writeDone()
 	if len(m.wb.keys) > 0 {
 		// A recorded Put of k must not come back after the Delete.
 		if err := m.settle(); err != nil {

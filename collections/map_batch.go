@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	"github.com/govram/govram/internal/lineio"
@@ -72,13 +71,12 @@ func (m *Map[K, V]) spread(n int, f func(lo, hi int) int, sum *int) {
 		return
 	}
 	res := make([]int, w)
-	var wg sync.WaitGroup
 	per := (n + w - 1) / w
-	for x := 0; x < w; x++ {
-		lo, hi := x*per, min((x+1)*per, n)
-		wg.Go(func() { res[x] = f(lo, hi) })
-	}
-	wg.Wait()
+	goPar(w, func(x int) {
+		if lo := x * per; lo < n {
+			res[x] = f(lo, min(lo+per, n))
+		}
+	})
 	for _, r := range res {
 		*sum += r
 	}
@@ -212,6 +210,7 @@ func (m *Map[K, V]) PutMany(keys []K, vals []V) error {
 		m.badWrite()
 	}
 	m.writing = true
+	defer m.writeDone()
 	if err := m.settle(); err != nil { // recorded Puts come first
 		m.writing = false
 		return err

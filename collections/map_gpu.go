@@ -237,16 +237,14 @@ func (m *Map[K, V]) gpuGet(t *mapTable, hmode uint32, keys []K, vals []V, found 
 	}
 	per := (len(keys) + parts - 1) / parts
 	errs := make([]error, parts)
-	var wg sync.WaitGroup
-	for p := range parts {
+	goPar(parts, func(p int) {
 		lo, hi := p*per, min((p+1)*per, len(keys))
 		var f []bool
 		if found != nil {
 			f = found[lo:hi]
 		}
-		wg.Go(func() { errs[p] = m.gpuGetPart(t, hmode, keys[lo:hi], vals[lo:hi], f) })
-	}
-	wg.Wait()
+		errs[p] = m.gpuGetPart(t, hmode, keys[lo:hi], vals[lo:hi], f)
+	})
 	for _, err := range errs {
 		if errors.Is(err, vmem.ErrNoKernels) {
 			return err // the caller answers the whole batch on the CPU
@@ -436,11 +434,13 @@ func (m *Map[K, V]) PutBatch(keys []K, vals []V) error {
 		return m.PutMany(keys, vals)
 	}
 	m.writing = true
-	err := m.settle() // recorded Puts come first
-	if err == nil {
-		err = m.gpuPut(hmode, keys, vals)
-	}
-	m.writing = false
+	err := func() error {
+		defer m.writeDone()
+		if err := m.settle(); err != nil { // recorded Puts come first
+			return err
+		}
+		return m.gpuPut(hmode, keys, vals)
+	}()
 	if errors.Is(err, vmem.ErrNoKernels) {
 		return m.PutMany(keys, vals)
 	}
@@ -706,12 +706,8 @@ func mapPar(n, minPart int, f func(lo, hi int)) {
 		f(0, n)
 		return
 	}
-	var wg sync.WaitGroup
 	per := (n + w - 1) / w
-	for lo := 0; lo < n; lo += per {
-		wg.Go(func() { f(lo, min(lo+per, n)) })
-	}
-	wg.Wait()
+	goPar((n+per-1)/per, func(x int) { f(x*per, min((x+1)*per, n)) })
 }
 
 // mapParCopy copies n bytes, on several goroutines when n is large (one

@@ -1,0 +1,38 @@
+package collections
+
+import "sync"
+
+// goPar calls f(i) for every i in [0, n), on a goroutine each when n > 1,
+// and returns when all have returned. A panic in any call (a WithHasher
+// function's, say) is raised again here, with the first panic's value, so
+// that it reaches the caller of the container's method as if f had run on
+// its goroutine, instead of ending the program from a goroutine the caller
+// never sees.
+func goPar(n int, f func(i int)) {
+	if n <= 1 {
+		if n == 1 {
+			f(0)
+		}
+		return
+	}
+	var (
+		wg       sync.WaitGroup
+		once     sync.Once
+		panicked bool
+		val      any
+	)
+	for i := range n {
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					once.Do(func() { panicked, val = true, r })
+				}
+			}()
+			f(i)
+		})
+	}
+	wg.Wait()
+	if panicked {
+		panic(val)
+	}
+}
