@@ -427,9 +427,11 @@ func (m *Map[K, V]) badRead() {
 	panic("collections: concurrent Map read and Map write")
 }
 
-// writeDone ends a write (deferred): on a normal return the write has
-// already ended; after a panic (a WithHasher function's) it keeps the Map
-// usable, with every key whose store completed.
+// writeDone ends a batch write (deferred): on a normal return the write
+// has already ended; after a panic (a WithHasher function's) it keeps the
+// Map usable, with every key whose store completed. Put and Delete do
+// without: a deferred call made an overwriting Put 10% slower (121 to
+// 136 ns on the development machine's host backend).
 func (m *Map[K, V]) writeDone() { m.writing = false }
 
 //go:noinline
@@ -546,7 +548,6 @@ func (m *Map[K, V]) Put(k K, v V) error {
 		m.badWrite()
 	}
 	m.writing = true
-	defer m.writeDone()
 	behind, err := m.putBehind(&k, &v)
 	if !behind && err == nil {
 		err = m.put(&k, &v, m.hash(&k))
@@ -663,7 +664,6 @@ func (m *Map[K, V]) Delete(k K) bool {
 		m.badWrite()
 	}
 	m.writing = true
-	defer m.writeDone()
 	if len(m.wb.keys) > 0 {
 		// A recorded Put of k must not come back after the Delete.
 		if err := m.settle(); err != nil {
