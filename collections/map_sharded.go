@@ -431,8 +431,8 @@ func (s *ShardedMap[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 // from each shard's download buffer straight into vals and found; every
 // device probes its part at the same time. The batch goes in rounds of up
 // to mapGPUChunk keys (each shard's buffers hold a whole round, whatever
-// its share), pipelined: while the devices probe round r, the CPU puts
-// round r-1's answers in place and splits round r+1, both at once. It
+// its share), pipelined: while the devices probe round r+1, the CPU puts
+// round r's answers in place and splits round r+2, both at once. It
 // reports false (having done nothing) where a shard takes no kernels, and
 // GetBatch then splits the batch through scratch.
 func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (bool, error) {
@@ -451,11 +451,11 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 	for d := range all {
 		all[d] = d
 	}
-	// Device buffers for two rounds: the one the devices probe and the
-	// one being split, whose keys go where the round being placed had its
-	// keys (its answers lie elsewhere in the buffers). A round's plan
-	// (shard ids, layout) is its own, of three: the plan of the round
-	// being placed is read while the next round's is written.
+	// Device buffers for two rounds: round r+1 on the devices, and round
+	// r, whose answers are being placed while round r+2's keys are written
+	// where r's keys were (the answers lie elsewhere in the buffers). A
+	// round's plan (shard ids, layout) is its own, of three: r's is read
+	// while r+2's is written and r+1's is on the devices.
 	sets := make([][]*mapGetJob[K, V], min(rounds, 2))
 	type roundPlan struct {
 		jobs    []*mapGetJob[K, V]
@@ -629,6 +629,10 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 		rp.flights = rp.flights[:0]
 		return errors.Join(errs...)
 	}
+	// Two rounds are queued on the devices at a time: while the CPU places
+	// round r and splits round r+2, the devices hold round r+1 and start it
+	// the moment r is done (the rounds use separate buffers, so nothing
+	// orders them).
 	sn, sf, sfin := split(0)
 	cpu("govram.GetBatch.split", 0, nil, nil, sn, sf, sfin)
 	if err := launch(0); err != nil {
@@ -637,26 +641,26 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 	if rounds > 1 {
 		sn, sf, sfin = split(1)
 		cpu("govram.GetBatch.split", 0, nil, nil, sn, sf, sfin)
+		if err := launch(1); err != nil {
+			return true, err
+		}
 	}
-	for r := 1; r < rounds; r++ {
-		if err := wait(r - 1); err != nil {
+	for r := range rounds {
+		if err := wait(r); err != nil {
 			return true, err
 		}
-		if err := launch(r); err != nil {
-			return true, err
-		}
-		pn, pf, pfin := place(r - 1)
+		pn, pf, pfin := place(r)
 		sn, sf, sfin = 0, nil, nil
-		if r+1 < rounds {
-			sn, sf, sfin = split(r + 1)
+		if r+2 < rounds {
+			sn, sf, sfin = split(r + 2)
 		}
 		cpu("govram.GetBatch.place+split", pn, pf, pfin, sn, sf, sfin)
+		if r+2 < rounds {
+			if err := launch(r + 2); err != nil {
+				return true, err
+			}
+		}
 	}
-	if err := wait(rounds - 1); err != nil {
-		return true, err
-	}
-	pn, pf, pfin := place(rounds - 1)
-	cpu("govram.GetBatch.place", pn, pf, pfin, 0, nil, nil)
 	return true, nil
 }
 
