@@ -341,6 +341,9 @@ func (m *Map[K, V]) gpuGetBegin(t *mapTable, hmode uint32, c int) (*mapGetJob[K,
 		kb.Close()
 		return nil, err
 	}
+	// Rounds follow each other (GetBatch's parts, ShardedMap's queued
+	// rounds): one's upload and another's download overlap a kernel.
+	kb.UseCopyQueues()
 	m.gpuSegs(t, j.st.Ptr)
 	return j, nil
 }

@@ -81,6 +81,7 @@ type KernelBatch struct {
 	held   []kernHeld
 	open   bool
 	flight *Flight // started and not yet waited for
+	copyQ  bool
 }
 
 type kernHeld struct {
@@ -206,6 +207,16 @@ func (kb *KernelBatch) scratchAt(a uint64) (*vk.Memory, uint64) {
 	panic("vmem: KernelBatch: address is not a buffer of this batch")
 }
 
+// UseCopyQueues makes every later Run and Start submit the copies recorded
+// before the first dispatch and after the last one on the device's copy
+// engines (where it has a queue family of its own for them, with two
+// queues), ordered against the dispatches by semaphores. Operations that
+// Start round after round of upload, kernel and download gain: one
+// round's upload and another's download run beside a third's kernels,
+// where one queue runs them one after the other. A batch with only one
+// round trip gains nothing and pays two more submissions.
+func (kb *KernelBatch) UseCopyQueues() { kb.copyQ = true }
+
 // Run submits what was recorded since the last Run as one command buffer
 // and waits for it. The batch can then record more. A failed submission
 // returns ErrDeviceLost (every later call fails too); ErrNoKernels means a
@@ -216,6 +227,7 @@ func (kb *KernelBatch) Run() error {
 	}
 	kb.settle()
 	b := kb.b
+	b.copyQueues = kb.copyQ
 	kb.b = kb.d.newKernBatch(kb.k)
 	return kb.d.kernRunHeld(b)
 }
@@ -232,6 +244,7 @@ func (kb *KernelBatch) Start() (*Flight, error) {
 	}
 	kb.settle()
 	b := kb.b
+	b.copyQueues = kb.copyQ
 	kb.b = kb.d.newKernBatch(kb.k)
 	fl := &Flight{kb: kb}
 	if len(b.ops) == 0 && b.err == nil {

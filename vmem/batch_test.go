@@ -105,3 +105,95 @@ func TestKernelBatchStart(t *testing.T) {
 		}
 	})
 }
+
+// batchFillPush is the fill kernel's push block: dst, then n and period in
+// 16-byte units.
+type batchFillPush struct {
+	dst       uint64
+	n, period uint32
+}
+
+var batchFill = vmem.NewKernel("fill", batchFillPush{})
+
+// TestKernelBatchCopyQueues: with UseCopyQueues, rounds of upload, kernel
+// and download started back to back (on a GPU with copy engines: three
+// queues ordered by semaphores) give what one queue gives, whether each
+// round is waited for or several are in flight on separate buffers.
+func TestKernelBatchCopyQueues(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		const n, period, sets = 4 << 20, 3, 3
+		type set struct {
+			kb *vmem.KernelBatch
+			st vmem.Staging
+			dv uint64
+			f  *vmem.Flight
+			p  byte
+		}
+		var ss [sets]set
+		for i := range ss {
+			kb, err := d.NewKernelBatch()
+			if errors.Is(err, vmem.ErrNoKernels) {
+				t.Skip("no kernels on this device")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer kb.Close()
+			kb.UseCopyQueues()
+			st, err := kb.Staging(2 * n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dv, err := kb.Scratch(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ss[i] = set{kb: kb, st: st, dv: dv}
+		}
+		start := func(s *set, p byte) {
+			t.Helper()
+			in := s.st.Bytes()[:n]
+			for i := range in {
+				in[i] = byte(i*7) ^ p
+			}
+			s.p = p
+			s.kb.Upload(s.dv, s.st, 0, n)
+			s.kb.Barrier()
+			s.kb.Dispatch(batchFill, n/16, &batchFillPush{dst: s.dv, n: n / 16, period: period})
+			s.kb.Barrier()
+			s.kb.CopyTo(s.st, n, s.dv, n)
+			f, err := s.kb.Start()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.f = f
+		}
+		finish := func(s *set) {
+			t.Helper()
+			if err := s.f.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			out := s.st.Bytes()[n:]
+			for i := range out {
+				if want := byte((i%(16*period))*7) ^ s.p; out[i] != want {
+					t.Fatalf("pattern %#x: byte %d is %#x, want %#x", s.p, i, out[i], want)
+				}
+			}
+		}
+		// One at a time, then three in flight at once, round after round.
+		for r := range 4 {
+			start(&ss[0], byte(r))
+			finish(&ss[0])
+		}
+		for r := range 12 {
+			s := &ss[r%sets]
+			if r >= sets {
+				finish(s)
+			}
+			start(s, byte(0x40+r))
+		}
+		for r := 12 - sets; r < 12; r++ {
+			finish(&ss[r%sets])
+		}
+	})
+}

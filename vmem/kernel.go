@@ -147,6 +147,11 @@ var (
 // operation on its CPU path (for comparisons and for ruling kernels out).
 const EnvKernels = "GOVRAM_KERNELS"
 
+// EnvCopyQueues, set to 0, keeps each kernel batch on the compute queue
+// alone instead of moving its leading and trailing copies to the copy
+// engines' queues (for comparisons).
+const EnvCopyQueues = "GOVRAM_COPY_QUEUES"
+
 // kernState is a device's kernel machinery: lazily made pipelines, idle
 // compute streams, and kept scratch buffers.
 type kernState struct {
@@ -155,11 +160,15 @@ type kernState struct {
 	f64       bool
 	maxGroups uint32
 
-	mu      sync.Mutex
-	pipes   []*vk.Pipeline
-	idle    []*vk.Stream
-	scratch [2][]*vk.Memory
-	big     *vk.Memory // one kept device-local buffer larger than kernScratchKeep
+	mu    sync.Mutex
+	pipes []*vk.Pipeline
+	idle  [3][]*vk.Stream // idle streams by queue slot
+	sems  []*vk.Semaphore // idle (unsignalled) semaphores
+	// copyQueues: a batch's leading and trailing copies go to the copy
+	// engines' queues, ordered against its kernels by semaphores.
+	copyQueues bool
+	scratch    [2][]*vk.Memory
+	big        *vk.Memory // one kept device-local buffer larger than kernScratchKeep
 
 	dispatches atomic.Int64 // dispatches submitted, for tests
 }
@@ -209,6 +218,9 @@ func (k *kernState) init(d *Device) {
 	case c.MaxSharedMemory < 16<<10:
 		k.err = fmt.Errorf("%w: %d bytes of shared memory", errKernUnavailable, c.MaxSharedMemory)
 	}
+	dev := d.vk.dev
+	k.copyQueues = os.Getenv(EnvCopyQueues) != "0" &&
+		dev.TransferOnly(vk.QueueIndexTransfer) && dev.TransferOnly(vk.QueueIndexTransfer2)
 	k.f64 = c.ShaderFloat64
 	k.maxGroups = min(65535, max(c.MaxGroupCount[0], 1))
 	k.pipes = make([]*vk.Pipeline, len(kernList))
@@ -224,10 +236,16 @@ func (k *kernState) close(dev *vk.Device) {
 			k.pipes[i] = nil
 		}
 	}
-	for _, s := range k.idle {
-		s.Destroy()
+	for q := range k.idle {
+		for _, s := range k.idle[q] {
+			s.Destroy()
+		}
+		k.idle[q] = nil
 	}
-	k.idle = nil
+	for _, m := range k.sems {
+		m.Destroy()
+	}
+	k.sems = nil
 	for kind := range k.scratch {
 		for _, m := range k.scratch[kind] {
 			dev.Free(m)
@@ -277,16 +295,16 @@ func (d *Device) kernPipeline(kn *kernel) (*vk.Pipeline, error) {
 	return p, nil
 }
 
-func (k *kernState) stream(dev *vk.Device) (*vk.Stream, error) {
+func (k *kernState) stream(dev *vk.Device, q int) (*vk.Stream, error) {
 	k.mu.Lock()
-	if n := len(k.idle); n > 0 {
-		s := k.idle[n-1]
-		k.idle = k.idle[:n-1]
+	if n := len(k.idle[q]); n > 0 {
+		s := k.idle[q][n-1]
+		k.idle[q] = k.idle[q][:n-1]
 		k.mu.Unlock()
 		return s, nil
 	}
 	k.mu.Unlock()
-	s, err := dev.NewStream(vk.QueueIndexCompute)
+	s, err := dev.NewStream(q)
 	if err != nil {
 		return nil, wrapVk(err)
 	}
@@ -296,11 +314,39 @@ func (k *kernState) stream(dev *vk.Device) (*vk.Stream, error) {
 func (k *kernState) putStream(s *vk.Stream) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if len(k.idle) < maxLanes {
-		k.idle = append(k.idle, s)
+	q := s.Queue()
+	if len(k.idle[q]) < maxLanes {
+		k.idle[q] = append(k.idle[q], s)
 		return
 	}
 	s.Destroy()
+}
+
+func (k *kernState) sem(dev *vk.Device) (*vk.Semaphore, error) {
+	k.mu.Lock()
+	if n := len(k.sems); n > 0 {
+		m := k.sems[n-1]
+		k.sems = k.sems[:n-1]
+		k.mu.Unlock()
+		return m, nil
+	}
+	k.mu.Unlock()
+	m, err := dev.NewSemaphore()
+	if err != nil {
+		return nil, wrapVk(err)
+	}
+	return m, nil
+}
+
+// putSem keeps m for reuse; it must be unsignalled (its wait has run).
+func (k *kernState) putSem(m *vk.Semaphore) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.sems) < 4*maxLanes {
+		k.sems = append(k.sems, m)
+		return
+	}
+	m.Destroy()
 }
 
 // kernTakeScratch returns a raw buffer of at least size bytes of the kind,
@@ -418,6 +464,9 @@ type kernBatch struct {
 	data []byte // push constants and inline updates
 	n    int    // dispatches
 	err  error  // the first error met while recording
+	// copyQueues: submit the leading and trailing copies on the copy
+	// engines' queues where the device has them (kernSubmitChain).
+	copyQueues bool
 }
 
 func (d *Device) newKernBatch(k *kernState) *kernBatch { return &kernBatch{d: d, k: k} }
@@ -498,10 +547,11 @@ func (d *Device) kernRunHeld(b *kernBatch) error {
 
 // kernFlight is a submitted batch; wait for it exactly once.
 type kernFlight struct {
-	d *Device
-	k *kernState
-	s *vk.Stream
-	n int
+	d    *Device
+	k    *kernState
+	s    []*vk.Stream // one, or the copy-in, kernel and copy-out streams
+	sems []*vk.Semaphore
+	n    int
 }
 
 // kernSubmit submits the batch without waiting, so that the CPU can work
@@ -514,7 +564,12 @@ func (d *Device) kernSubmit(b *kernBatch) (*kernFlight, error) {
 	if err := d.faults.submit(); err != nil {
 		return nil, d.noteErr(err)
 	}
-	s, err := b.k.stream(d.vk.dev)
+	if b.copyQueues && b.k.copyQueues {
+		if in, mid, out, ok := kernSplitCopies(b.ops); ok {
+			return d.kernSubmitChain(b, in, mid, out)
+		}
+	}
+	s, err := b.k.stream(d.vk.dev, vk.QueueIndexCompute)
 	if err != nil {
 		return nil, d.noteErr(err)
 	}
@@ -522,14 +577,129 @@ func (d *Device) kernSubmit(b *kernBatch) (*kernFlight, error) {
 		b.k.putStream(s)
 		return nil, d.gpuErr(err)
 	}
-	return &kernFlight{d: d, k: b.k, s: s, n: b.n}, nil
+	return &kernFlight{d: d, k: b.k, s: []*vk.Stream{s}, n: b.n}, nil
+}
+
+// kernSplitCopies cuts ops into the copies before the first dispatch, the
+// kernels, and the copies after the last one (barriers between them
+// dropped: semaphores order the parts). ok is false where there are no
+// dispatches, or no copies around them to move, or the leading or
+// trailing part holds anything but copies and barriers.
+func kernSplitCopies(ops []vk.Op) (in, mid, out []vk.Op, ok bool) {
+	first, last := -1, -1
+	for i, o := range ops {
+		if o.Kind == vk.OpDispatch {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return nil, nil, nil, false
+	}
+	lo, hi := first, last+1
+	for lo > 0 && ops[lo-1].Kind == vk.OpBarrier {
+		lo--
+	}
+	for hi < len(ops) && ops[hi].Kind == vk.OpBarrier {
+		hi++
+	}
+	copies := func(part []vk.Op) bool {
+		for _, o := range part {
+			if o.Kind != vk.OpCopy && o.Kind != vk.OpBarrier {
+				return false
+			}
+		}
+		return true
+	}
+	in, mid, out = ops[:lo], ops[lo:hi], ops[hi:]
+	if !copies(in) || !copies(out) || len(in)+len(out) == 0 {
+		return nil, nil, nil, false
+	}
+	return in, mid, out, true
+}
+
+// kernSubmitChain submits a batch as up to three submissions: its leading
+// copies on one copy-engine queue, its kernels on the compute queue, its
+// trailing copies on the other copy-engine queue, each waiting for the
+// one before by a semaphore. Consecutive batches then overlap: one's
+// upload, another's kernels and a third's download run at once, on
+// engines that a single queue would use one after the other.
+func (d *Device) kernSubmitChain(b *kernBatch, in, mid, out []vk.Op) (*kernFlight, error) {
+	k, dev := b.k, d.vk.dev
+	f := &kernFlight{d: d, k: k, n: b.n}
+	type part struct {
+		q   int
+		ops []vk.Op
+	}
+	parts := [3]part{{vk.QueueIndexTransfer, in}, {vk.QueueIndexCompute, mid}, {vk.QueueIndexTransfer2, out}}
+	var wait *vk.Semaphore
+	var waitStage uint32
+	for i, p := range parts {
+		if len(p.ops) == 0 {
+			continue
+		}
+		s, err := k.stream(dev, p.q)
+		var signal *vk.Semaphore
+		if err == nil && i < 2 && (i == 0 || len(out) > 0) {
+			signal, err = k.sem(dev)
+		}
+		if err == nil {
+			err = s.SubmitWith(p.ops, b.data, wait, waitStage, signal)
+			if err != nil {
+				k.putStream(s)
+				if signal != nil {
+					k.putSem(signal)
+				}
+				err = d.gpuErr(err)
+			}
+		} else if s != nil {
+			k.putStream(s)
+		}
+		if err != nil {
+			// What was submitted still runs: wait for it, and drop the
+			// semaphores, whose signal nothing will wait for now.
+			for _, s := range f.s {
+				s.Wait(d.timeoutNs())
+				k.putStream(s)
+			}
+			for _, m := range f.sems {
+				m.Destroy()
+			}
+			return nil, d.noteErr(err)
+		}
+		f.s = append(f.s, s)
+		if signal != nil {
+			f.sems = append(f.sems, signal)
+		}
+		wait, waitStage = signal, vk.StageTransfer|vk.StageCompute
+		if i == 1 {
+			waitStage = vk.StageTransfer
+		}
+	}
+	return f, nil
 }
 
 func (f *kernFlight) wait() error {
-	err := f.s.Wait(f.d.timeoutNs())
-	f.k.putStream(f.s)
+	var err error
+	for _, s := range f.s {
+		if e := s.Wait(f.d.timeoutNs()); err == nil {
+			err = e
+		}
+	}
+	for _, s := range f.s {
+		f.k.putStream(s)
+	}
 	if err == nil {
+		for _, m := range f.sems {
+			f.k.putSem(m)
+		}
 		f.k.dispatches.Add(int64(f.n))
+	} else {
+		for _, m := range f.sems {
+			m.Destroy()
+		}
 	}
 	return f.d.gpuErr(err)
 }

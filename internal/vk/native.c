@@ -117,15 +117,13 @@ gv_device* gv_device_new(void* instance, void* device) {
 	GV_LOAD(DestroyPipeline, "vkDestroyPipeline");
 #undef GV_LOAD
 	d->GetBufferDeviceAddress = (void*)gdpa(device, "vkGetBufferDeviceAddress");
-	pthread_mutex_init(&d->qlock[0], NULL);
-	pthread_mutex_init(&d->qlock[1], NULL);
+	for (int i = 0; i < GV_MAX_QUEUES; i++) pthread_mutex_init(&d->qlock[i], NULL);
 	return d;
 }
 
 void gv_device_free(gv_device* d) {
 	if (d == NULL) return;
-	pthread_mutex_destroy(&d->qlock[0]);
-	pthread_mutex_destroy(&d->qlock[1]);
+	for (int i = 0; i < GV_MAX_QUEUES; i++) pthread_mutex_destroy(&d->qlock[i]);
 	free(d);
 }
 
@@ -147,8 +145,10 @@ static void gv_barrier(gv_device* d, void* cmd, uint32_t srcStage, uint32_t dstS
 
 void gv_record_dispatch(gv_device* d, void* cmd, const gv_op* op, const void* data);
 
-int32_t gv_submit(gv_device* d, int q, void* queue, void* cmd, uint64_t fence,
-                  const gv_op* ops, int n, const void* data) {
+int32_t gv_submit(gv_device* d, int q, int transfer_only, void* queue, void* cmd, uint64_t fence,
+                  const gv_op* ops, int n, const void* data,
+                  uint64_t wait_sem, uint32_t wait_stage, uint64_t signal_sem) {
+	if (q < 0 || q >= GV_MAX_QUEUES) return -3; /* VK_ERROR_INITIALIZATION_FAILED */
 	int32_t r = d->ResetFences(d->device, 1, &fence);
 	if (r != 0) return r;
 	r = d->ResetCommandBuffer(cmd, 0);
@@ -175,16 +175,16 @@ int32_t gv_submit(gv_device* d, int q, void* queue, void* cmd, uint64_t fence,
 			break;
 		case GV_OP_BARRIER: {
 			// A transfer-only queue may not name the compute stage.
-			uint32_t st = q == 0 ? STAGE_TRANSFER : (STAGE_TRANSFER | STAGE_COMPUTE);
-			uint32_t acc = q == 0 ? 0 : ACCESS_SHADER_RW;
+			uint32_t st = transfer_only ? STAGE_TRANSFER : (STAGE_TRANSFER | STAGE_COMPUTE);
+			uint32_t acc = transfer_only ? 0 : ACCESS_SHADER_RW;
 			gv_barrier(d, cmd, st, st, ACCESS_TRANSFER_WRITE | acc, ACCESS_TRANSFER_READ | ACCESS_TRANSFER_WRITE | acc);
 			break;
 		}
 		}
 	}
 	// Make the device's writes visible to the host before the fence signals.
-	gv_barrier(d, cmd, q == 0 ? STAGE_TRANSFER : (STAGE_TRANSFER | STAGE_COMPUTE), STAGE_HOST,
-	           ACCESS_TRANSFER_WRITE | (q == 0 ? 0 : ACCESS_SHADER_RW), ACCESS_HOST_READ);
+	gv_barrier(d, cmd, transfer_only ? STAGE_TRANSFER : (STAGE_TRANSFER | STAGE_COMPUTE), STAGE_HOST,
+	           ACCESS_TRANSFER_WRITE | (transfer_only ? 0 : ACCESS_SHADER_RW), ACCESS_HOST_READ);
 	r = d->EndCommandBuffer(cmd);
 	if (r != 0) return r;
 	gv_submit_info si;
@@ -192,7 +192,16 @@ int32_t gv_submit(gv_device* d, int q, void* queue, void* cmd, uint64_t fence,
 	si.sType = ST_SUBMIT_INFO;
 	si.cmdCount = 1;
 	si.cmds = &cmd;
-	pthread_mutex_t* lock = &d->qlock[d->shared_queue ? 0 : (q & 1)];
+	if (wait_sem != 0) {
+		si.waitCount = 1;
+		si.waits = &wait_sem;
+		si.waitStages = &wait_stage;
+	}
+	if (signal_sem != 0) {
+		si.signalCount = 1;
+		si.signals = &signal_sem;
+	}
+	pthread_mutex_t* lock = &d->qlock[d->shared_queue && q < 2 ? 0 : q];
 	pthread_mutex_lock(lock);
 	r = d->QueueSubmit(queue, 1, &si, fence);
 	pthread_mutex_unlock(lock);

@@ -24,6 +24,9 @@ int gv_query_budget(void* instance, void* phys, uint64_t* budget, uint64_t* usag
 
 typedef struct gv_device gv_device;
 
+// Queue slots: 0 transfer, 1 compute, 2 a second transfer queue.
+#define GV_MAX_QUEUES 3
+
 gv_device* gv_device_new(void* instance, void* device);
 void gv_device_free(gv_device* d);
 
@@ -62,7 +65,12 @@ int32_t gv_pipeline_new(gv_device* d, const uint32_t* code, size_t size, uint32_
                         const uint32_t* spec, uint32_t nspec, gv_pipeline** out);
 void gv_pipeline_free(gv_device* d, gv_pipeline* p);
 
-int32_t gv_submit(gv_device* d, int q, void* queue, void* cmd, uint64_t fence,
-                  const gv_op* ops, int n, const void* data);
+// gv_submit records ops into cmd and submits it to queue slot q with
+// fence. transfer_only: the queue's family has no compute (barriers name
+// transfer stages only). wait_sem (0: none) is waited for before the
+// commands' stages wait_stage; signal_sem (0: none) is signalled after them.
+int32_t gv_submit(gv_device* d, int q, int transfer_only, void* queue, void* cmd, uint64_t fence,
+                  const gv_op* ops, int n, const void* data,
+                  uint64_t wait_sem, uint32_t wait_stage, uint64_t signal_sem);
 int32_t gv_wait(gv_device* d, uint64_t fence, uint64_t timeout_ns);
 #endif

@@ -47,9 +47,11 @@ struct gv_device {
 	int32_t (*CreateComputePipelines)(void*, uint64_t, uint32_t, const void*, const void*, uint64_t*);
 	void (*DestroyPipeline)(void*, uint64_t, const void*);
 	uint64_t (*GetBufferDeviceAddress)(void*, const void*);
-	pthread_mutex_t qlock[2];
+	// One lock per queue slot: vkQueueSubmit needs its queue externally
+	// synchronised.
+	pthread_mutex_t qlock[GV_MAX_QUEUES];
 	// shared_queue: the transfer and compute queues are one VkQueue (a
-	// device with one queue family), so submissions take one lock.
+	// device with one queue family), so slots 0 and 1 take one lock.
 	int shared_queue;
 };
 

@@ -11,6 +11,7 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -194,8 +195,8 @@ type Device struct {
 	inst           *Instance
 	h              vulkan.Device
 	native         *C.gv_device
-	queues         [2]vulkan.Queue
-	families       [2]uint32
+	queues         []vulkan.Queue // by slot: QueueIndexTransfer, QueueIndexCompute, QueueIndexTransfer2
+	families       []uint32       // each slot's family
 	budgetEnabled  bool
 	TransferFamily int
 	ComputeFamily  int
@@ -208,7 +209,25 @@ type Device struct {
 const (
 	QueueIndexTransfer = 0
 	QueueIndexCompute  = 1
+	// QueueIndexTransfer2 is a second queue of the copy engines' family,
+	// where the device has one (HasQueue): copies in both directions at
+	// once, beside the compute queue.
+	QueueIndexTransfer2 = 2
 )
+
+// Pipeline stages a semaphore wait can hold back (SubmitWith).
+const (
+	StageTransfer = 0x1000
+	StageCompute  = 0x800
+)
+
+// HasQueue reports whether queue slot q exists on d.
+func (d *Device) HasQueue(q int) bool { return q >= 0 && q < len(d.queues) }
+
+// TransferOnly reports whether queue slot q is a copy engine's (no compute).
+func (d *Device) TransferOnly(q int) bool {
+	return d.HasQueue(q) && d.families[q] != d.families[QueueIndexCompute]
+}
 
 // NewDevice creates a logical device on pd, enabling those of exts the
 // device has.
@@ -239,12 +258,16 @@ func (i *Instance) NewDevice(pd *PhysicalDevice, exts []string) (*Device, error)
 		QueueCount:       1,
 		PQueuePriorities: prio[:1],
 	}}
+	ntq := 0
 	if transfer != compute {
+		// Two copy-engine queues where the family has them: one for each
+		// direction of a kernel batch's copies.
+		ntq = min(int(pd.Families[transfer].Count), 2)
 		qcis = append(qcis, vulkan.DeviceQueueCreateInfo{
 			SType:            vulkan.StructureTypeDeviceQueueCreateInfo,
 			QueueFamilyIndex: uint32(transfer),
-			QueueCount:       1,
-			PQueuePriorities: prio[:1],
+			QueueCount:       uint32(ntq),
+			PQueuePriorities: prio[:ntq],
 		})
 	}
 	var enabled []string
@@ -287,12 +310,18 @@ func (i *Instance) NewDevice(pd *PhysicalDevice, exts []string) (*Device, error)
 	}
 	d := &Device{inst: i, h: h, native: nat, TransferFamily: transfer, ComputeFamily: compute,
 		Kernels: kernels && C.gv_device_has_bda(nat) != 0}
-	d.families = [2]uint32{uint32(transfer), uint32(compute)}
+	d.families = []uint32{uint32(transfer), uint32(compute)}
 	// Locals: cgo refuses a pointer into a struct that holds Go pointers.
 	var tq, cq vulkan.Queue
 	vulkan.GetDeviceQueue(h, uint32(transfer), 0, &tq)
 	vulkan.GetDeviceQueue(h, uint32(compute), 0, &cq)
-	d.queues = [2]vulkan.Queue{tq, cq}
+	d.queues = []vulkan.Queue{tq, cq}
+	if ntq == 2 {
+		var t2 vulkan.Queue
+		vulkan.GetDeviceQueue(h, uint32(transfer), 1, &t2)
+		d.queues = append(d.queues, t2)
+		d.families = append(d.families, uint32(transfer))
+	}
 	if tq == cq {
 		// One VkQueue for both indexes: vkQueueSubmit needs one lock for it.
 		C.gv_device_share_queue(nat)
@@ -335,7 +364,7 @@ func (d *Device) Allocate(typ int, size uint64, mapIt bool) (*Memory, error) {
 		// Both queues touch every buffer; concurrent sharing avoids ownership transfers.
 		bci.SharingMode = vulkan.SharingModeConcurrent
 		bci.QueueFamilyIndexCount = 2
-		bci.PQueueFamilyIndices = d.families[:]
+		bci.PQueueFamilyIndices = d.families[:2]
 	}
 	if err := check("vkCreateBuffer", Result(vulkan.CreateBuffer(d.h, &bci, nil, &buf))); err != nil {
 		return nil, err
@@ -408,8 +437,11 @@ type Stream struct {
 	ops   []C.gv_op
 }
 
-// NewStream creates a stream on queue QueueIndexTransfer or QueueIndexCompute.
+// NewStream creates a stream on queue slot q (see HasQueue).
 func (d *Device) NewStream(q int) (*Stream, error) {
+	if !d.HasQueue(q) {
+		return nil, fmt.Errorf("vk: the device has no queue slot %d", q)
+	}
 	s := &Stream{d: d, q: q}
 	pci := vulkan.CommandPoolCreateInfo{
 		SType:            vulkan.StructureTypeCommandPoolCreateInfo,
@@ -443,6 +475,9 @@ func (d *Device) NewStream(q int) (*Stream, error) {
 	return s, nil
 }
 
+// Queue returns the stream's queue slot.
+func (s *Stream) Queue() int { return s.q }
+
 // Destroy frees the stream; it must be idle.
 func (s *Stream) Destroy() {
 	if s.pool == nil {
@@ -457,6 +492,14 @@ func (s *Stream) Destroy() {
 // holds the bytes of OpUpdate commands. Wait must follow before the next
 // Submit on this stream.
 func (s *Stream) Submit(ops []Op, data []byte) error {
+	return s.SubmitWith(ops, data, nil, 0, nil)
+}
+
+// SubmitWith is Submit ordered against other queues: the commands' stages
+// waitStage wait for wait to be signalled (nil: no wait), and signal is
+// signalled once they are done (nil: none). A binary semaphore is
+// signalled and waited for once per use.
+func (s *Stream) SubmitWith(ops []Op, data []byte, wait *Semaphore, waitStage uint32, signal *Semaphore) error {
 	s.ops = s.ops[:0]
 	for _, o := range ops {
 		g := C.gv_op{kind: C.uint32_t(o.Kind), value: C.uint32_t(o.Value),
@@ -488,8 +531,19 @@ func (s *Stream) Submit(ops []Op, data []byte) error {
 	if len(s.ops) > 0 {
 		op0 = &s.ops[0]
 	}
-	r := C.gv_submit(s.d.native, C.int(s.q), unsafe.Pointer(s.d.queues[s.q]), unsafe.Pointer(s.cmd),
-		C.uint64_t(uintptr(unsafe.Pointer(s.fence))), op0, C.int(len(s.ops)), dp)
+	var ws, ss C.uint64_t
+	if wait != nil {
+		ws = C.uint64_t(uintptr(unsafe.Pointer(wait.h)))
+	}
+	if signal != nil {
+		ss = C.uint64_t(uintptr(unsafe.Pointer(signal.h)))
+	}
+	tonly := 0
+	if s.d.TransferOnly(s.q) {
+		tonly = 1
+	}
+	r := C.gv_submit(s.d.native, C.int(s.q), C.int(tonly), unsafe.Pointer(s.d.queues[s.q]), unsafe.Pointer(s.cmd),
+		C.uint64_t(uintptr(unsafe.Pointer(s.fence))), op0, C.int(len(s.ops)), dp, ws, C.uint32_t(waitStage), ss)
 	runtime.KeepAlive(data)
 	return check("vkQueueSubmit", Result(r))
 }
@@ -506,4 +560,29 @@ func (s *Stream) Run(ops []Op, data []byte, timeoutNs uint64) error {
 		return err
 	}
 	return s.Wait(timeoutNs)
+}
+
+// Semaphore orders submissions of different queues on the device.
+type Semaphore struct {
+	d *Device
+	h vulkan.Semaphore
+}
+
+// NewSemaphore creates a binary semaphore.
+func (d *Device) NewSemaphore() (*Semaphore, error) {
+	ci := vulkan.SemaphoreCreateInfo{SType: vulkan.StructureTypeSemaphoreCreateInfo}
+	var h vulkan.Semaphore
+	if err := check("vkCreateSemaphore", Result(vulkan.CreateSemaphore(d.h, &ci, nil, &h))); err != nil {
+		return nil, err
+	}
+	return &Semaphore{d: d, h: h}, nil
+}
+
+// Destroy frees the semaphore; no submission may use it any more.
+func (m *Semaphore) Destroy() {
+	if m == nil || m.h == nil {
+		return
+	}
+	vulkan.DestroySemaphore(m.d.h, m.h, nil)
+	m.h = nil
 }

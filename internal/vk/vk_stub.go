@@ -30,9 +30,24 @@ type Device struct {
 }
 
 const (
-	QueueIndexTransfer = 0
-	QueueIndexCompute  = 1
+	QueueIndexTransfer  = 0
+	QueueIndexCompute   = 1
+	QueueIndexTransfer2 = 2
 )
+
+const (
+	StageTransfer = 0x1000
+	StageCompute  = 0x800
+)
+
+func (d *Device) HasQueue(int) bool     { return false }
+func (d *Device) TransferOnly(int) bool { return false }
+
+// Semaphore orders submissions; this build cannot create one.
+type Semaphore struct{}
+
+func (d *Device) NewSemaphore() (*Semaphore, error) { return nil, errNoCgo }
+func (m *Semaphore) Destroy()                       {}
 
 func (d *Device) Destroy()                                    {}
 func (d *Device) Allocate(int, uint64, bool) (*Memory, error) { return nil, errNoCgo }
@@ -42,7 +57,11 @@ func (d *Device) NewStream(int) (*Stream, error)              { return nil, errN
 // Stream is a command buffer and fence; this build cannot create one.
 type Stream struct{}
 
-func (s *Stream) Destroy()                       {}
+func (s *Stream) Destroy()   {}
+func (s *Stream) Queue() int { return 0 }
+func (s *Stream) SubmitWith([]Op, []byte, *Semaphore, uint32, *Semaphore) error {
+	return errNoCgo
+}
 func (s *Stream) Submit([]Op, []byte) error      { return errNoCgo }
 func (s *Stream) Wait(uint64) error              { return errNoCgo }
 func (s *Stream) Run([]Op, []byte, uint64) error { return errNoCgo }
