@@ -118,8 +118,21 @@ var batchFill = vmem.NewKernel("fill", batchFillPush{})
 // TestKernelBatchCopyQueues: with UseCopyQueues, rounds of upload, kernel
 // and download started back to back (on a GPU with copy engines: three
 // queues ordered by semaphores) give what one queue gives, whether each
-// round is waited for or several are in flight on separate buffers.
+// round is waited for or several are in flight on separate buffers. With
+// GOVRAM_COPY_QUEUES=1 a device without copy engines (lavapipe) submits
+// the three parts too, on its one queue.
 func TestKernelBatchCopyQueues(t *testing.T) {
+	for _, env := range []string{"default", "1"} {
+		t.Run("env="+env, func(t *testing.T) {
+			if env != "default" {
+				t.Setenv(vmem.EnvCopyQueues, env)
+			}
+			testKernelBatchCopyQueues(t)
+		})
+	}
+}
+
+func testKernelBatchCopyQueues(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		const n, period, sets = 4 << 20, 3, 3
 		type set struct {

@@ -149,7 +149,9 @@ const EnvKernels = "GOVRAM_KERNELS"
 
 // EnvCopyQueues, set to 0, keeps each kernel batch on the compute queue
 // alone instead of moving its leading and trailing copies to the copy
-// engines' queues (for comparisons).
+// engines' queues (for comparisons). Set to 1 on a device without copy
+// engines of their own (lavapipe), it submits the three parts all the same,
+// one after the other on the compute queue, so that tests run that path.
 const EnvCopyQueues = "GOVRAM_COPY_QUEUES"
 
 // kernState is a device's kernel machinery: lazily made pipelines, idle
@@ -165,8 +167,10 @@ type kernState struct {
 	idle  [3][]*vk.Stream // idle streams by queue slot
 	sems  []*vk.Semaphore // idle (unsignalled) semaphores
 	// copyQueues: a batch's leading and trailing copies go to the copy
-	// engines' queues, ordered against its kernels by semaphores.
+	// engines' queues, ordered against its kernels by semaphores; chain
+	// holds the queue slots of the three parts.
 	copyQueues bool
+	chain      [3]int
 	scratch    [2][]*vk.Memory
 	big        *vk.Memory // one kept device-local buffer larger than kernScratchKeep
 
@@ -218,9 +222,16 @@ func (k *kernState) init(d *Device) {
 	case c.MaxSharedMemory < 16<<10:
 		k.err = fmt.Errorf("%w: %d bytes of shared memory", errKernUnavailable, c.MaxSharedMemory)
 	}
-	dev := d.vk.dev
-	k.copyQueues = os.Getenv(EnvCopyQueues) != "0" &&
-		dev.TransferOnly(vk.QueueIndexTransfer) && dev.TransferOnly(vk.QueueIndexTransfer2)
+	dev, env := d.vk.dev, os.Getenv(EnvCopyQueues)
+	switch {
+	case env == "0":
+	case dev.TransferOnly(vk.QueueIndexTransfer) && dev.TransferOnly(vk.QueueIndexTransfer2):
+		k.copyQueues = true
+		k.chain = [3]int{vk.QueueIndexTransfer, vk.QueueIndexCompute, vk.QueueIndexTransfer2}
+	case env == "1":
+		k.copyQueues = true
+		k.chain = [3]int{vk.QueueIndexCompute, vk.QueueIndexCompute, vk.QueueIndexCompute}
+	}
 	k.f64 = c.ShaderFloat64
 	k.maxGroups = min(65535, max(c.MaxGroupCount[0], 1))
 	k.pipes = make([]*vk.Pipeline, len(kernList))
@@ -633,7 +644,7 @@ func (d *Device) kernSubmitChain(b *kernBatch, in, mid, out []vk.Op) (*kernFligh
 		q   int
 		ops []vk.Op
 	}
-	parts := [3]part{{vk.QueueIndexTransfer, in}, {vk.QueueIndexCompute, mid}, {vk.QueueIndexTransfer2, out}}
+	parts := [3]part{{k.chain[0], in}, {k.chain[1], mid}, {k.chain[2], out}}
 	var wait *vk.Semaphore
 	var waitStage uint32
 	for i, p := range parts {
