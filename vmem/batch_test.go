@@ -3,6 +3,7 @@ package vmem_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/govram/govram/internal/vmemtest"
@@ -209,4 +210,53 @@ func testKernelBatchCopyQueues(t *testing.T) {
 			finish(&ss[r%sets])
 		}
 	})
+}
+
+// TestKernelBatchCopyQueuesFault: a batch split over queues is three
+// submissions; a device lost at any of them fails Start with
+// ErrDeviceLost, after the parts already submitted have finished, and the
+// batch still closes.
+func TestKernelBatchCopyQueuesFault(t *testing.T) {
+	t.Setenv(vmem.EnvCopyQueues, "1")
+	for n := int64(1); n <= 3; n++ {
+		t.Run(fmt.Sprintf("fail-submit-%d", n), func(t *testing.T) {
+			vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+				kb, err := d.NewKernelBatch()
+				if errors.Is(err, vmem.ErrNoKernels) {
+					t.Skip("no kernels on this device")
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer kb.Close()
+				kb.UseCopyQueues()
+				const size = 1 << 20
+				st, err := kb.Staging(2 * size)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dv, err := kb.Scratch(size)
+				if err != nil {
+					t.Fatal(err)
+				}
+				kb.Upload(dv, st, 0, size)
+				kb.Barrier()
+				kb.Dispatch(batchFill, size/16, &batchFillPush{dst: dv, n: size / 16, period: 1})
+				kb.Barrier()
+				kb.CopyTo(st, size, dv, size)
+				d.InjectFaults(vmem.Faults{FailSubmit: n})
+				if _, err := kb.Start(); !errors.Is(err, vmem.ErrDeviceLost) {
+					t.Fatalf("Start with submission %d failing: %v, want ErrDeviceLost", n, err)
+				}
+				if left := d.PendingFaults().FailSubmit; left != 0 {
+					t.Fatalf("%d submissions left before the fault: the batch was not split in three", left)
+				}
+				// The device stays lost for the batch's later rounds.
+				kb.Upload(dv, st, 0, size)
+				if err := kb.Run(); !errors.Is(err, vmem.ErrDeviceLost) {
+					t.Fatalf("Run after the loss: %v", err)
+				}
+			})
+		})
+	}
 }

@@ -572,13 +572,17 @@ func (d *Device) kernSubmit(b *kernBatch) (*kernFlight, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
-	if err := d.faults.submit(); err != nil {
-		return nil, d.noteErr(err)
+	// A lost device stays lost for a batch opened before the loss too.
+	if err := d.Err(); err != nil {
+		return nil, err
 	}
 	if b.copyQueues && b.k.copyQueues {
 		if in, mid, out, ok := kernSplitCopies(b.ops); ok {
 			return d.kernSubmitChain(b, in, mid, out)
 		}
+	}
+	if err := d.faults.submit(); err != nil {
+		return nil, d.noteErr(err)
 	}
 	s, err := b.k.stream(d.vk.dev, vk.QueueIndexCompute)
 	if err != nil {
@@ -645,40 +649,45 @@ func (d *Device) kernSubmitChain(b *kernBatch, in, mid, out []vk.Op) (*kernFligh
 		ops []vk.Op
 	}
 	parts := [3]part{{k.chain[0], in}, {k.chain[1], mid}, {k.chain[2], out}}
+	// fail waits for the parts already submitted (they still run) and
+	// drops the semaphores, whose signals nothing will wait for now.
+	fail := func(err error) (*kernFlight, error) {
+		for _, s := range f.s {
+			s.Wait(d.timeoutNs())
+			k.putStream(s)
+		}
+		for _, m := range f.sems {
+			m.Destroy()
+		}
+		return nil, d.noteErr(err)
+	}
 	var wait *vk.Semaphore
 	var waitStage uint32
 	for i, p := range parts {
 		if len(p.ops) == 0 {
 			continue
 		}
+		// Each part is a submission of its own, for injected faults too.
+		if err := d.faults.submit(); err != nil {
+			return fail(err)
+		}
 		s, err := k.stream(dev, p.q)
-		var signal *vk.Semaphore
-		if err == nil && i < 2 && (i == 0 || len(out) > 0) {
-			signal, err = k.sem(dev)
-		}
-		if err == nil {
-			err = s.SubmitWith(p.ops, b.data, wait, waitStage, signal)
-			if err != nil {
-				k.putStream(s)
-				if signal != nil {
-					k.putSem(signal)
-				}
-				err = d.gpuErr(err)
-			}
-		} else if s != nil {
-			k.putStream(s)
-		}
 		if err != nil {
-			// What was submitted still runs: wait for it, and drop the
-			// semaphores, whose signal nothing will wait for now.
-			for _, s := range f.s {
-				s.Wait(d.timeoutNs())
+			return fail(err)
+		}
+		var signal *vk.Semaphore
+		if i < 2 && (i == 0 || len(out) > 0) {
+			if signal, err = k.sem(dev); err != nil {
 				k.putStream(s)
+				return fail(err)
 			}
-			for _, m := range f.sems {
-				m.Destroy()
+		}
+		if err := s.SubmitWith(p.ops, b.data, wait, waitStage, signal); err != nil {
+			k.putStream(s)
+			if signal != nil {
+				k.putSem(signal)
 			}
-			return nil, d.noteErr(err)
+			return fail(d.gpuErr(err))
 		}
 		f.s = append(f.s, s)
 		if signal != nil {
