@@ -11,7 +11,8 @@ import (
 // called: FailAlloc 3 fails the third Alloc from then. Zero disables a fault.
 //
 // What counts as a submission: every GPU submission (a copy, a fill, a
-// kernel batch, a staged transfer) and, so that the host backend can be
+// kernel batch — three where KernelBatch.UseCopyQueues splits it — a
+// staged transfer) and, so that the host backend can be
 // tested the same way, every Read, Write, Copy and Fill of the host backend
 // and every CPU-side Read or Write of mapped memory. Plain loads and stores
 // through Block.Ptr are not submissions and never fail.
