@@ -145,23 +145,7 @@ func testKernelBatchCopyQueues(t *testing.T) {
 		}
 		var ss [sets]set
 		for i := range ss {
-			kb, err := d.NewKernelBatch()
-			if errors.Is(err, vmem.ErrNoKernels) {
-				t.Skip("no kernels on this device")
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer kb.Close()
-			kb.UseCopyQueues()
-			st, err := kb.Staging(2 * n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dv, err := kb.Scratch(n)
-			if err != nil {
-				t.Fatal(err)
-			}
+			kb, st, dv := copyQueueBatch(t, d, n)
 			ss[i] = set{kb: kb, st: st, dv: dv}
 		}
 		start := func(s *set, p byte) {
@@ -221,24 +205,8 @@ func TestKernelBatchCopyQueuesFault(t *testing.T) {
 	for n := int64(1); n <= 3; n++ {
 		t.Run(fmt.Sprintf("fail-submit-%d", n), func(t *testing.T) {
 			vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-				kb, err := d.NewKernelBatch()
-				if errors.Is(err, vmem.ErrNoKernels) {
-					t.Skip("no kernels on this device")
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer kb.Close()
-				kb.UseCopyQueues()
 				const size = 1 << 20
-				st, err := kb.Staging(2 * size)
-				if err != nil {
-					t.Fatal(err)
-				}
-				dv, err := kb.Scratch(size)
-				if err != nil {
-					t.Fatal(err)
-				}
+				kb, st, dv := copyQueueBatch(t, d, size)
 				kb.Upload(dv, st, 0, size)
 				kb.Barrier()
 				kb.Dispatch(batchFill, size/16, &batchFillPush{dst: dv, n: size / 16, period: 1})
@@ -259,4 +227,29 @@ func TestKernelBatchCopyQueuesFault(t *testing.T) {
 			})
 		})
 	}
+}
+
+// copyQueueBatch opens a batch that uses the copy queues, closed with the
+// test, with 2n bytes of staging (in, then out) and n of scratch; it skips
+// the test where kernels cannot run.
+func copyQueueBatch(t *testing.T, d *vmem.Device, n uint64) (*vmem.KernelBatch, vmem.Staging, uint64) {
+	t.Helper()
+	kb, err := d.NewKernelBatch()
+	if errors.Is(err, vmem.ErrNoKernels) {
+		t.Skip("no kernels on this device")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kb.Close)
+	kb.UseCopyQueues()
+	st, err := kb.Staging(2 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dv, err := kb.Scratch(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kb, st, dv
 }
