@@ -214,7 +214,9 @@ func (kb *KernelBatch) scratchAt(a uint64) (*vk.Memory, uint64) {
 // Start round after round of upload, kernel and download gain: one
 // round's upload and another's download run beside a third's kernels,
 // where one queue runs them one after the other. A batch with only one
-// round trip gains nothing and pays two more submissions.
+// round trip gains nothing and pays two more submissions. EnvCopyQueues
+// turns this off (0), or on for devices without copy engines (1: the
+// three submissions on the one queue, for tests).
 func (kb *KernelBatch) UseCopyQueues() { kb.copyQ = true }
 
 // Run submits what was recorded since the last Run as one command buffer
