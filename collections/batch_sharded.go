@@ -60,9 +60,6 @@ type shPlan struct {
 	base []int
 }
 
-// shPar runs f(p) for p in [0, n), one goroutine each when n > 1.
-func shPar(n int, f func(p int)) { goPar(n, f) }
-
 // shPlanBatch groups n keys over nd shards; shardOf(i) is key i's shard. sid
 // is scratch of at least n bytes (nil: allocate).
 func shPlanBatch(n, nd int, sid []uint8, shardOf func(i int) int) *shPlan {
@@ -88,7 +85,7 @@ func shPlanRanges(n, nd int, sid []uint8, fill func(lo, hi int, sid []uint8, cnt
 		pl.plo[p] = n * p / pieces
 	}
 	cnt := make([]int, pieces*nd)
-	shPar(pieces, func(p int) {
+	goPar(pieces, func(p int) {
 		// Counters on the goroutine's own stack: counters of neighbouring
 		// pieces in one shared array sit in one cache line, which every
 		// core's increments would pull back and forth.
@@ -200,14 +197,14 @@ func shScatter[T any](pl *shPlan, src []T, dsts [][]T) {
 		for d := range ds {
 			ds[d] = unsafe.Pointer(unsafe.SliceData(dsts[d]))
 		}
-		shPar(len(pl.plo)-1, func(p int) {
+		goPar(len(pl.plo)-1, func(p int) {
 			cur := pl.cursors(p)
 			lo, hi := pl.plo[p], pl.plo[p+1]
 			route.Place8(ks[lo:hi], pl.sid[lo:hi], ds, cur[:pl.nd])
 		})
 		return
 	}
-	shPar(len(pl.plo)-1, func(p int) {
+	goPar(len(pl.plo)-1, func(p int) {
 		cur := pl.cursors(p)
 		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
 			d := pl.sid[i]
@@ -220,7 +217,7 @@ func shScatter[T any](pl *shPlan, src []T, dsts [][]T) {
 // shGatherFrom puts answers back in batch order: dst[i] gets key i's
 // result from its shard's slice (grouped in the order of the plan).
 func shGatherFrom[T any](pl *shPlan, srcs [][]T, dst []T) {
-	shPar(len(pl.plo)-1, func(p int) {
+	goPar(len(pl.plo)-1, func(p int) {
 		cur := pl.cursors(p)
 		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
 			d := pl.sid[i]
@@ -233,7 +230,7 @@ func shGatherFrom[T any](pl *shPlan, srcs [][]T, dst []T) {
 // shGather2From is shGatherFrom for two result arrays at once (values
 // and found flags): one pass over the shard ids instead of two.
 func shGather2From[T, U any](pl *shPlan, srcs [][]T, dst []T, srcs2 [][]U, dst2 []U) {
-	shPar(len(pl.plo)-1, func(p int) {
+	goPar(len(pl.plo)-1, func(p int) {
 		cur := pl.cursors(p)
 		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
 			d := pl.sid[i]
@@ -257,7 +254,7 @@ func shGatherAnswers[V any](pl *shPlan, vd [][]V, vals []V, fd [][]bool, found [
 		}
 		return
 	}
-	shPar(shGather8Parts(pl, vd, vals, fd, found))
+	goPar(shGather8Parts(pl, vd, vals, fd, found))
 }
 
 // shGather8Parts is shGatherAnswers for 8-byte values, a piece of the plan
@@ -335,7 +332,7 @@ func shErr[S shShard](shards []S) error {
 // several, and joins the errors, each naming its shard.
 func shRun(ds []int, f func(d int) error) error {
 	errs := make([]error, len(ds))
-	shPar(len(ds), func(k int) {
+	goPar(len(ds), func(k int) {
 		if err := f(ds[k]); err != nil {
 			errs[k] = fmt.Errorf("shard %d: %w", ds[k], err)
 		}

@@ -212,7 +212,6 @@ func (m *Map[K, V]) PutMany(keys []K, vals []V) error {
 	m.writing = true
 	defer m.writeDone()
 	if err := m.settle(); err != nil { // recorded Puts come first
-		m.writing = false
 		return err
 	}
 	var err error

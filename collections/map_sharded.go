@@ -536,19 +536,13 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 		if !fixed {
 			return 0, nil, twoPass
 		}
-		pl, piece := s.splitFixedParts(ks, *rp.sid, round, rp.jobs)
+		pl, piece, overflowed := s.splitFixedParts(ks, *rp.sid, round, rp.jobs)
 		if pl == nil {
 			fixed = false
 			return 0, nil, twoPass
 		}
-		var full atomic.Bool
-		run := func(p int) {
-			if !piece(p) {
-				full.Store(true)
-			}
-		}
 		finish := func() {
-			if full.Load() {
+			if overflowed() {
 				fixed = false
 				twoPass()
 				return
@@ -559,7 +553,7 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 				rp.vd[d], rp.fd[d] = rp.jobs[d].vals(b-a), rp.jobs[d].found(b-a)
 			}
 		}
-		return len(pl.plo) - 1, run, finish
+		return len(pl.plo) - 1, piece, finish
 	}
 	// place returns the pieces that put round r's answers in batch order
 	// and the function that runs one, or finish, which puts them all.
@@ -680,34 +674,29 @@ type shFlight struct {
 // rounds too small, or when some core's keys of one shard overflow their
 // region (keys that hash unevenly: the two-pass split then does it).
 func (s *ShardedMap[K, V]) splitFixed(ks []K, sid []uint8, capacity int, jobs []*mapGetJob[K, V]) *shPlan {
-	pl, piece := s.splitFixedParts(ks, sid, capacity, jobs)
+	pl, piece, overflowed := s.splitFixedParts(ks, sid, capacity, jobs)
 	if pl == nil {
 		return nil
 	}
-	var full atomic.Bool
-	shPar(len(pl.plo)-1, func(p int) {
-		if !piece(p) {
-			full.Store(true)
-		}
-	})
-	if full.Load() {
+	goPar(len(pl.plo)-1, piece)
+	if overflowed() {
 		return nil
 	}
 	return pl
 }
 
 // splitFixedParts is splitFixed a piece at a time: it returns the plan
-// (nil where the one-pass split does not apply) and the function that
-// splits piece p, reporting false if the piece overflowed a region (the
-// plan is then void).
-func (s *ShardedMap[K, V]) splitFixedParts(ks []K, sid []uint8, capacity int, jobs []*mapGetJob[K, V]) (*shPlan, func(p int) bool) {
+// (nil where the one-pass split does not apply), the function that splits
+// piece p, and overflowed, which reports, once every piece has run,
+// whether a piece overflowed a region (the plan is then void).
+func (s *ShardedMap[K, V]) splitFixedParts(ks []K, sid []uint8, capacity int, jobs []*mapGetJob[K, V]) (*shPlan, func(p int), func() bool) {
 	if s.hk != mapHash8 || unsafe.Sizeof(*new(K)) != 8 || len(ks) < shPieceMin {
-		return nil, nil
+		return nil, nil, nil
 	}
 	nd := len(s.shards)
 	pieces, room := shFixedLayout(len(ks), nd)
 	if pieces*room > capacity {
-		return nil, nil
+		return nil, nil, nil
 	}
 	pl := shPlanFixed(len(ks), nd, pieces, room, sid)
 	dst := make([]unsafe.Pointer, nd)
@@ -716,14 +705,18 @@ func (s *ShardedMap[K, V]) splitFixedParts(ks []K, sid []uint8, capacity int, jo
 	}
 	k8 := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(ks))), len(ks))
 	seed := s.seed
-	return pl, func(p int) bool {
+	var full atomic.Bool
+	piece := func(p int) {
 		var cur, limit [shMaxShards]int
 		for d := range nd {
 			cur[d], limit[d] = p*room, (p+1)*room
 		}
 		lo, hi := pl.plo[p], pl.plo[p+1]
-		return route.Route8(k8[lo:hi], pl.sid[lo:hi], seed, dst, cur[:nd], limit[:nd])
+		if !route.Route8(k8[lo:hi], pl.sid[lo:hi], seed, dst, cur[:nd], limit[:nd]) {
+			full.Store(true)
+		}
 	}
+	return pl, piece, full.Load
 }
 
 // shardFill returns the shard-finding loop of shPlanRanges for keys: the

@@ -233,14 +233,9 @@ func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 			if nd > 1 {
 				// What GetBatch runs: the passes on par's kept workers, and
 				// a round's answers put back while the next is split.
-				fpl, fpiece := m.splitFixedParts(q, make([]uint8, len(q)), len(q), jobs)
+				fpl, splitKept, overflowed := m.splitFixedParts(q, make([]uint8, len(q)), len(q), jobs)
 				if fpl == nil {
 					b.Fatal("the one-pass split refused the benchmark's keys")
-				}
-				splitKept := func(p int) {
-					if !fpiece(p) {
-						panic("the one-pass split overflowed")
-					}
 				}
 				sn := len(fpl.plo) - 1
 				gn, gpiece := shGather8Parts(pl, vd, vals, fd, found)
@@ -256,6 +251,9 @@ func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 					})
 					return nil
 				})
+				if overflowed() {
+					b.Fatal("the one-pass split overflowed")
+				}
 			}
 			for i := range q {
 				if !found[i] || vals[i] != q[i] {

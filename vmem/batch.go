@@ -224,14 +224,11 @@ func (kb *KernelBatch) UseCopyQueues() { kb.copyQ = true }
 // returns ErrDeviceLost (every later call fails too); ErrNoKernels means a
 // pipeline could not be built and nothing was submitted.
 func (kb *KernelBatch) Run() error {
-	if !kb.open {
-		return ErrClosed
+	fl, err := kb.Start()
+	if err != nil {
+		return err
 	}
-	kb.settle()
-	b := kb.b
-	b.copyQueues = kb.copyQ
-	kb.b = kb.d.newKernBatch(kb.k)
-	return kb.d.kernRunHeld(b)
+	return fl.Wait()
 }
 
 // Start submits the commands recorded since the last Run or Start, as Run
