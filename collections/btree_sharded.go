@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"runtime"
 	"slices"
 
 	"github.com/govram/govram/vmem"
@@ -676,6 +677,7 @@ func (t *ShardedBTree[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 	if err := t.usable(); err != nil {
 		return err
 	}
+	defer runtime.KeepAlive(t) // its shards stay t's until the call returns
 	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
 		return fmt.Errorf("collections: ShardedBTree.GetBatch: %d keys, %d values, %d found flags: %w", len(keys), len(vals), len(found), vmem.ErrRange)
 	}

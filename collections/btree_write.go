@@ -8,6 +8,7 @@ import (
 
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/internal/strarena"
+	"github.com/govram/govram/internal/waithook"
 	"github.com/govram/govram/vmem"
 )
 
@@ -682,6 +683,7 @@ func (t *BTree[K, V]) bulk(keys []K, vals []V, hs []strarena.Handle) error {
 			errs[wk] = t.bulkLeaves(keys, vals, hs, exts, hints, l0, l1)
 		}()
 	}
+	waithook.Run()
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {

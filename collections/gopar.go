@@ -1,6 +1,10 @@
 package collections
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/govram/govram/internal/waithook"
+)
 
 // goPar calls f(i) for every i in [0, n), on a goroutine each when n > 1,
 // and returns when all have returned. A panic in any call (a WithHasher
@@ -31,6 +35,7 @@ func goPar(n int, f func(i int)) {
 			f(i)
 		})
 	}
+	waithook.Run()
 	wg.Wait()
 	if panicked {
 		panic(val)

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/internal/waithook"
 	"github.com/govram/govram/vmem"
 )
 
@@ -342,6 +343,7 @@ func (r *Ring[T]) readPieces(dst []byte, g uint64) error {
 		}()
 	}
 	work()
+	waithook.Run()
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {

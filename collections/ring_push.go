@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/internal/waithook"
 )
 
 // The producer side: Push, PushBatch and the staging ring. See ring.go for
@@ -384,5 +385,6 @@ func ringStoreParallel(dst unsafe.Pointer, b []byte, minPart uint64) {
 		}()
 	}
 	lineio.StoreLines(dst, b[:part])
+	waithook.Run()
 	wg.Wait()
 }

@@ -28,9 +28,11 @@ import (
 	"fmt"
 	"iter"
 	"math/bits"
+	"runtime"
 	"sync"
 	"unsafe"
 
+	"github.com/govram/govram/internal/waithook"
 	"github.com/govram/govram/layout"
 )
 
@@ -346,8 +348,17 @@ func poolRun(ds []int, f func(d int) error) error {
 			errs[k] = f(d)
 		}()
 	}
+	waithook.Run()
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// fan is poolRun for a call of s: s stays reachable until every part is
+// done (its parts are s's to free; see vmemtest.KeptAlive).
+func (s *PoolSlice[T]) fan(ds []int, f func(d int) error) error {
+	err := poolRun(ds, f)
+	runtime.KeepAlive(s)
+	return err
 }
 
 // devErr names the device in an error from its part.
@@ -417,7 +428,7 @@ func (s *PoolSlice[T]) Resize(n int) error {
 				ds = append(ds, d)
 			}
 		}
-		err = poolRun(ds, func(d int) error {
+		err = s.fan(ds, func(d int) error {
 			return devErr("Resize", d, s.parts[d].Resize(s.stripeLen(d, n)))
 		})
 	} else {
@@ -495,7 +506,7 @@ func (s *PoolSlice[T]) Grow(n int) error {
 				ds = append(ds, d)
 			}
 		}
-		return poolRun(ds, func(d int) error {
+		return s.fan(ds, func(d int) error {
 			p := s.parts[d]
 			return devErr("Grow", d, p.Grow(s.stripeLen(d, s.n+n)-p.Len()))
 		})
@@ -603,7 +614,7 @@ func (s *PoolSlice[T]) CopyFrom(src []T, at int) error {
 		return err
 	}
 	hi := at + len(src)
-	return poolRun(s.spans(at, hi), func(d int) error {
+	return s.fan(s.spans(at, hi), func(d int) error {
 		a, b := s.localRange(d, at, hi)
 		p := s.parts[d]
 		if s.place == FillFirst {
@@ -645,7 +656,7 @@ func (s *PoolSlice[T]) CopyTo(dst []T, at int) error {
 		return err
 	}
 	hi := at + len(dst)
-	return poolRun(s.spans(at, hi), func(d int) error {
+	return s.fan(s.spans(at, hi), func(d int) error {
 		a, b := s.localRange(d, at, hi)
 		p := s.parts[d]
 		if s.place == FillFirst {
@@ -685,7 +696,7 @@ func (s *PoolSlice[T]) Fill(v T) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	return poolRun(s.spans(0, s.n), func(d int) error {
+	return s.fan(s.spans(0, s.n), func(d int) error {
 		return devErr("Fill", d, s.parts[d].Fill(v))
 	})
 }
@@ -775,7 +786,7 @@ func (s *PoolSlice[T]) GetMany(idx []int, dst []T) {
 			read(d)
 		}
 	} else {
-		poolRun(g.active(), read)
+		s.fan(g.active(), read)
 	}
 	poolScatter(g, out, dst[:len(idx)])
 }
@@ -803,7 +814,7 @@ func (s *PoolSlice[T]) Gather(indices []int, dst []T) error {
 	}
 	g := s.group(indices)
 	out := make([]T, len(indices))
-	err := poolRun(g.active(), func(d int) error {
+	err := s.fan(g.active(), func(d int) error {
 		lo, hi := g.base[d], g.base[d+1]
 		return devErr("Gather", d, s.parts[d].Gather(g.local[lo:hi], out[lo:hi]))
 	})

@@ -11,6 +11,7 @@ import (
 	"weak"
 
 	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/internal/waithook"
 	"github.com/govram/govram/layout"
 )
 
@@ -795,10 +796,16 @@ const getManyBatch = 64
 // loads interleaved, so their latencies overlap: the way to read many
 // scattered elements. A large batch is spread over goroutines (one core's
 // streaming loads keep only a few lines in flight; the link serves about
-// three times more from several cores). It panics on an index out of range.
+// three times more from several cores). A Slice with segments in private
+// VRAM is read by a kernel that gathers the batch in one round trip (as
+// Gather); a device error is then kept for Err. It panics on an index out
+// of range.
 func (s *Slice[T]) GetMany(idx []int, dst []T) {
 	if len(dst) < len(idx) {
 		panic("vmem: GetMany: dst shorter than idx")
+	}
+	if !s.kernAllMapped() && len(idx) >= getManyKernelMin && s.getManyKernel(idx, dst) {
+		return
 	}
 	w := min(runtime.GOMAXPROCS(0), getManyWorkers, len(idx)/getManyPerWorker)
 	if w <= 1 || s.dev.vk == nil || !s.kernAllMapped() {
@@ -821,7 +828,36 @@ func (s *Slice[T]) GetMany(idx []int, dst []T) {
 			s.getMany(idx[lo:hi], dst[lo:hi])
 		}()
 	}
+	waithook.Run()
 	wg.Wait()
+}
+
+// getManyKernelMin is the batch from which GetMany reads a Slice with
+// private segments by the gather kernel, one round trip for the batch,
+// instead of one DMA round trip per element of those segments.
+const getManyKernelMin = 16
+
+// getManyKernel is GetMany by the gather kernel. It reports false where
+// kernels cannot run (the caller then reads element by element); an error
+// of the device is kept for Err, as Get keeps it.
+func (s *Slice[T]) getManyKernel(idx []int, dst []T) bool {
+	k := s.dev.kern()
+	if k == nil || s.size == 0 {
+		return false
+	}
+	for _, i := range idx {
+		if uint(i) >= uint(s.n) {
+			s.outOfRange(i)
+		}
+	}
+	err := s.kernGatherGPU(k, idx, dst[:len(idx)])
+	if errors.Is(err, errKernUnavailable) {
+		return false
+	}
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return true
 }
 
 // GetMany spreads a batch over up to getManyWorkers goroutines, each with

@@ -84,3 +84,72 @@ func TestSliceBulkReads(t *testing.T) {
 		}
 	})
 }
+
+// TestSliceGetManyPrivate checks GetMany on private VRAM, where batches
+// from getManyKernelMin indices on are gathered by kernel: against the
+// model for batch sizes around the threshold, with repeated indices,
+// for elements that fill their lines and elements spaced in them, and
+// an index out of range panics before anything is read.
+func TestSliceGetManyPrivate(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		if d.Backend() != vmem.BackendVulkan {
+			t.Skip("no private VRAM on the host backend")
+		}
+		getManyPrivate[e8](t, d)
+		getManyPrivate[e24](t, d)
+	})
+}
+
+func getManyPrivate[T comparable](t *testing.T, d *vmem.Device) {
+	const n = 50_000
+	s, err := vmem.NewSlice[T](d, n, vmem.InTier(vmem.Private))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	model := make([]T, n)
+	for i := range model {
+		model[i] = mk[T](uint64(i))
+	}
+	if err := s.CopyFrom(model, 0); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	before := d.KernelDispatches()
+	for _, m := range []int{0, 1, 15, 16, 17, 5000} {
+		idx := make([]int, m)
+		for i := range idx {
+			idx[i] = rng.IntN(n)
+			if i%7 == 3 {
+				idx[i] = idx[i-1] // a repeat
+			}
+		}
+		got := make([]T, m+3) // dst may be longer than idx
+		s.GetMany(idx, got)
+		for k, i := range idx {
+			if got[k] != model[i] {
+				t.Fatalf("%T, batch of %d: GetMany[%d] (index %d) = %v, want %v", got[k], m, k, i, got[k], model[i])
+			}
+		}
+		for k := m; k < len(got); k++ {
+			var zero T
+			if got[k] != zero {
+				t.Fatalf("%T, batch of %d: dst[%d] beyond the batch was written", got[k], m, k)
+			}
+		}
+	}
+	if d.KernelsAvailable() && d.KernelDispatches() == before {
+		t.Errorf("%T: no kernel ran for batches of 16 and more", model[0])
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]T, 100)
+	idx := make([]int, 100)
+	idx[50] = n
+	if msg, ok := vmemtest.Panics(func() { s.GetMany(idx, got) }); !ok {
+		t.Errorf("GetMany with index %d of %d: no panic", n, n)
+	} else {
+		t.Logf("panic: %s", msg)
+	}
+}

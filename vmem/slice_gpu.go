@@ -36,6 +36,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,7 @@ import (
 
 	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/vk"
+	"github.com/govram/govram/internal/waithook"
 	"github.com/govram/govram/layout"
 )
 
@@ -688,6 +690,9 @@ func (s *Slice[T]) kernGatherGPU(k *kernState, indices []int, dst []T) (err erro
 		return err
 	}
 	defer d.exit()
+	// The kernels read s's segments until the last flight is waited for
+	// (deferred below, and so run before this).
+	defer runtime.KeepAlive(s)
 	esize := uint64(s.size)
 	g, st := uint64(s.group), uint64(s.stride)
 	mode := uint32(2)
@@ -827,6 +832,7 @@ func (s *Slice[T]) kernGatherAddrs(idx []int, out []uint64, segAddr []uint64) in
 			work(lo, hi)
 		}(lo, min(lo+step, len(idx)))
 	}
+	waithook.Run()
 	wg.Wait()
 	return int(bad.Load())
 }

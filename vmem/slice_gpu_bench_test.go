@@ -304,3 +304,56 @@ func BenchmarkSliceSum(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkSliceGetManyPrivate reads 1e4 random elements of a Slice in
+// private VRAM (reached only by DMA): GetMany, which gathers them by
+// kernel in one round trip, against a loop of Get, one DMA round trip per
+// element (what GetMany did there before).
+func BenchmarkSliceGetManyPrivate(b *testing.B) {
+	benchEach(b, func(b *testing.B, d *vmem.Device) {
+		if d.Backend() != vmem.BackendVulkan {
+			b.Skip("no private VRAM on the host backend")
+		}
+		const n, m = 1 << 22, 10000
+		s, err := vmem.NewSlice[uint64](d, n, vmem.InTier(vmem.Private))
+		if err != nil {
+			b.Skip(err)
+		}
+		defer s.Close()
+		vals := make([]uint64, n)
+		for i := range vals {
+			vals[i] = uint64(i) * 5
+		}
+		if err := s.CopyFrom(vals, 0); err != nil {
+			b.Fatal(err)
+		}
+		idx := randomIndices(n, m)
+		dst := make([]uint64, m)
+		check := func(b *testing.B) {
+			for k, x := range idx {
+				if dst[k] != uint64(x)*5 {
+					b.Fatalf("element %d is wrong", k)
+				}
+			}
+			if err := s.Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run("getmany", func(b *testing.B) {
+			for b.Loop() {
+				s.GetMany(idx, dst)
+			}
+			perSecond(b, m, "elements/s")
+			check(b)
+		})
+		b.Run("get-loop", func(b *testing.B) {
+			for b.Loop() {
+				for k, x := range idx {
+					dst[k] = s.Get(x)
+				}
+			}
+			perSecond(b, m, "elements/s")
+			check(b)
+		})
+	})
+}

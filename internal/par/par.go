@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/govram/govram/internal/waithook"
 )
 
 // spinFor is how long an idle worker, and a caller waiting for the last
@@ -128,6 +130,7 @@ func Run(parts int, f func(i int)) {
 		}
 		woken++
 	}
+	waithook.Run()
 	j.run()
 	t0 := time.Now()
 	for spins := 0; j.done.Load() < j.parts; spins++ {
@@ -152,5 +155,6 @@ func spawn(parts int, f func(i int)) {
 			f(i)
 		}()
 	}
+	waithook.Run()
 	wg.Wait()
 }

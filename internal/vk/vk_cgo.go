@@ -17,6 +17,8 @@ import (
 	"unsafe"
 
 	vulkan "github.com/goki/vulkan"
+
+	"github.com/govram/govram/internal/waithook"
 )
 
 // Available reports whether this build can use Vulkan at all.
@@ -550,6 +552,7 @@ func (s *Stream) SubmitWith(ops []Op, data []byte, wait *Semaphore, waitStage ui
 
 // Wait waits for the last Submit, polling first.
 func (s *Stream) Wait(timeoutNs uint64) error {
+	waithook.Run()
 	r := C.gv_wait(s.d.native, C.uint64_t(uintptr(unsafe.Pointer(s.fence))), C.uint64_t(timeoutNs))
 	return check("vkWaitForFences", Result(r))
 }

@@ -1,0 +1,335 @@
+package collections
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/govram/govram/internal/vmemtest"
+	"github.com/govram/govram/vmem"
+)
+
+// The tests of this file check that every call of the containers that
+// blocks (on a GPU fence, on workers of its own) keeps its container
+// reachable until it returns (vmemtest.KeptAlive): a container the caller
+// no longer references is otherwise freed by its garbage-collection
+// backstop while the call still reads or writes its memory.
+
+const kaN = 1 << 17 // a GetBatch of two parts on the GPU
+
+func kaKeys() ([]uint64, []uint64) {
+	keys := make([]uint64, kaN)
+	vals := make([]uint64, kaN)
+	for i := range keys {
+		keys[i] = uint64(i)*1_000_003 + 1 // ascending, for BulkLoad
+		vals[i] = uint64(i)
+	}
+	return keys, vals
+}
+
+// kaCheck fails t unless vals and found answer keys made by kaKeys.
+func kaCheck(t *testing.T, vals []uint64, found []bool) {
+	t.Helper()
+	for i := range vals {
+		if !found[i] || vals[i] != uint64(i) {
+			t.Fatalf("key %d: %d, %v; want %d, true", i, vals[i], found[i], i)
+		}
+	}
+}
+
+// kaWaited fails t when a device that runs kernels saw no wait at all:
+// the test would then check nothing.
+func kaWaited(t *testing.T, kernels bool, waits int) {
+	t.Helper()
+	if kernels && waits == 0 {
+		t.Errorf("no wait: the test checks nothing")
+	}
+}
+
+func TestMapKeptAlive(t *testing.T) {
+	keys, vals := kaKeys()
+	newMap := func(t *testing.T, d *vmem.Device) *Map[uint64, uint64] {
+		m, err := NewMap[uint64, uint64](d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.PutBatch(keys, vals); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	type M = *Map[uint64, uint64]
+	ops := []struct {
+		name string
+		run  func(t *testing.T, m M)
+	}{
+		{"GetBatch", func(t *testing.T, m M) {
+			got, found := make([]uint64, kaN), make([]bool, kaN)
+			if err := m.GetBatch(keys, got, found); err != nil {
+				t.Fatal(err)
+			}
+			kaCheck(t, got, found)
+		}},
+		{"GetMany", func(t *testing.T, m M) {
+			got, found := make([]uint64, kaN), make([]bool, kaN)
+			m.GetMany(keys, got, found)
+			kaCheck(t, got, found)
+		}},
+		{"PutBatch", func(t *testing.T, m M) {
+			if err := m.PutBatch(keys, vals); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"PutMany", func(t *testing.T, m M) {
+			if err := m.PutMany(keys, vals); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"Save", func(t *testing.T, m M) {
+			if err := m.Save(new(bytes.Buffer)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"All", func(t *testing.T, m M) {
+			n := 0
+			for range m.All() {
+				n++
+			}
+			if n != kaN {
+				t.Fatalf("All gave %d entries, want %d", n, kaN)
+			}
+		}},
+	}
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		waits := 0
+		for _, op := range ops {
+			t.Run(op.name, func(t *testing.T) {
+				waits += vmemtest.KeptAlive(t, newMap(t, d), func(m M) { op.run(t, m) })
+			})
+		}
+		kaWaited(t, d.KernelsAvailable(), waits)
+	})
+}
+
+func TestBTreeKeptAlive(t *testing.T) {
+	keys, vals := kaKeys()
+	newTree := func(t *testing.T, d *vmem.Device, load bool) *BTree[uint64, uint64] {
+		bt, err := NewBTreeOrdered[uint64, uint64](d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if load {
+			if err := bt.BulkLoad(keys, vals); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return bt
+	}
+	type B = *BTree[uint64, uint64]
+	ops := []struct {
+		name  string
+		empty bool
+		run   func(t *testing.T, bt B)
+	}{
+		{"GetBatch", false, func(t *testing.T, bt B) {
+			got, found := make([]uint64, kaN), make([]bool, kaN)
+			if err := bt.GetBatch(keys, got, found); err != nil {
+				t.Fatal(err)
+			}
+			kaCheck(t, got, found)
+		}},
+		{"BulkLoad", true, func(t *testing.T, bt B) {
+			if err := bt.BulkLoad(keys, vals); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"Save", false, func(t *testing.T, bt B) {
+			if err := bt.Save(new(bytes.Buffer)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"AscendRuns", false, func(t *testing.T, bt B) {
+			n := 0
+			bt.AscendRuns(func(k, _ []uint64) bool { n += len(k); return true })
+			if n != kaN {
+				t.Fatalf("AscendRuns gave %d entries, want %d", n, kaN)
+			}
+		}},
+		{"AscendRange", false, func(t *testing.T, bt B) {
+			n := 0
+			bt.AscendRange(keys[10], keys[kaN-10], func(uint64, uint64) bool { n++; return true })
+			if n != kaN-20 {
+				t.Fatalf("AscendRange gave %d entries, want %d", n, kaN-20)
+			}
+		}},
+		{"All", false, func(t *testing.T, bt B) {
+			n := 0
+			for range bt.All() {
+				n++
+			}
+			if n != kaN {
+				t.Fatalf("All gave %d entries, want %d", n, kaN)
+			}
+		}},
+	}
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		waits := 0
+		for _, op := range ops {
+			t.Run(op.name, func(t *testing.T) {
+				waits += vmemtest.KeptAlive(t, newTree(t, d, !op.empty), func(bt B) { op.run(t, bt) })
+			})
+		}
+		kaWaited(t, d.KernelsAvailable(), waits)
+	})
+}
+
+func TestRingKeptAlive(t *testing.T) {
+	_, vals := kaKeys()
+	newRing := func(t *testing.T, d *vmem.Device) *Ring[uint64] {
+		r, err := NewRing[uint64](d, 2*kaN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.PushBatch(vals); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	type R = *Ring[uint64]
+	ops := []struct {
+		name string
+		run  func(t *testing.T, r R)
+	}{
+		{"PushBatch", func(t *testing.T, r R) {
+			if _, err := r.PushBatch(vals); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"PopBatch", func(t *testing.T, r R) {
+			got := make([]uint64, kaN)
+			n, err := r.PopBatch(got)
+			if err != nil || n != kaN {
+				t.Fatalf("PopBatch: %d, %v", n, err)
+			}
+			for i, v := range got {
+				if v != uint64(i) {
+					t.Fatalf("element %d = %d", i, v)
+				}
+			}
+		}},
+		{"Save", func(t *testing.T, r R) {
+			if err := r.Save(new(bytes.Buffer)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		for _, op := range ops {
+			t.Run(op.name, func(t *testing.T) {
+				vmemtest.KeptAlive(t, newRing(t, d), func(r R) { op.run(t, r) })
+			})
+		}
+	})
+}
+
+func TestShardedKeptAlive(t *testing.T) {
+	keys, vals := kaKeys()
+	type SM = *ShardedMap[uint64, uint64]
+	type SB = *ShardedBTree[uint64, uint64]
+	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
+		kernels := p.Device(0).KernelsAvailable()
+		newMap := func(t *testing.T) SM {
+			m, err := NewShardedMap[uint64, uint64](p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.PutBatch(keys, vals); err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		newTree := func(t *testing.T) SB {
+			bt, err := NewShardedBTreeOrdered[uint64, uint64](p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := bt.BulkLoad(keys, vals); err != nil {
+				t.Fatal(err)
+			}
+			return bt
+		}
+		waits := 0
+		t.Run("Map/GetBatch", func(t *testing.T) {
+			waits += vmemtest.KeptAlive(t, newMap(t), func(m SM) {
+				got, found := make([]uint64, kaN), make([]bool, kaN)
+				if err := m.GetBatch(keys, got, found); err != nil {
+					t.Fatal(err)
+				}
+				kaCheck(t, got, found)
+			})
+		})
+		t.Run("Map/PutBatch", func(t *testing.T) {
+			waits += vmemtest.KeptAlive(t, newMap(t), func(m SM) {
+				if err := m.PutBatch(keys, vals); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+		t.Run("Map/GetMany", func(t *testing.T) {
+			waits += vmemtest.KeptAlive(t, newMap(t), func(m SM) {
+				got, found := make([]uint64, kaN), make([]bool, kaN)
+				m.GetMany(keys, got, found)
+				kaCheck(t, got, found)
+			})
+		})
+		t.Run("BTree/GetBatch", func(t *testing.T) {
+			waits += vmemtest.KeptAlive(t, newTree(t), func(bt SB) {
+				got, found := make([]uint64, kaN), make([]bool, kaN)
+				if err := bt.GetBatch(keys, got, found); err != nil {
+					t.Fatal(err)
+				}
+				kaCheck(t, got, found)
+			})
+		})
+		t.Run("Map/PutMany", func(t *testing.T) {
+			waits += vmemtest.KeptAlive(t, newMap(t), func(m SM) {
+				if err := m.PutMany(keys, vals); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+		t.Run("Map/All", func(t *testing.T) {
+			waits += vmemtest.KeptAlive(t, newMap(t), func(m SM) {
+				n := 0
+				for range m.All() {
+					n++
+				}
+				if n != kaN {
+					t.Fatalf("All gave %d entries, want %d", n, kaN)
+				}
+			})
+		})
+		t.Run("BTree/BulkLoad", func(t *testing.T) {
+			bt, err := NewShardedBTreeOrdered[uint64, uint64](p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waits += vmemtest.KeptAlive(t, bt, func(bt SB) {
+				if err := bt.BulkLoad(keys, vals); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+		t.Run("BTree/All", func(t *testing.T) {
+			waits += vmemtest.KeptAlive(t, newTree(t), func(bt SB) {
+				n := 0
+				for range bt.All() {
+					n++
+				}
+				if n != kaN {
+					t.Fatalf("All gave %d entries, want %d", n, kaN)
+				}
+			})
+		})
+		kaWaited(t, kernels, waits)
+	})
+}
