@@ -330,6 +330,7 @@ func (t *ShardedBTree[K, V]) visit(from, to int, fn func(K, V) bool, scan func(b
 // reports that the caller's function stopped the scan.
 func (t *ShardedBTree[K, V]) each(from, to int, scan func(b *BTree[K, V]) (stopped bool)) {
 	t.live()
+	defer runtime.KeepAlive(t) // its shards stay t's until the scan ends
 	step := 1
 	if from > to {
 		step = -1
@@ -438,6 +439,7 @@ func (t *ShardedBTree[K, V]) DescendGreaterThan(pivot K, fn func(key K, value V)
 func (t *ShardedBTree[K, V]) seq(from, to int, one func(b *BTree[K, V]) iter.Seq2[K, V]) iter.Seq2[K, V] {
 	t.live()
 	return func(yield func(K, V) bool) {
+		defer runtime.KeepAlive(t) // its shards stay t's until the sequence ends
 		step := 1
 		if from > to {
 			step = -1

@@ -330,6 +330,15 @@ func TestShardedKeptAlive(t *testing.T) {
 				}
 			})
 		})
+		t.Run("BTree/Ascend", func(t *testing.T) {
+			waits += vmemtest.KeptAlive(t, newTree(t), func(bt SB) {
+				n := 0
+				bt.Ascend(func(uint64, uint64) bool { n++; return true })
+				if n != kaN {
+					t.Fatalf("Ascend gave %d entries, want %d", n, kaN)
+				}
+			})
+		})
 		kaWaited(t, kernels, waits)
 	})
 }

@@ -32,6 +32,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"runtime/trace"
 	"sync"
 	"sync/atomic"
@@ -278,6 +279,7 @@ func (s *ShardedMap[K, V]) Close() error {
 func (s *ShardedMap[K, V]) All() iter.Seq2[K, V] {
 	s.live()
 	return func(yield func(K, V) bool) {
+		defer runtime.KeepAlive(s) // its shards stay s's until the sequence ends
 		for _, m := range s.shards {
 			before := m.Err()
 			for k, v := range m.All() {

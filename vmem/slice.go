@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 	"weak"
 
@@ -48,7 +49,7 @@ type Slice[T any] struct {
 	segs    []segment
 	n       int
 	closed  bool
-	err     error       // sticky DMA error of Get/Set on private segments
+	err     stickyErr   // first DMA error of Get/Set on private segments
 	held    *heldBlocks // what the leak backstop frees
 	unreg   func()      // removes the Slice from the device's AtClose list
 	tier    Tier        // tier new segments try first
@@ -223,7 +224,7 @@ func (s *Slice[T]) Cap() int {
 
 // Err returns the first error met by a method without an error result
 // (Get or Set on a private segment when the device is lost).
-func (s *Slice[T]) Err() error { return s.err }
+func (s *Slice[T]) Err() error { return s.err.get() }
 
 func (s *Slice[T]) segCap() int { return 1 << s.shift }
 
@@ -399,9 +400,7 @@ func (s *Slice[T]) get(i int) T {
 		return loadWC[T](unsafe.Add(sg.base, s.off(j)), s.size)
 	}
 	var v T
-	if err := s.dev.Read(bytesOf(&v), sg.blk, uint64(s.off(j))); err != nil && s.err == nil {
-		s.err = err
-	}
+	s.err.set(s.dev.Read(bytesOf(&v), sg.blk, uint64(s.off(j))))
 	return v
 }
 
@@ -473,9 +472,7 @@ func (s *Slice[T]) set(i int, v T) {
 		*(*T)(unsafe.Add(sg.base, s.off(j))) = v
 		lineio.Fence()
 	default:
-		if err := s.dev.Write(sg.blk, uint64(s.off(j)), bytesOf(&v)); err != nil && s.err == nil {
-			s.err = err
-		}
+		s.err.set(s.dev.Write(sg.blk, uint64(s.off(j)), bytesOf(&v)))
 	}
 }
 
@@ -581,7 +578,7 @@ func (s *Slice[T]) CopyFrom(src []T, at int) error {
 			s.setSeg(sg, j, v)
 			j++
 		}
-		return s.err
+		return s.err.get()
 	})
 }
 
@@ -591,9 +588,7 @@ func (s *Slice[T]) setSeg(sg *segment, j int, v T) {
 		*(*T)(unsafe.Add(sg.base, s.off(j))) = v
 		lineio.Fence()
 	default:
-		if err := s.dev.Write(sg.blk, uint64(s.off(j)), bytesOf(&v)); err != nil && s.err == nil {
-			s.err = err
-		}
+		s.err.set(s.dev.Write(sg.blk, uint64(s.off(j)), bytesOf(&v)))
 	}
 }
 
@@ -705,11 +700,7 @@ func (s *Slice[T]) Chunks() iter.Seq2[int, []T] {
 				bufs[i] = make([]T, k)
 			}
 		}
-		readAhead(s.n, k, bufs, s.CopyTo, func(err error) {
-			if s.err == nil {
-				s.err = err
-			}
-		}, yield)
+		readAhead(s.n, k, bufs, s.CopyTo, s.err.set, yield)
 	}
 }
 
@@ -788,6 +779,26 @@ func (s *Slice[T]) Close() error {
 	return first
 }
 
+// stickyErr keeps the first error of a Slice's calls without an error
+// result (Get, Set, GetMany, All on private VRAM), which concurrent readers
+// may meet at once.
+type stickyErr struct{ p atomic.Pointer[error] }
+
+func (e *stickyErr) set(err error) {
+	if err != nil {
+		p := new(error) // only on an error: err itself does not escape
+		*p = err
+		e.p.CompareAndSwap(nil, p)
+	}
+}
+
+func (e *stickyErr) get() error {
+	if p := e.p.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // getManyBatch is how many lines GetMany loads per call into lineio.
 const getManyBatch = 64
 
@@ -854,9 +865,7 @@ func (s *Slice[T]) getManyKernel(idx []int, dst []T) bool {
 	if errors.Is(err, errKernUnavailable) {
 		return false
 	}
-	if err != nil && s.err == nil {
-		s.err = err
-	}
+	s.err.set(err)
 	return true
 }
 

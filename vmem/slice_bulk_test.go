@@ -1,7 +1,9 @@
 package vmem_test
 
 import (
+	"errors"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/govram/govram/internal/vmemtest"
@@ -152,4 +154,34 @@ func getManyPrivate[T comparable](t *testing.T, d *vmem.Device) {
 	} else {
 		t.Logf("panic: %s", msg)
 	}
+}
+
+// TestSliceErrConcurrentReaders has several goroutines read a private
+// Slice while the device is lost under them: each Get that fails keeps
+// its error for Err, at once with the others (run with -race), and Err
+// reports the loss.
+func TestSliceErrConcurrentReaders(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		if d.Backend() != vmem.BackendVulkan {
+			t.Skip("no private VRAM on the host backend")
+		}
+		s, err := vmem.NewSlice[uint64](d, 4096, vmem.InTier(vmem.Private))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		d.InjectFaults(vmem.Faults{FailSubmit: 20})
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 50 {
+					s.Get(g*50 + i)
+				}
+			})
+		}
+		wg.Wait()
+		if err := s.Err(); !errors.Is(err, vmem.ErrDeviceLost) {
+			t.Fatalf("Err() = %v, want ErrDeviceLost", err)
+		}
+	})
 }

@@ -145,8 +145,8 @@ func kernCheckSorted[T any](s *Slice[T], key func(*T) uint64) {
 	}
 	// A lost device (or an injected fault) stops the read-back: the order
 	// cannot be checked, and the error reaches the caller through Err.
-	if s.err != nil && !errors.Is(s.err, ErrDeviceLost) && !errors.Is(s.err, ErrClosed) {
-		panic(fmt.Sprintf("vmem: invariant: reading back the sorted Slice: %v", s.err))
+	if err := s.err.get(); err != nil && !errors.Is(err, ErrDeviceLost) && !errors.Is(err, ErrClosed) {
+		panic(fmt.Sprintf("vmem: invariant: reading back the sorted Slice: %v", err))
 	}
 }
 
@@ -996,7 +996,7 @@ func Sum[T Number](s *Slice[T]) (T, error) {
 			total += v
 		}
 	}
-	return total, s.err
+	return total, s.err.get()
 }
 
 // kernSumGroups bounds the partial sums of one segment.

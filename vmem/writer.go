@@ -193,5 +193,5 @@ func (w *SliceWriter[T]) Flush() error {
 		w.err = nil
 		return err
 	}
-	return w.s.err
+	return w.s.err.get()
 }
