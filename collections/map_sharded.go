@@ -453,12 +453,14 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 	for d := range all {
 		all[d] = d
 	}
-	// Device buffers for two rounds: round r+1 on the devices, and round
-	// r, whose answers are being placed while round r+2's keys are written
-	// where r's keys were (the answers lie elsewhere in the buffers). A
-	// round's plan (shard ids, layout) is its own, of three: r's is read
-	// while r+2's is written and r+1's is on the devices.
-	sets := make([][]*mapGetJob[K, V], min(rounds, 2))
+	// Device buffers for q = shGetQueued rounds: rounds r+1..r+q-1 on the
+	// devices, and round r, whose answers are being placed while round
+	// r+q's keys are written where r's keys were (the answers lie
+	// elsewhere in the buffers). A round's plan (shard ids, layout) is its
+	// own, of q+1: r's is read while r+q's is written and the others are
+	// on the devices.
+	q := shGetQueued
+	sets := make([][]*mapGetJob[K, V], min(rounds, q))
 	type roundPlan struct {
 		jobs    []*mapGetJob[K, V]
 		sid     *[]uint8
@@ -469,7 +471,7 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 		lo, n   int
 		flights []shFlight // started and not yet waited for
 	}
-	plans := make([]roundPlan, min(rounds, 3))
+	plans := make([]roundPlan, min(rounds, q+1))
 	defer func() {
 		// Also after an error or a panic on this goroutine (a WithHasher
 		// function's, say): closing a job waits for its run in progress,
@@ -625,19 +627,14 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 		rp.flights = rp.flights[:0]
 		return errors.Join(errs...)
 	}
-	// Two rounds are queued on the devices at a time: while the CPU places
-	// round r and splits round r+2, the devices hold round r+1 and start it
-	// the moment r is done (the rounds use separate buffers, so nothing
-	// orders them).
-	sn, sf, sfin := split(0)
-	cpu("govram.GetBatch.split", 0, nil, nil, sn, sf, sfin)
-	if err := launch(0); err != nil {
-		return true, err
-	}
-	if rounds > 1 {
-		sn, sf, sfin = split(1)
+	// q rounds are queued on the devices at a time: while the CPU places
+	// round r and splits round r+q, the devices hold rounds r+1..r+q-1 and
+	// start the next the moment one is done (the rounds use separate
+	// buffers, so nothing orders them).
+	for r := range min(rounds, q) {
+		sn, sf, sfin := split(r)
 		cpu("govram.GetBatch.split", 0, nil, nil, sn, sf, sfin)
-		if err := launch(1); err != nil {
+		if err := launch(r); err != nil {
 			return true, err
 		}
 	}
@@ -646,19 +643,28 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 			return true, err
 		}
 		pn, pf, pfin := place(r)
-		sn, sf, sfin = 0, nil, nil
-		if r+2 < rounds {
-			sn, sf, sfin = split(r + 2)
+		var (
+			sn   int
+			sf   func(int)
+			sfin func()
+		)
+		if r+q < rounds {
+			sn, sf, sfin = split(r + q)
 		}
 		cpu("govram.GetBatch.place+split", pn, pf, pfin, sn, sf, sfin)
-		if r+2 < rounds {
-			if err := launch(r + 2); err != nil {
+		if r+q < rounds {
+			if err := launch(r + q); err != nil {
 				return true, err
 			}
 		}
 	}
 	return true, nil
 }
+
+// shGetQueued is how many rounds of a ShardedMap.GetBatch are queued on
+// the devices at a time (at least 2: one on the devices while the CPU
+// places another). Each costs a set of round buffers per device.
+var shGetQueued = 2
 
 // shFlight is a shard's run in progress.
 type shFlight struct {

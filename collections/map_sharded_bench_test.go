@@ -68,6 +68,7 @@ func shBenchMap(b *testing.B, p *vmem.Pool, keys, q []uint64) *ShardedMap[uint64
 
 func BenchmarkShardedMapGetBatch(b *testing.B) {
 	shBenchChunk(b)
+	shBenchQueued(b)
 	p := shBenchPool(b)
 	defer p.Close()
 	one, err := vmem.NewPool(p.Device(0))
@@ -342,4 +343,20 @@ func shBenchChunk(b *testing.B) {
 	old := mapGPUChunk
 	mapGPUChunk = int(v)
 	b.Cleanup(func() { mapGPUChunk = old })
+}
+
+// shBenchQueued applies GOVRAM_BENCH_QUEUED (rounds of a ShardedMap
+// GetBatch queued on the devices at a time, default shGetQueued).
+func shBenchQueued(b *testing.B) {
+	s := os.Getenv("GOVRAM_BENCH_QUEUED")
+	if s == "" {
+		return
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 2 {
+		b.Fatalf("GOVRAM_BENCH_QUEUED=%q", s)
+	}
+	old := shGetQueued
+	shGetQueued = v
+	b.Cleanup(func() { shGetQueued = old })
 }

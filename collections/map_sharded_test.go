@@ -397,18 +397,20 @@ func TestShardedMapGetBatchRounds(t *testing.T) {
 	// Rounds of 700 keys cut into 7 uneven pieces.
 	mapGPUChunk, shPieceMin, shMaxPieces = 700, 90, 7
 	t.Cleanup(func() { mapGPUChunk, shPieceMin, shMaxPieces = oldChunk, oldMin, oldMax })
-	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
-		r := rand.New(rand.NewPCG(8, 9))
-		// 8-byte keys and values take route's vector loops; the others
-		// the loops over shardOf, and [3]uint32 keys are hashed by the CPU.
-		t.Run("u64-u64", func(t *testing.T) {
-			shGetBatchRounds(t, p, r, func(k uint64) uint64 { return k }, func(k uint64) uint64 { return k*3 + 1 })
-		})
-		t.Run("u64-3u32", func(t *testing.T) {
-			shGetBatchRounds(t, p, r, func(k uint64) uint64 { return k }, func(k uint64) [3]uint32 { return [3]uint32{uint32(k), 7, uint32(k >> 3)} })
-		})
-		t.Run("3u32-u64", func(t *testing.T) {
-			shGetBatchRounds(t, p, r, func(k uint64) [3]uint32 { return [3]uint32{uint32(k), 5, 0} }, func(k uint64) uint64 { return k ^ 0xff })
+	shEachQueued(t, func(t *testing.T) {
+		shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
+			r := rand.New(rand.NewPCG(8, 9))
+			// 8-byte keys and values take route's vector loops; the others
+			// the loops over shardOf, and [3]uint32 keys are hashed by the CPU.
+			t.Run("u64-u64", func(t *testing.T) {
+				shGetBatchRounds(t, p, r, func(k uint64) uint64 { return k }, func(k uint64) uint64 { return k*3 + 1 })
+			})
+			t.Run("u64-3u32", func(t *testing.T) {
+				shGetBatchRounds(t, p, r, func(k uint64) uint64 { return k }, func(k uint64) [3]uint32 { return [3]uint32{uint32(k), 7, uint32(k >> 3)} })
+			})
+			t.Run("3u32-u64", func(t *testing.T) {
+				shGetBatchRounds(t, p, r, func(k uint64) [3]uint32 { return [3]uint32{uint32(k), 5, 0} }, func(k uint64) uint64 { return k ^ 0xff })
+			})
 		})
 	})
 }
@@ -544,74 +546,89 @@ func TestShardedMapGetBatchFixed(t *testing.T) {
 	// placed and split at once.
 	mapGPUChunk, shPieceMin, shMaxPieces = 1<<13, 1000, 5
 	t.Cleanup(func() { mapGPUChunk, shPieceMin, shMaxPieces = oldChunk, oldMin, oldMax })
-	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
-		s, err := NewShardedMap[uint64, uint64](p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		r := rand.New(rand.NewPCG(11, 12))
-		model := map[uint64]uint64{}
-		var spread, one []uint64
-		for len(spread) < 30000 {
-			spread = append(spread, r.Uint64())
-		}
-		for len(one) < 30000 {
-			if k := r.Uint64(); s.shardOf(&k) == 0 {
-				one = append(one, k)
-			}
-		}
-		for _, ks := range [][]uint64{spread, one} {
-			vs := make([]uint64, len(ks))
-			for i, k := range ks {
-				vs[i] = k ^ 0x5555
-				model[k] = vs[i]
-			}
-			if err := s.PutBatch(ks[:len(ks)/2], vs[:len(ks)/2]); err != nil { // half present
-				t.Fatal(err)
-			}
-			for _, k := range ks[len(ks)/2:] {
-				delete(model, k)
-			}
-		}
-		if p.Device(0).KernelsAvailable() && s.Shards() == 2 {
-			// The split itself: regions of spread keys hold; one shard's do not.
-			sh := s.shards[0]
-			hmode, _ := sh.gpuMode()
-			j, err := sh.gpuGetBegin(sh.t, hmode, 1<<14)
+	shEachQueued(t, func(t *testing.T) {
+		shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
+			s, err := NewShardedMap[uint64, uint64](p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer j.close()
-			j2, err := s.shards[1].gpuGetBegin(s.shards[1].t, hmode, 1<<14)
-			if err != nil {
-				t.Fatal(err)
+			defer s.Close()
+			r := rand.New(rand.NewPCG(11, 12))
+			model := map[uint64]uint64{}
+			var spread, one []uint64
+			for len(spread) < 30000 {
+				spread = append(spread, r.Uint64())
 			}
-			defer j2.close()
-			jobs := []*mapGetJob[uint64, uint64]{j, j2}
-			sid := make([]uint8, 1<<14)
-			if s.splitFixed(spread[:1<<14], sid, 1<<14, jobs) == nil {
-				t.Fatalf("one-pass split refused keys spread by the hash")
-			}
-			if s.splitFixed(one[:1<<14], sid, 1<<14, jobs) != nil {
-				t.Fatalf("one-pass split took keys that overflow its regions")
-			}
-		}
-		// The mixed batches overflow the regions in their first round, and
-		// in their third (split while the first is placed).
-		late := append(append(slices.Clone(spread[:20000]), one[:7000]...), spread[20000:23000]...)
-		for _, ks := range [][]uint64{spread, one, append(slices.Clone(one[:7000]), spread[:23000]...), late} {
-			vals := make([]uint64, len(ks))
-			found := make([]bool, len(ks))
-			if err := s.GetBatch(ks, vals, found); err != nil {
-				t.Fatal(err)
-			}
-			for i, k := range ks {
-				want, ok := model[k]
-				if vals[i] != want || found[i] != ok {
-					t.Fatalf("key %d (%#x): got %d %v, want %d %v", i, k, vals[i], found[i], want, ok)
+			for len(one) < 30000 {
+				if k := r.Uint64(); s.shardOf(&k) == 0 {
+					one = append(one, k)
 				}
 			}
-		}
+			for _, ks := range [][]uint64{spread, one} {
+				vs := make([]uint64, len(ks))
+				for i, k := range ks {
+					vs[i] = k ^ 0x5555
+					model[k] = vs[i]
+				}
+				if err := s.PutBatch(ks[:len(ks)/2], vs[:len(ks)/2]); err != nil { // half present
+					t.Fatal(err)
+				}
+				for _, k := range ks[len(ks)/2:] {
+					delete(model, k)
+				}
+			}
+			if p.Device(0).KernelsAvailable() && s.Shards() == 2 {
+				// The split itself: regions of spread keys hold; one shard's do not.
+				sh := s.shards[0]
+				hmode, _ := sh.gpuMode()
+				j, err := sh.gpuGetBegin(sh.t, hmode, 1<<14)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer j.close()
+				j2, err := s.shards[1].gpuGetBegin(s.shards[1].t, hmode, 1<<14)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer j2.close()
+				jobs := []*mapGetJob[uint64, uint64]{j, j2}
+				sid := make([]uint8, 1<<14)
+				if s.splitFixed(spread[:1<<14], sid, 1<<14, jobs) == nil {
+					t.Fatalf("one-pass split refused keys spread by the hash")
+				}
+				if s.splitFixed(one[:1<<14], sid, 1<<14, jobs) != nil {
+					t.Fatalf("one-pass split took keys that overflow its regions")
+				}
+			}
+			// The mixed batches overflow the regions in their first round, and
+			// in their third (split while the first is placed).
+			late := append(append(slices.Clone(spread[:20000]), one[:7000]...), spread[20000:23000]...)
+			for _, ks := range [][]uint64{spread, one, append(slices.Clone(one[:7000]), spread[:23000]...), late} {
+				vals := make([]uint64, len(ks))
+				found := make([]bool, len(ks))
+				if err := s.GetBatch(ks, vals, found); err != nil {
+					t.Fatal(err)
+				}
+				for i, k := range ks {
+					want, ok := model[k]
+					if vals[i] != want || found[i] != ok {
+						t.Fatalf("key %d (%#x): got %d %v, want %d %v", i, k, vals[i], found[i], want, ok)
+					}
+				}
+			}
+		})
 	})
+}
+
+// shEachQueued runs f as a subtest with ShardedMap.GetBatch queueing two
+// rounds on the devices at a time, and three.
+func shEachQueued(t *testing.T, f func(t *testing.T)) {
+	old := shGetQueued
+	t.Cleanup(func() { shGetQueued = old })
+	for _, q := range []int{2, 3} {
+		t.Run(fmt.Sprintf("queued%d", q), func(t *testing.T) {
+			shGetQueued = q
+			f(t)
+		})
+	}
 }
