@@ -88,6 +88,58 @@ int gv_query_budget(void* instance, void* phys, uint64_t* budget, uint64_t* usag
 	return 1;
 }
 
+// The two enumerations below are made here, in memory this code owns, not
+// through the Go bindings: those marshal the output array into C memory
+// whose release is tied to a finalizer that may run while the driver
+// still writes into it (heap corruption, seen on the H200).
+typedef struct { uint32_t queueFlags, queueCount, timestampValidBits, granularity[3]; } gv_qfprops;
+typedef void (*gv_getqf_t)(void* phys, uint32_t* count, gv_qfprops* props);
+
+uint32_t gv_queue_families(void* instance, void* phys, uint32_t* flags, uint32_t* counts, uint32_t max) {
+	gv_getqf_t f = (gv_getqf_t)gv_gipa(instance, "vkGetPhysicalDeviceQueueFamilyProperties");
+	if (f == NULL) return 0;
+	uint32_t n = 0;
+	f(phys, &n, NULL);
+	if (n == 0) return 0;
+	gv_qfprops* p = calloc(n, sizeof(gv_qfprops));
+	if (p == NULL) return 0;
+	f(phys, &n, p);
+	for (uint32_t i = 0; i < n && i < max; i++) {
+		flags[i] = p[i].queueFlags;
+		counts[i] = p[i].queueCount;
+	}
+	free(p);
+	return n;
+}
+
+typedef struct { char name[256]; uint32_t specVersion; } gv_extprops;
+typedef int32_t (*gv_enumext_t)(void* phys, const char* layer, uint32_t* count, gv_extprops* props);
+
+int64_t gv_extensions(void* instance, void* phys, char* buf, int64_t len) {
+	gv_enumext_t f = (gv_enumext_t)gv_gipa(instance, "vkEnumerateDeviceExtensionProperties");
+	if (f == NULL) return -1;
+	uint32_t n = 0;
+	if (f(phys, NULL, &n, NULL) != 0) return -1;
+	gv_extprops* p = calloc(n ? n : 1, sizeof(gv_extprops));
+	if (p == NULL) return -1;
+	int32_t r = f(phys, NULL, &n, p);
+	if (r != 0 && r != 5) { // VK_INCOMPLETE (5): the list grew; take what came
+		free(p);
+		return -1;
+	}
+	int64_t need = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t l = strnlen(p[i].name, sizeof(p[i].name));
+		if (need + (int64_t)l + 1 <= len) {
+			memcpy(buf + need, p[i].name, l);
+			buf[need + l] = 0;
+		}
+		need += (int64_t)l + 1;
+	}
+	free(p);
+	return need;
+}
+
 gv_device* gv_device_new(void* instance, void* device) {
 	gv_gdpa_t gdpa = (gv_gdpa_t)gv_gipa(instance, "vkGetDeviceProcAddr");
 	if (gdpa == NULL) return NULL;

@@ -22,6 +22,15 @@ typedef struct {
 int gv_query_props2(void* instance, void* phys, int want_driver, gv_props2* out);
 int gv_query_budget(void* instance, void* phys, uint64_t* budget, uint64_t* usage);
 
+// gv_queue_families writes the queue flags and queue count of up to max of
+// phys's queue families and returns how many it has (0 on failure).
+uint32_t gv_queue_families(void* instance, void* phys, uint32_t* flags, uint32_t* counts, uint32_t max);
+
+// gv_extensions writes phys's extension names into buf, each ended by a
+// NUL, and returns the bytes they need (more than len: call again with a
+// larger buf), or -1 on failure.
+int64_t gv_extensions(void* instance, void* phys, char* buf, int64_t len);
+
 typedef struct gv_device gv_device;
 
 // Queue slots: 0 transfer, 1 compute, 2 a second transfer queue.

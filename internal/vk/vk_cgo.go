@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -139,23 +140,9 @@ func (i *Instance) Devices() ([]PhysicalDevice, error) {
 			hp.Deref()
 			pd.Heaps = append(pd.Heaps, Heap{Size: uint64(hp.Size), DeviceLocal: hp.Flags&1 != 0})
 		}
-		var qn uint32
-		vulkan.GetPhysicalDeviceQueueFamilyProperties(h, &qn, nil)
-		qf := make([]vulkan.QueueFamilyProperties, qn)
-		vulkan.GetPhysicalDeviceQueueFamilyProperties(h, &qn, qf)
-		for _, f := range qf[:qn] {
-			f.Deref()
-			pd.Families = append(pd.Families, Family{Flags: uint32(f.QueueFlags), Count: f.QueueCount})
-		}
-		var en uint32
-		if vulkan.EnumerateDeviceExtensionProperties(h, "", &en, nil) == vulkan.Success && en > 0 {
-			ex := make([]vulkan.ExtensionProperties, en)
-			if vulkan.EnumerateDeviceExtensionProperties(h, "", &en, ex) == vulkan.Success {
-				for _, e := range ex[:en] {
-					e.Deref()
-					pd.Extensions[cstr(e.ExtensionName[:])] = true
-				}
-			}
+		pd.Families = queueFamilies(i.h, h)
+		for _, e := range deviceExtensions(i.h, h, 16<<10) {
+			pd.Extensions[e] = true
 		}
 		var p2 C.gv_props2
 		wantDriver := 0
@@ -173,6 +160,33 @@ func (i *Instance) Devices() ([]PhysicalDevice, error) {
 		out = append(out, pd)
 	}
 	return out, nil
+}
+
+// queueFamilies lists phys's queue families (native.c: the bindings'
+// version of this call may free its output array under the driver).
+func queueFamilies(inst vulkan.Instance, phys vulkan.PhysicalDevice) []Family {
+	var flags, counts [64]C.uint32_t
+	n := C.gv_queue_families(unsafe.Pointer(inst), unsafe.Pointer(phys), &flags[0], &counts[0], C.uint32_t(len(flags)))
+	fs := make([]Family, min(int(n), len(flags)))
+	for k := range fs {
+		fs[k] = Family{Flags: uint32(flags[k]), Count: uint32(counts[k])}
+	}
+	return fs
+}
+
+// deviceExtensions lists phys's extensions (native.c, as queueFamilies).
+func deviceExtensions(inst vulkan.Instance, phys vulkan.PhysicalDevice, size int) []string {
+	buf := make([]byte, size)
+	for {
+		n := int64(C.gv_extensions(unsafe.Pointer(inst), unsafe.Pointer(phys), (*C.char)(unsafe.Pointer(&buf[0])), C.int64_t(len(buf))))
+		if n <= 0 {
+			return nil
+		}
+		if n <= int64(len(buf)) {
+			return strings.Split(strings.TrimSuffix(string(buf[:n]), "\x00"), "\x00")
+		}
+		buf = make([]byte, n)
+	}
 }
 
 // Budget returns the driver's per-heap budget and usage (VK_EXT_memory_budget).
@@ -302,6 +316,10 @@ func (i *Instance) NewDevice(pd *PhysicalDevice, exts []string) (*Device, error)
 		ci.PNext, ci.PEnabledFeatures = nil, nil
 		r = Result(vulkan.CreateDevice(vulkan.PhysicalDevice(pd.handle), &ci, nil, &h))
 	}
+	// The bindings hand the driver pointers into Go memory reachable only
+	// from ci (the queue priorities, the extension names): ci must outlive
+	// the calls.
+	runtime.KeepAlive(&ci)
 	if err := check("vkCreateDevice", r); err != nil {
 		return nil, err
 	}
