@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime"
 
 	"github.com/govram/govram/internal/snapfmt"
 	"github.com/govram/govram/vmem"
@@ -29,6 +30,7 @@ func (t *BTree[K, V]) Save(w io.Writer) error {
 	if t.closed {
 		return ErrClosed
 	}
+	defer runtime.KeepAlive(t) // w runs while t's memory is read
 	if err := t.btSave(w); err != nil {
 		return fmt.Errorf("collections: BTree.Save: %w", err)
 	}

@@ -90,11 +90,7 @@ func TestMapKeptAlive(t *testing.T) {
 			}
 		}},
 		{"All", func(t *testing.T, m M) {
-			n := 0
-			for range m.All() {
-				n++
-			}
-			if n != kaN {
+			if n := kaCount(m.All()); n != kaN {
 				t.Fatalf("All gave %d entries, want %d", n, kaN)
 			}
 		}},
@@ -162,11 +158,7 @@ func TestBTreeKeptAlive(t *testing.T) {
 			}
 		}},
 		{"All", false, func(t *testing.T, bt B) {
-			n := 0
-			for range bt.All() {
-				n++
-			}
-			if n != kaN {
+			if n := kaCount(bt.All()); n != kaN {
 				t.Fatalf("All gave %d entries, want %d", n, kaN)
 			}
 		}},
@@ -235,8 +227,70 @@ func TestShardedKeptAlive(t *testing.T) {
 	keys, vals := kaKeys()
 	type SM = *ShardedMap[uint64, uint64]
 	type SB = *ShardedBTree[uint64, uint64]
+	// The calls are those of the one-device tests, on a pool.
+	mapOps := []struct {
+		name string
+		run  func(t *testing.T, m SM)
+	}{
+		{"GetBatch", func(t *testing.T, m SM) {
+			got, found := make([]uint64, kaN), make([]bool, kaN)
+			if err := m.GetBatch(keys, got, found); err != nil {
+				t.Fatal(err)
+			}
+			kaCheck(t, got, found)
+		}},
+		{"GetMany", func(t *testing.T, m SM) {
+			got, found := make([]uint64, kaN), make([]bool, kaN)
+			m.GetMany(keys, got, found)
+			kaCheck(t, got, found)
+		}},
+		{"PutBatch", func(t *testing.T, m SM) {
+			if err := m.PutBatch(keys, vals); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"PutMany", func(t *testing.T, m SM) {
+			if err := m.PutMany(keys, vals); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"All", func(t *testing.T, m SM) {
+			if n := kaCount(m.All()); n != kaN {
+				t.Fatalf("All gave %d entries, want %d", n, kaN)
+			}
+		}},
+	}
+	treeOps := []struct {
+		name  string
+		empty bool
+		run   func(t *testing.T, bt SB)
+	}{
+		{"GetBatch", false, func(t *testing.T, bt SB) {
+			got, found := make([]uint64, kaN), make([]bool, kaN)
+			if err := bt.GetBatch(keys, got, found); err != nil {
+				t.Fatal(err)
+			}
+			kaCheck(t, got, found)
+		}},
+		{"BulkLoad", true, func(t *testing.T, bt SB) {
+			if err := bt.BulkLoad(keys, vals); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"All", false, func(t *testing.T, bt SB) {
+			if n := kaCount(bt.All()); n != kaN {
+				t.Fatalf("All gave %d entries, want %d", n, kaN)
+			}
+		}},
+		{"Ascend", false, func(t *testing.T, bt SB) {
+			n := 0
+			bt.Ascend(func(uint64, uint64) bool { n++; return true })
+			if n != kaN {
+				t.Fatalf("Ascend gave %d entries, want %d", n, kaN)
+			}
+		}},
+	}
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
-		kernels := p.Device(0).KernelsAvailable()
 		newMap := func(t *testing.T) SM {
 			m, err := NewShardedMap[uint64, uint64](p)
 			if err != nil {
@@ -247,98 +301,38 @@ func TestShardedKeptAlive(t *testing.T) {
 			}
 			return m
 		}
-		newTree := func(t *testing.T) SB {
+		newTree := func(t *testing.T, empty bool) SB {
 			bt, err := NewShardedBTreeOrdered[uint64, uint64](p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := bt.BulkLoad(keys, vals); err != nil {
-				t.Fatal(err)
+			if !empty {
+				if err := bt.BulkLoad(keys, vals); err != nil {
+					t.Fatal(err)
+				}
 			}
 			return bt
 		}
 		waits := 0
-		t.Run("Map/GetBatch", func(t *testing.T) {
-			waits += vmemtest.KeptAlive(t, newMap(t), func(m SM) {
-				got, found := make([]uint64, kaN), make([]bool, kaN)
-				if err := m.GetBatch(keys, got, found); err != nil {
-					t.Fatal(err)
-				}
-				kaCheck(t, got, found)
+		for _, op := range mapOps {
+			t.Run("Map/"+op.name, func(t *testing.T) {
+				waits += vmemtest.KeptAlive(t, newMap(t), func(m SM) { op.run(t, m) })
 			})
-		})
-		t.Run("Map/PutBatch", func(t *testing.T) {
-			waits += vmemtest.KeptAlive(t, newMap(t), func(m SM) {
-				if err := m.PutBatch(keys, vals); err != nil {
-					t.Fatal(err)
-				}
+		}
+		for _, op := range treeOps {
+			t.Run("BTree/"+op.name, func(t *testing.T) {
+				waits += vmemtest.KeptAlive(t, newTree(t, op.empty), func(bt SB) { op.run(t, bt) })
 			})
-		})
-		t.Run("Map/GetMany", func(t *testing.T) {
-			waits += vmemtest.KeptAlive(t, newMap(t), func(m SM) {
-				got, found := make([]uint64, kaN), make([]bool, kaN)
-				m.GetMany(keys, got, found)
-				kaCheck(t, got, found)
-			})
-		})
-		t.Run("BTree/GetBatch", func(t *testing.T) {
-			waits += vmemtest.KeptAlive(t, newTree(t), func(bt SB) {
-				got, found := make([]uint64, kaN), make([]bool, kaN)
-				if err := bt.GetBatch(keys, got, found); err != nil {
-					t.Fatal(err)
-				}
-				kaCheck(t, got, found)
-			})
-		})
-		t.Run("Map/PutMany", func(t *testing.T) {
-			waits += vmemtest.KeptAlive(t, newMap(t), func(m SM) {
-				if err := m.PutMany(keys, vals); err != nil {
-					t.Fatal(err)
-				}
-			})
-		})
-		t.Run("Map/All", func(t *testing.T) {
-			waits += vmemtest.KeptAlive(t, newMap(t), func(m SM) {
-				n := 0
-				for range m.All() {
-					n++
-				}
-				if n != kaN {
-					t.Fatalf("All gave %d entries, want %d", n, kaN)
-				}
-			})
-		})
-		t.Run("BTree/BulkLoad", func(t *testing.T) {
-			bt, err := NewShardedBTreeOrdered[uint64, uint64](p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			waits += vmemtest.KeptAlive(t, bt, func(bt SB) {
-				if err := bt.BulkLoad(keys, vals); err != nil {
-					t.Fatal(err)
-				}
-			})
-		})
-		t.Run("BTree/All", func(t *testing.T) {
-			waits += vmemtest.KeptAlive(t, newTree(t), func(bt SB) {
-				n := 0
-				for range bt.All() {
-					n++
-				}
-				if n != kaN {
-					t.Fatalf("All gave %d entries, want %d", n, kaN)
-				}
-			})
-		})
-		t.Run("BTree/Ascend", func(t *testing.T) {
-			waits += vmemtest.KeptAlive(t, newTree(t), func(bt SB) {
-				n := 0
-				bt.Ascend(func(uint64, uint64) bool { n++; return true })
-				if n != kaN {
-					t.Fatalf("Ascend gave %d entries, want %d", n, kaN)
-				}
-			})
-		})
-		kaWaited(t, kernels, waits)
+		}
+		kaWaited(t, p.Device(0).KernelsAvailable(), waits)
 	})
+}
+
+// kaCount counts the entries of a sequence.
+func kaCount[K, V any](seq func(yield func(K, V) bool)) int {
+	n := 0
+	for range seq {
+		n++
+	}
+	return n
 }

@@ -17,6 +17,7 @@ import (
 	"iter"
 	"math"
 	"reflect"
+	"runtime"
 	"unsafe"
 
 	"github.com/govram/govram/internal/snapfmt"
@@ -141,6 +142,7 @@ func (m *Map[K, V]) Save(w io.Writer) error {
 	if m.closed {
 		return ErrClosed
 	}
+	defer runtime.KeepAlive(m) // w runs while m's memory is read
 	if err := m.mapSave(w); err != nil {
 		return fmt.Errorf("collections: Map.Save: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime"
 	"unsafe"
 
 	"github.com/govram/govram/internal/snapfmt"
@@ -29,6 +30,7 @@ func (r *Ring[T]) Save(w io.Writer) error {
 	if r.closed {
 		return ErrClosed
 	}
+	defer runtime.KeepAlive(r) // w runs while r's memory is read
 	if err := r.ringSave(w); err != nil {
 		return fmt.Errorf("collections: Ring.Save: %w", err)
 	}

@@ -17,14 +17,19 @@ func keepNew(t *testing.T, d *vmem.Device, tier vmem.Tier, n int) *vmem.Slice[ui
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.CopyFrom(keepValues(n), 0); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// keepValues returns the elements the KeptAlive tests store: i*3.
+func keepValues(n int) []uint64 {
 	src := make([]uint64, n)
 	for i := range src {
 		src[i] = uint64(i) * 3
 	}
-	if err := s.CopyFrom(src, 0); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return src
 }
 
 // TestSliceKeptAlive checks that every bulk call of a Slice keeps the
@@ -222,11 +227,7 @@ func TestPoolSliceKeptAlive(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				src := make([]uint64, n)
-				for i := range src {
-					src[i] = uint64(i) * 3
-				}
-				if err := s.CopyFrom(src, 0); err != nil {
+				if err := s.CopyFrom(keepValues(n), 0); err != nil {
 					t.Fatal(err)
 				}
 				return s

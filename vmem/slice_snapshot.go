@@ -73,6 +73,7 @@ func (s *Slice[T]) Save(w io.Writer) error {
 	if s.closed {
 		return ErrClosed
 	}
+	defer runtime.KeepAlive(s) // w runs while s's memory is read
 	bs, err := sliceSnapBlockBytes(s.size)
 	if err != nil {
 		return err

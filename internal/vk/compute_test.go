@@ -4,7 +4,6 @@ package vk
 
 import (
 	"encoding/binary"
-	"os"
 	"testing"
 	"unsafe"
 
@@ -14,18 +13,7 @@ import (
 // TestDispatch runs the fill kernel through a pipeline, device addresses
 // and push constants, with an inline update and barriers around it.
 func TestDispatch(t *testing.T) {
-	inst, err := NewInstance()
-	if err != nil {
-		if os.Getenv("VMEM_REQUIRE_VULKAN") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	defer inst.Destroy()
-	pds, err := inst.Devices()
-	if err != nil || len(pds) == 0 {
-		t.Fatalf("devices: %v %d", err, len(pds))
-	}
+	inst, pds := testDevices(t)
 	pd := &pds[0]
 	t.Logf("%s: %+v", pd.Name, pd.Compute)
 	d, err := inst.NewDevice(pd, nil)

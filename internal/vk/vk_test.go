@@ -15,18 +15,7 @@ import (
 )
 
 func TestCopyFillUpdate(t *testing.T) {
-	inst, err := NewInstance()
-	if err != nil {
-		if os.Getenv("VMEM_REQUIRE_VULKAN") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	defer inst.Destroy()
-	pds, err := inst.Devices()
-	if err != nil || len(pds) == 0 {
-		t.Fatalf("devices: %v %d", err, len(pds))
-	}
+	inst, pds := testDevices(t)
 	pd := &pds[0]
 	t.Logf("%s (%s) api %s driver %q %q maxAlloc %d types %+v heaps %+v", pd.Name, pd.Type, pd.APIString(), pd.DriverName, pd.DriverInfo, pd.MaxAllocation, pd.MemoryTypes, pd.Heaps)
 	d, err := inst.NewDevice(pd, []string{"VK_EXT_memory_budget"})
@@ -94,18 +83,7 @@ func TestCopyFillUpdate(t *testing.T) {
 // when a collection came at the wrong moment), and the extension list
 // with a buffer too small at first.
 func TestDeviceQueries(t *testing.T) {
-	inst, err := NewInstance()
-	if err != nil {
-		if os.Getenv("VMEM_REQUIRE_VULKAN") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	defer inst.Destroy()
-	first, err := inst.Devices()
-	if err != nil || len(first) == 0 {
-		t.Fatalf("devices: %v %d", err, len(first))
-	}
+	inst, first := testDevices(t)
 	for _, pd := range first {
 		compute := false
 		for _, f := range pd.Families {
@@ -156,4 +134,23 @@ func TestDeviceQueries(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testDevices opens an instance for t (destroyed at cleanup) and lists its
+// devices; without Vulkan it skips, or fails with VMEM_REQUIRE_VULKAN=1.
+func testDevices(t *testing.T) (*Instance, []PhysicalDevice) {
+	t.Helper()
+	inst, err := NewInstance()
+	if err != nil {
+		if os.Getenv("VMEM_REQUIRE_VULKAN") == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	t.Cleanup(inst.Destroy)
+	pds, err := inst.Devices()
+	if err != nil || len(pds) == 0 {
+		t.Fatalf("devices: %v %d", err, len(pds))
+	}
+	return inst, pds
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 	"weak"
 
 	"github.com/govram/govram/internal/waithook"
@@ -27,6 +28,11 @@ func KeptAlive[T any, P interface {
 }](t testing.TB, c P, call func(P)) int {
 	t.Helper()
 	w := weak.Make((*T)(c))
+	// freed is closed when c has been collected: a collection right after
+	// the call (which holds the last reference) is no fault, but its
+	// backstop, not Close, then frees c's memory.
+	freed := make(chan struct{})
+	runtime.AddCleanup((*T)(c), func(ch chan struct{}) { close(ch) }, freed)
 	var waits, lost atomic.Int64
 	restore := waithook.Set(func() {
 		waits.Add(1)
@@ -43,6 +49,17 @@ func KeptAlive[T any, P interface {
 	}
 	if p := w.Value(); p != nil {
 		P(p).Close()
+	} else {
+		// Let the container's own backstop run before the leak checks.
+		select {
+		case <-freed:
+		case <-time.After(10 * time.Second):
+			t.Errorf("%v collected after its call, and its cleanup did not run", reflect.TypeFor[P]())
+		}
+		for range 10 {
+			runtime.GC()
+			time.Sleep(time.Millisecond)
+		}
 	}
 	return int(waits.Load())
 }
