@@ -3,6 +3,7 @@ package collections
 import (
 	"iter"
 	"math/bits"
+	"runtime"
 	"unsafe"
 
 	"github.com/govram/govram/internal/lineio"
@@ -259,6 +260,10 @@ func (t *BTree[K, V]) scanWith(desc bool, lo, hi *K, emit func(s *btScan, first 
 	if t.closed {
 		t.usedAfterClose()
 	}
+	// The caller's function may read runs in place (AscendRuns): the tree
+	// must stay reachable, so that its backstop frees nothing, until the
+	// scan ends.
+	defer runtime.KeepAlive(t)
 	t.sync()
 	x := &t.idx
 	if x.height == 0 || (lo != nil && hi != nil && !t.less(*lo, *hi)) {
