@@ -1,6 +1,7 @@
 package collections
 
 import (
+	"runtime"
 	"iter"
 	"math"
 	"sync"
@@ -98,6 +99,7 @@ func (r *Ring[T]) PopBatch(dst []T) (int, error) {
 // stops the iteration and is reported by Err.
 func (r *Ring[T]) All() iter.Seq2[int, T] {
 	return func(yield func(int, T) bool) {
+		defer runtime.KeepAlive(r) // the ring's memory is read until the end
 		c := &r.c
 		c.err = nil
 		if r.closed {

@@ -668,6 +668,9 @@ func (s *Slice[T]) Chunks() iter.Seq2[int, []T] {
 		if s.closed || s.n == 0 {
 			return
 		}
+		// yield may read a run in place (host memory): s stays reachable
+		// until the scan ends, so that its backstop frees nothing.
+		defer runtime.KeepAlive(s)
 		per := max(chunkBytes/int(max(s.size, 1)), 1)
 		if s.dev.vk == nil {
 			// Host memory: the segments are Go-array shaped; hand them out.
