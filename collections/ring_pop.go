@@ -1,9 +1,9 @@
 package collections
 
 import (
-	"runtime"
 	"iter"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
