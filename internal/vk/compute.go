@@ -54,11 +54,6 @@ func kernelsPossible(pd *PhysicalDevice) bool {
 }
 
 func kernelFeatures() unsafe.Pointer { return unsafe.Pointer(C.gv_bda_features()) }
-func allocFlags() unsafe.Pointer     { return unsafe.Pointer(C.gv_alloc_flags()) }
-
-func (d *Device) bufferAddress(buf vulkan.Buffer) uint64 {
-	return uint64(C.gv_buffer_address(d.native, C.uint64_t(uintptr(unsafe.Pointer(buf)))))
-}
 
 // Pipeline is a compute pipeline: one SPIR-V kernel with its push-constant
 // range and specialization constants. It is safe for concurrent use in

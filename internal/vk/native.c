@@ -167,6 +167,13 @@ gv_device* gv_device_new(void* instance, void* device) {
 	GV_LOAD(DestroyPipelineLayout, "vkDestroyPipelineLayout");
 	GV_LOAD(CreateComputePipelines, "vkCreateComputePipelines");
 	GV_LOAD(DestroyPipeline, "vkDestroyPipeline");
+	GV_LOAD(CreateBuffer, "vkCreateBuffer");
+	GV_LOAD(DestroyBuffer, "vkDestroyBuffer");
+	GV_LOAD(GetBufferMemoryRequirements, "vkGetBufferMemoryRequirements");
+	GV_LOAD(AllocateMemory, "vkAllocateMemory");
+	GV_LOAD(FreeMemory, "vkFreeMemory");
+	GV_LOAD(BindBufferMemory, "vkBindBufferMemory");
+	GV_LOAD(MapMemory, "vkMapMemory");
 #undef GV_LOAD
 	d->GetBufferDeviceAddress = (void*)gdpa(device, "vkGetBufferDeviceAddress");
 	for (int i = 0; i < GV_MAX_QUEUES; i++) pthread_mutex_init(&d->qlock[i], NULL);
@@ -279,4 +286,63 @@ int32_t gv_wait(gv_device* d, uint64_t fence, uint64_t timeout_ns) {
 	uint64_t el = gv_now() - start;
 	if (el >= timeout_ns) return 2; // VK_TIMEOUT
 	return d->WaitForFences(d->device, 1, &fence, 1, timeout_ns - el);
+}
+
+// Allocation is made here rather than through the Go bindings, which copy
+// each create info into C memory they never free (about 170 bytes an
+// allocation).
+typedef struct {
+	uint32_t sType; const void* pNext; uint32_t flags;
+	uint64_t size; uint32_t usage, sharingMode, familyCount; const uint32_t* families;
+} gv_buffer_info;
+typedef struct { uint64_t size, alignment; uint32_t typeBits; } gv_mem_reqs;
+typedef struct { uint32_t sType; const void* pNext; uint64_t size; uint32_t type; } gv_alloc_info;
+#define ST_BUFFER_INFO 12u
+#define ST_ALLOC_INFO 5u
+
+int32_t gv_allocate(gv_device* d, uint64_t size, uint32_t type, uint32_t usage, uint32_t nfam,
+                    const uint32_t* fams, int bda, int map, gv_memory* out, int* step) {
+	memset(out, 0, sizeof(*out));
+	gv_buffer_info bi = {ST_BUFFER_INFO, NULL, 0, size, usage, 0, 0, NULL};
+	if (nfam > 1) {
+		bi.sharingMode = 1; // VK_SHARING_MODE_CONCURRENT
+		bi.familyCount = nfam;
+		bi.families = fams;
+	}
+	uint64_t buf = 0, mem = 0;
+	*step = GV_ALLOC_BUFFER;
+	int32_t r = d->CreateBuffer(d->device, &bi, NULL, &buf);
+	if (r != 0) return r;
+	gv_mem_reqs req;
+	memset(&req, 0, sizeof(req));
+	d->GetBufferMemoryRequirements(d->device, buf, &req);
+	if ((req.typeBits & (1u << type)) == 0) {
+		d->DestroyBuffer(d->device, buf, NULL);
+		*step = GV_ALLOC_TYPE;
+		return -1;
+	}
+	gv_alloc_info ai = {ST_ALLOC_INFO, bda ? gv_alloc_flags() : NULL, req.size, type};
+	*step = GV_ALLOC_MEMORY;
+	r = d->AllocateMemory(d->device, &ai, NULL, &mem);
+	if (r != 0) {
+		d->DestroyBuffer(d->device, buf, NULL);
+		return r;
+	}
+	*step = GV_ALLOC_BIND;
+	r = d->BindBufferMemory(d->device, buf, mem, 0);
+	void* ptr = NULL;
+	if (r == 0 && map) {
+		*step = GV_ALLOC_MAP;
+		r = d->MapMemory(d->device, mem, 0, size, 0, &ptr);
+	}
+	if (r != 0) {
+		d->DestroyBuffer(d->device, buf, NULL);
+		d->FreeMemory(d->device, mem, NULL);
+		return r;
+	}
+	out->mem = (void*)(uintptr_t)mem;
+	out->buf = (void*)(uintptr_t)buf;
+	out->ptr = ptr;
+	out->addr = bda ? gv_buffer_address(d, buf) : 0;
+	return 0;
 }

@@ -37,6 +37,26 @@ typedef struct gv_device gv_device;
 #define GV_MAX_QUEUES 3
 
 gv_device* gv_device_new(void* instance, void* device);
+
+// gv_memory is a buffer over the whole of a memory allocation.
+typedef struct {
+	void* mem;     // VkDeviceMemory
+	void* buf;     // VkBuffer
+	void* ptr;     // the mapping, or NULL
+	uint64_t addr; // the buffer's device address, or 0
+} gv_memory;
+
+// Steps of gv_allocate, for its error.
+enum { GV_ALLOC_BUFFER = 0, GV_ALLOC_TYPE = 1, GV_ALLOC_MEMORY = 2, GV_ALLOC_BIND = 3, GV_ALLOC_MAP = 4 };
+
+// gv_allocate creates a buffer of size bytes with usage (shared by the nfam
+// queue families fams when nfam > 1), allocates memory of type for it
+// (with device addresses when bda), binds the two and maps the memory when
+// map. It returns a VkResult; on failure *step says which step failed
+// (GV_ALLOC_TYPE: the type cannot hold the buffer) and nothing is left
+// allocated.
+int32_t gv_allocate(gv_device* d, uint64_t size, uint32_t type, uint32_t usage, uint32_t nfam,
+                    const uint32_t* fams, int bda, int map, gv_memory* out, int* step);
 void gv_device_free(gv_device* d);
 
 enum { GV_OP_COPY = 0, GV_OP_FILL = 1, GV_OP_UPDATE = 2, GV_OP_BARRIER = 3, GV_OP_DISPATCH = 4 };

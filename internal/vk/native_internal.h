@@ -47,6 +47,14 @@ struct gv_device {
 	int32_t (*CreateComputePipelines)(void*, uint64_t, uint32_t, const void*, const void*, uint64_t*);
 	void (*DestroyPipeline)(void*, uint64_t, const void*);
 	uint64_t (*GetBufferDeviceAddress)(void*, const void*);
+	// Memory and buffers (gv_allocate).
+	int32_t (*CreateBuffer)(void*, const void*, const void*, uint64_t*);
+	void (*DestroyBuffer)(void*, uint64_t, const void*);
+	void (*GetBufferMemoryRequirements)(void*, uint64_t, void*);
+	int32_t (*AllocateMemory)(void*, const void*, const void*, uint64_t*);
+	void (*FreeMemory)(void*, uint64_t, const void*);
+	int32_t (*BindBufferMemory)(void*, uint64_t, uint64_t, uint64_t);
+	int32_t (*MapMemory)(void*, uint64_t, uint64_t, uint64_t, uint32_t, void**);
 	// One lock per queue slot: vkQueueSubmit needs its queue externally
 	// synchronised.
 	pthread_mutex_t qlock[GV_MAX_QUEUES];

@@ -369,65 +369,38 @@ const bufferUsage = vulkan.BufferUsageFlags(vulkan.BufferUsageTransferSrcBit |
 // Allocate allocates size bytes of memory type typ with a buffer over all of
 // it, and maps it when mapIt is set.
 func (d *Device) Allocate(typ int, size uint64, mapIt bool) (*Memory, error) {
-	var buf vulkan.Buffer
 	usage := bufferUsage
 	if d.Kernels {
 		usage |= usageDeviceAddress
 	}
-	bci := vulkan.BufferCreateInfo{
-		SType:       vulkan.StructureTypeBufferCreateInfo,
-		Size:        vulkan.DeviceSize(size),
-		Usage:       usage,
-		SharingMode: vulkan.SharingModeExclusive,
+	// Both queues touch every buffer: where their families differ, the
+	// buffer is shared by both (no ownership transfers).
+	fams := [2]C.uint32_t{C.uint32_t(d.families[0]), C.uint32_t(d.families[1])}
+	nfam := 1
+	if fams[0] != fams[1] {
+		nfam = 2
 	}
-	if d.families[0] != d.families[1] {
-		// Both queues touch every buffer; concurrent sharing avoids ownership transfers.
-		bci.SharingMode = vulkan.SharingModeConcurrent
-		bci.QueueFamilyIndexCount = 2
-		bci.PQueueFamilyIndices = d.families[:2]
-	}
-	if err := check("vkCreateBuffer", Result(vulkan.CreateBuffer(d.h, &bci, nil, &buf))); err != nil {
-		return nil, err
-	}
-	var req vulkan.MemoryRequirements
-	vulkan.GetBufferMemoryRequirements(d.h, buf, &req)
-	req.Deref()
-	if req.MemoryTypeBits&(1<<uint(typ)) == 0 {
-		vulkan.DestroyBuffer(d.h, buf, nil)
+	var out C.gv_memory
+	var step C.int
+	r := C.gv_allocate(d.native, C.uint64_t(size), C.uint32_t(typ), C.uint32_t(usage), C.uint32_t(nfam),
+		&fams[0], cbool(d.Kernels), cbool(mapIt), &out, &step)
+	switch {
+	case r == 0:
+	case step == C.GV_ALLOC_TYPE:
 		return nil, errors.New("vkGetBufferMemoryRequirements: memory type not allowed for buffers")
+	default:
+		call := [...]string{C.GV_ALLOC_BUFFER: "vkCreateBuffer", C.GV_ALLOC_MEMORY: "vkAllocateMemory",
+			C.GV_ALLOC_BIND: "vkBindBufferMemory", C.GV_ALLOC_MAP: "vkMapMemory"}[step]
+		return nil, check(call, Result(r))
 	}
-	ai := vulkan.MemoryAllocateInfo{
-		SType:           vulkan.StructureTypeMemoryAllocateInfo,
-		AllocationSize:  req.Size,
-		MemoryTypeIndex: uint32(typ),
+	return &Memory{Size: size, Type: typ, mem: out.mem, buf: out.buf, Ptr: out.ptr, Addr: uint64(out.addr)}, nil
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
 	}
-	if d.Kernels {
-		ai.PNext = allocFlags()
-	}
-	var mem vulkan.DeviceMemory
-	if err := check("vkAllocateMemory", Result(vulkan.AllocateMemory(d.h, &ai, nil, &mem))); err != nil {
-		vulkan.DestroyBuffer(d.h, buf, nil)
-		return nil, err
-	}
-	if err := check("vkBindBufferMemory", Result(vulkan.BindBufferMemory(d.h, buf, mem, 0))); err != nil {
-		vulkan.FreeMemory(d.h, mem, nil)
-		vulkan.DestroyBuffer(d.h, buf, nil)
-		return nil, err
-	}
-	m := &Memory{Size: size, Type: typ,
-		mem: unsafe.Pointer(mem), buf: unsafe.Pointer(buf)}
-	if d.Kernels {
-		m.Addr = d.bufferAddress(buf)
-	}
-	if mapIt {
-		var p unsafe.Pointer
-		if err := check("vkMapMemory", Result(vulkan.MapMemory(d.h, mem, 0, vulkan.DeviceSize(size), 0, &p))); err != nil {
-			d.Free(m)
-			return nil, err
-		}
-		m.Ptr = p
-	}
-	return m, nil
+	return 0
 }
 
 func (m *Memory) handles() (vulkan.DeviceMemory, vulkan.Buffer) {

@@ -3,6 +3,7 @@
 package vk
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"reflect"
@@ -153,4 +154,55 @@ func testDevices(t *testing.T) (*Instance, []PhysicalDevice) {
 		t.Fatalf("devices: %v %d", err, len(pds))
 	}
 	return inst, pds
+}
+
+// TestAllocateNoLeak allocates and frees small buffers many times: the
+// process must not grow with them (the bindings' create infos leaked about
+// 170 bytes of C memory an allocation, 17 MB per 100,000).
+func TestAllocateNoLeak(t *testing.T) {
+	if testing.Short() || raceOn {
+		t.Skip("100,000 allocations; the race detector's own memory grows with them")
+	}
+	inst, pds := testDevices(t)
+	pd := &pds[0]
+	d, err := inst.NewDevice(pd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Destroy()
+	typ := -1
+	for i, mt := range pd.MemoryTypes {
+		if mt.Flags&HostVisible != 0 {
+			typ = i
+			break
+		}
+	}
+	cycle := func(n int) {
+		for range n {
+			m, err := d.Allocate(typ, 4096, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Free(m)
+		}
+	}
+	cycle(20000) // the driver's and the runtime's own caches settle
+	before := rssBytes(t)
+	cycle(100000)
+	if grew := rssBytes(t) - before; grew > 6<<20 {
+		t.Errorf("100,000 allocations grew the process by %d bytes", grew)
+	}
+}
+
+// rssBytes is the process's resident size.
+func rssBytes(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Skip(err)
+	}
+	var size, rss int64
+	if _, err := fmt.Sscan(string(b), &size, &rss); err != nil {
+		t.Fatal(err)
+	}
+	return rss * int64(os.Getpagesize())
 }

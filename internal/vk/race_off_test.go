@@ -1,0 +1,5 @@
+//go:build !race
+
+package vk
+
+const raceOn = false
