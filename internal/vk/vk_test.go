@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	vulkan "github.com/goki/vulkan"
@@ -158,7 +159,7 @@ func testDevices(t *testing.T) (*Instance, []PhysicalDevice) {
 
 // TestAllocateNoLeak allocates and frees small buffers many times: the
 // process must not grow with them (the bindings' create infos leaked about
-// 170 bytes of C memory an allocation, 17 MB per 100,000).
+// 150 bytes of C memory an allocation, 15.6 MB per 100,000).
 func TestAllocateNoLeak(t *testing.T) {
 	if testing.Short() || raceOn {
 		t.Skip("100,000 allocations; the race detector's own memory grows with them")
@@ -185,6 +186,13 @@ func TestAllocateNoLeak(t *testing.T) {
 			}
 			d.Free(m)
 		}
+	}
+	t0 := time.Now()
+	cycle(2000)
+	if per := time.Since(t0) / 2000; per > 20*time.Microsecond {
+		// The leak was the bindings', the same on every driver: measured
+		// where allocation is fast (lavapipe: about 2 µs).
+		t.Skipf("an allocation takes %v here: too slow to count 120,000", per)
 	}
 	cycle(20000) // the driver's and the runtime's own caches settle
 	before := rssBytes(t)
