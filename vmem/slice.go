@@ -757,13 +757,24 @@ func allOf[T any](chunks iter.Seq2[int, []T]) iter.Seq2[int, T] {
 // Chunks). An error stops the iteration and is reported by Err.
 func (s *Slice[T]) All() iter.Seq2[int, T] {
 	// Small enough for the compiler to inline into the caller's loop, with
-	// the loop body: on host memory the elements are then read by a plain
-	// loop over each run, where a sequence built on Chunks called the body
-	// through a function value for every element (2.4 ns against 0.6).
+	// the loop body: the elements of each run are then read by a plain
+	// loop, where a sequence built on Chunks called the body through a
+	// function value for every element (2.4 ns against 0.6 on the host).
 	return func(yield func(int, T) bool) {
 		if s.dev.vk != nil {
-			allOf(s.Chunks())(yield)
-			return
+			var c allCursor[T]
+			for {
+				run, at := s.dmaRun(&c)
+				if run == nil {
+					return
+				}
+				for k, v := range run {
+					if !yield(at+k, v) {
+						c.stop()
+						return
+					}
+				}
+			}
 		}
 		for at := 0; ; {
 			run := s.hostRun(at)
@@ -777,6 +788,68 @@ func (s *Slice[T]) All() iter.Seq2[int, T] {
 			}
 			at += len(run)
 		}
+	}
+}
+
+// allRunBytes is how much All reads per DMA on a GPU: into buffers of the
+// Go heap (a panic in the loop body leaves nothing to free), so smaller
+// than Chunks' pinned runs; 4 MiB still costs the round trip little.
+const allRunBytes = 4 << 20
+
+// allCursor is All's position on a GPU: runs are read by DMA into two
+// buffers in turn, the next while the loop body works on this one.
+type allCursor[T any] struct {
+	n, k, at, i int
+	bufs         [2][]T
+	next         chan error // the read of the run at at, in flight
+}
+
+// dmaRun returns the next run and the index of its first element, and
+// starts reading the run after it; nil at the end or on an error (kept
+// for Err).
+func (s *Slice[T]) dmaRun(c *allCursor[T]) ([]T, int) {
+	if c.k == 0 {
+		if s.closed || s.n == 0 {
+			return nil, 0
+		}
+		c.n = s.n
+		c.k = min(max(allRunBytes/int(max(s.size, 1)), 1), c.n)
+		c.next = s.fetchRun(c, 0, 0)
+	}
+	if c.next == nil {
+		return nil, 0
+	}
+	err := <-c.next
+	c.next = nil
+	if err != nil {
+		s.err.set(err)
+		return nil, 0
+	}
+	at, i := c.at, c.i
+	run := c.bufs[i][:min(c.k, c.n-at)]
+	c.at, c.i = at+c.k, i^1
+	if c.at < c.n {
+		c.next = s.fetchRun(c, c.i, c.at)
+	}
+	return run, at
+}
+
+// fetchRun starts reading the run at at into buffer i.
+func (s *Slice[T]) fetchRun(c *allCursor[T], i, at int) chan error {
+	if c.bufs[i] == nil {
+		c.bufs[i] = make([]T, c.k)
+	}
+	run := c.bufs[i][:min(c.k, c.n-at)]
+	done := make(chan error, 1)
+	go func() { done <- s.CopyTo(run, at) }()
+	return done
+}
+
+// stop waits for a read in flight when the loop ends early.
+func (c *allCursor[T]) stop() {
+	if c.next != nil {
+		<-c.next
+		c.next = nil
 	}
 }
 

@@ -185,3 +185,50 @@ func TestSliceErrConcurrentReaders(t *testing.T) {
 		}
 	})
 }
+
+// TestSliceAllDeviceLost loses the device while All reads a Slice in
+// several runs: the iteration ends early, every element it gave is right,
+// and Err reports the loss. An early break leaves no read in flight.
+func TestSliceAllDeviceLost(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		const n = 3 << 20 // 24 MiB: several of All's runs
+		s, err := vmem.NewSlice[uint64](d, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		src := make([]uint64, n)
+		for i := range src {
+			src[i] = uint64(i) ^ 0x5555
+		}
+		if err := s.CopyFrom(src, 0); err != nil {
+			t.Fatal(err)
+		}
+		seen := 0
+		for i, v := range s.All() {
+			if i != seen || v != src[i] {
+				t.Fatalf("element %d: index %d, value %#x", seen, i, v)
+			}
+			if seen++; seen == n/2 {
+				break
+			}
+		}
+		if s.Err() != nil {
+			t.Fatal(s.Err())
+		}
+		if d.Backend() != vmem.BackendVulkan {
+			return // host runs are read in place, with no transfer to fail
+		}
+		d.InjectFaults(vmem.Faults{FailSubmit: 2})
+		seen = 0
+		for i, v := range s.All() {
+			if i != seen || v != src[i] {
+				t.Fatalf("after the loss: element %d: index %d, value %#x", seen, i, v)
+			}
+			seen++
+		}
+		if seen == n || !errors.Is(s.Err(), vmem.ErrDeviceLost) {
+			t.Fatalf("All gave %d of %d elements with the device lost, Err %v", seen, n, s.Err())
+		}
+	})
+}
