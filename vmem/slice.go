@@ -800,8 +800,8 @@ const allRunBytes = 4 << 20
 // buffers in turn, the next while the loop body works on this one.
 type allCursor[T any] struct {
 	n, k, at, i int
-	bufs         [2][]T
-	next         chan error // the read of the run at at, in flight
+	bufs        [2][]T
+	next        chan error // the read of the run at at, in flight
 }
 
 // dmaRun returns the next run and the index of its first element, and
