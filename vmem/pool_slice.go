@@ -68,8 +68,7 @@ type PoolSlice[T any] struct {
 
 	n      int
 	closed bool
-	errMu  sync.Mutex
-	err    error
+	err    stickyErr // first error of a method without an error result
 }
 
 // PoolSliceOption configures NewPoolSlice: a SliceOption (InTier,
@@ -218,10 +217,7 @@ func (s *PoolSlice[T]) Part(d int) *Slice[T] { return s.parts[d] }
 // (Get or Set on private VRAM of a lost device, an iteration stopped by an
 // error), on any device.
 func (s *PoolSlice[T]) Err() error {
-	s.errMu.Lock()
-	err := s.err
-	s.errMu.Unlock()
-	if err != nil {
+	if err := s.err.get(); err != nil {
 		return err
 	}
 	for _, p := range s.parts {
@@ -232,14 +228,6 @@ func (s *PoolSlice[T]) Err() error {
 		}
 	}
 	return nil
-}
-
-func (s *PoolSlice[T]) noteErr(err error) {
-	s.errMu.Lock()
-	if s.err == nil {
-		s.err = err
-	}
-	s.errMu.Unlock()
 }
 
 // usable is the check of every method with an error result.
@@ -860,7 +848,7 @@ func (s *PoolSlice[T]) Chunks() iter.Seq2[int, []T] {
 		for i := range bufs {
 			bufs[i] = make([]T, k)
 		}
-		readAhead(s.n, k, bufs, s.CopyTo, s.noteErr, yield)
+		readAhead(s.n, k, bufs, s.CopyTo, s.err.set, yield)
 	}
 }
 
