@@ -1,6 +1,7 @@
 package collections
 
 import (
+	"runtime"
 	"sync"
 
 	"github.com/govram/govram/internal/waithook"
@@ -37,6 +38,8 @@ func goPar(n int, f func(i int)) {
 	}
 	waithook.Run()
 	wg.Wait()
+	// What f reaches stays reachable while the workers may run it.
+	runtime.KeepAlive(f)
 	if panicked {
 		panic(val)
 	}

@@ -1,9 +1,14 @@
 package collections
 
 import (
+	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
+	"weak"
 
 	"github.com/govram/govram/internal/vmemtest"
+	"github.com/govram/govram/internal/waithook"
 	"github.com/govram/govram/vmem"
 )
 
@@ -101,4 +106,32 @@ func TestBatchHasherPanic(t *testing.T) {
 			check(t, s)
 		})
 	})
+}
+
+// TestGoParKeepsF: what the workers' function reaches stays reachable
+// until goPar returns, even when the workers are done before the caller
+// waits. Without it a container used only through f could be collected at
+// the wait, which vmemtest.KeptAlive reports as a use after free (a flaky
+// report: it depended on whether the workers had finished).
+func TestGoParKeepsF(t *testing.T) {
+	type box struct{ v [64]byte }
+	b := new(box)
+	w := weak.Make(b)
+	var lost atomic.Bool
+	restore := waithook.Set(func() {
+		time.Sleep(5 * time.Millisecond) // the workers finish first
+		runtime.GC()
+		if w.Value() == nil {
+			lost.Store(true)
+		}
+	})
+	defer restore()
+	var sum atomic.Int64
+	goPar(4, func(i int) { sum.Add(int64(b.v[i]) + 1) })
+	if sum.Load() != 4 {
+		t.Fatalf("sum %d, want 4", sum.Load())
+	}
+	if lost.Load() {
+		t.Fatal("f's captured value was collected while goPar waited")
+	}
 }

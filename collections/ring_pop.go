@@ -347,6 +347,7 @@ func (r *Ring[T]) readPieces(dst []byte, g uint64) error {
 	work()
 	waithook.Run()
 	wg.Wait()
+	runtime.KeepAlive(r)
 	for _, err := range errs {
 		if err != nil {
 			return err

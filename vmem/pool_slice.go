@@ -338,6 +338,7 @@ func poolRun(ds []int, f func(d int) error) error {
 	}
 	waithook.Run()
 	wg.Wait()
+	runtime.KeepAlive(f) // what f reaches stays reachable while the goroutines run it
 	return errors.Join(errs...)
 }
 

@@ -944,6 +944,7 @@ func (s *Slice[T]) GetMany(idx []int, dst []T) {
 	}
 	waithook.Run()
 	wg.Wait()
+	runtime.KeepAlive(s)
 }
 
 // getManyKernelMin is the batch from which GetMany reads a Slice with

@@ -834,6 +834,7 @@ func (s *Slice[T]) kernGatherAddrs(idx []int, out []uint64, segAddr []uint64) in
 	}
 	waithook.Run()
 	wg.Wait()
+	runtime.KeepAlive(s)
 	return int(bad.Load())
 }
 

@@ -157,4 +157,5 @@ func spawn(parts int, f func(i int)) {
 	}
 	waithook.Run()
 	wg.Wait()
+	runtime.KeepAlive(f) // what f reaches stays reachable while the goroutines run it
 }
