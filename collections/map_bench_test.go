@@ -402,6 +402,42 @@ func BenchmarkMapPut(b *testing.B) {
 	}
 }
 
+// BenchmarkMapAll: one op is a whole range over the map; ns/entry and
+// Mentries/s compare Map.All with ranging over the Go map.
+func BenchmarkMapAll(b *testing.B) {
+	for _, n := range vmemtest.BenchSizes(b, 1e6) {
+		b.Run(vmemtest.SizeName(n), func(b *testing.B) {
+			s := mapBenchBuild(b, n)
+			for _, impl := range []string{"gomap", "govram"} {
+				b.Run(impl, func(b *testing.B) {
+					var acc uint64
+					for b.Loop() {
+						seen := 0
+						if impl == "gomap" {
+							for k, v := range s.gomap {
+								acc += k ^ v
+								seen++
+							}
+						} else {
+							for k, v := range s.m.All() {
+								acc += k ^ v
+								seen++
+							}
+						}
+						if seen != n {
+							b.Fatalf("%d entries, want %d", seen, n)
+						}
+					}
+					mapBenchSink += acc
+					per := b.Elapsed().Seconds() / float64(b.N) / float64(n)
+					b.ReportMetric(per*1e9, "ns/entry")
+					b.ReportMetric(1/per/1e6, "Mentries/s")
+				})
+			}
+		})
+	}
+}
+
 // BenchmarkMapDelete deletes random present keys, then puts them back
 // (untimed) so the size stays n.
 func BenchmarkMapDelete(b *testing.B) {

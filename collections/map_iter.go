@@ -22,7 +22,7 @@ import (
 // mapIterBytes is the snapshot read per chunk: 1 MiB by DMA costs about
 // twice the DMA's fixed 20 µs, and bounds what a chunk keeps on the Go
 // heap to handle growth under it.
-const mapIterBytes = 1 << 20
+var mapIterBytes = 1 << 20 // a variable for tests: small chunks
 
 // All returns every entry, in the order of their hashes (stable for a given
 // map, not otherwise specified). The loop body may Put and Delete, as with
@@ -63,9 +63,15 @@ func (it *mapIter[K, V]) run(yield func(K, V) bool) {
 	m := it.m
 	m.iters.Add(1)
 	defer m.iters.Add(-1)
-	m.flushForRead()
 	var H uint64 // every entry with a hash below H has been produced
 	for {
+		if m.pending.Load() {
+			// The body's writes may wait in the store batcher, where the
+			// snapshot's DMA would not see them.
+			if m.flushForRead() != nil {
+				return
+			}
+		}
 		t := m.t
 		if t == nil {
 			return
@@ -102,7 +108,6 @@ func (it *mapIter[K, V]) run(yield func(K, V) bool) {
 			} else {
 				it.until = max(it.until, hEnd)
 			}
-			m.flushForRead()
 			continue
 		}
 		if last {
@@ -166,12 +171,20 @@ func (it *mapIter[K, V]) chunk(t *mapTable, a, e, end, H uint64, yield func(K, V
 	it.done = it.done[:0]
 	ver := m.version
 	recs := it.blk.Ptr()
-	fps := unsafe.Add(recs, uintptr(it.capB)*m.r.bucket)
+	bucket, stride, p, low := m.r.bucket, m.r.stride, m.r.p, m.r.lowMask
+	keyOff, valOff := m.r.keyOff, m.r.valOff
+	fixed := !m.strK && !m.strV
+	fps := unsafe.Add(recs, uintptr(it.capB)*bucket)
 	for q := a; q < end; q++ {
-		full := ^mapGroup(fps, q-a, m.r.p) & m.r.lowMask
+		full := ^mapGroup(fps, q-a, p) & low
+		// An entry of a bucket past a+maxDisp and before e has its home in
+		// (a, e), hence a hash above H: it needs no hashing, unless a skip
+		// set applies.
+		sure := it.skip == nil && q > a+t.maxDisp && q < e
+		bp := unsafe.Add(recs, uintptr(q-a)*bucket)
 		for ; full != 0; full &= full - 1 {
 			i := bits.TrailingZeros64(full) >> 3
-			sp := unsafe.Add(recs, uintptr(q-a)*m.r.bucket+uintptr(i)*m.r.stride)
+			sp := unsafe.Add(bp, uintptr(i)*stride)
 			if m.t != t {
 				return mapIterMoved, mapLoc{q, i}
 			}
@@ -187,16 +200,23 @@ func (it *mapIter[K, V]) chunk(t *mapTable, a, e, end, H uint64, yield func(K, V
 					m.setErr(err)
 					return mapIterStop, mapLoc{}
 				}
-				sp = unsafe.Add(rp, uintptr(i)*m.r.stride)
-			}
-			h := m.recordHash(sp, q, t.nb)
-			if home := mapHome(h, t.nb); home < a || home >= e || h < H {
+				sp = unsafe.Add(rp, uintptr(i)*stride)
+			} else if sure && fixed {
+				if !yield(*(*K)(unsafe.Add(sp, keyOff)), *(*V)(unsafe.Add(sp, valOff))) {
+					return mapIterStop, mapLoc{}
+				}
 				continue
 			}
-			if it.skip != nil && (it.final || h < it.until) {
-				k := m.keyAt(sp)
-				if _, ok := it.skip[k]; ok {
+			if !sure || m.version != ver {
+				h := m.recordHash(sp, q, t.nb)
+				if home := mapHome(h, t.nb); home < a || home >= e || h < H {
 					continue
+				}
+				if it.skip != nil && (it.final || h < it.until) {
+					k := m.keyAt(sp)
+					if _, ok := it.skip[k]; ok {
+						continue
+					}
 				}
 			}
 			k, v := m.keyAt(sp), m.valueAt(sp)

@@ -523,21 +523,30 @@ func TestMapDeviceLost(t *testing.T) {
 // TestMapIterateMutate writes in the loop body of All: deletes ahead of
 // the iteration, overwrites, and inserts enough to make the table grow
 // (several times) in the middle of the iteration.
+// Writes in every body, or in one in 37 (entries read from the snapshot
+// between writes), with 1 MiB chunks (the whole map in one) or chunks of a
+// few buckets (entries near chunk edges, growth between chunks).
 func TestMapIterateMutate(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		for _, strK := range []bool{false, true} {
-			t.Run(fmt.Sprint("str=", strK), func(t *testing.T) {
-				if strK {
-					mapIterMutate(t, d, func(i int) string { return fmt.Sprintf("key-%d-%s", i, strings.Repeat("x", i%90)) })
-				} else {
-					mapIterMutate(t, d, func(i int) uint64 { return uint64(i) })
+		for _, chunk := range []int{mapIterBytes, 2 << 10} {
+			for _, every := range []int{1, 37} {
+				for _, strK := range []bool{false, true} {
+					t.Run(fmt.Sprintf("chunk=%d/every=%d/str=%v", chunk, every, strK), func(t *testing.T) {
+						defer func(old int) { mapIterBytes = old }(mapIterBytes)
+						mapIterBytes = chunk
+						if strK {
+							mapIterMutate(t, d, every, func(i int) string { return fmt.Sprintf("key-%d-%s", i, strings.Repeat("x", i%90)) })
+						} else {
+							mapIterMutate(t, d, every, func(i int) uint64 { return uint64(i) })
+						}
+					})
 				}
-			})
+			}
 		}
 	})
 }
 
-func mapIterMutate[K comparable](t *testing.T, d *vmem.Device, key func(int) K) {
+func mapIterMutate[K comparable](t *testing.T, d *vmem.Device, every int, key func(int) K) {
 	m, err := NewMap[K, int](d, mapWithSegmentBuckets(16))
 	if err != nil {
 		t.Fatal(err)
@@ -557,6 +566,9 @@ func mapIterMutate[K comparable](t *testing.T, d *vmem.Device, key func(int) K) 
 		produced[k]++
 		if v < n && key(v) != k {
 			t.Fatalf("%v produced with value %d", k, v)
+		}
+		if len(produced)%every != 0 {
+			continue
 		}
 		// Delete a key (maybe not yet reached), overwrite one, add some.
 		victim := key(rand.IntN(n))

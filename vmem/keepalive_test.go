@@ -125,6 +125,15 @@ func TestSliceKeptAlive(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		// One element: on private VRAM a DMA round trip each.
+		{"Get", func(t *testing.T, s *vmem.Slice[uint64]) {
+			if v := s.Get(n - 5); v != uint64(n-5)*3 {
+				t.Fatalf("Get = %d, want %d", v, (n-5)*3)
+			}
+		}},
+		{"Set", func(t *testing.T, s *vmem.Slice[uint64]) {
+			s.Set(n-5, 1) // s unused after: its error is not checked here
+		}},
 		{"Resize", func(t *testing.T, s *vmem.Slice[uint64]) {
 			if err := s.Resize(2 * n); err != nil {
 				t.Fatal(err)
