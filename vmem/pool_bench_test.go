@@ -171,7 +171,8 @@ func TestPoolCapacity(t *testing.T) {
 
 // BenchmarkPoolSliceCopy moves a striped PoolSlice[uint64] to and from Go
 // memory, on device 0 alone ("one") and on every device of the machine
-// ("all-N"): the bandwidth a pool adds. GB/s counts the array's bytes.
+// ("all-N"): the bandwidth a pool adds. GB/s counts the array's bytes. All
+// ranges over the elements, summing them.
 func BenchmarkPoolSliceCopy(b *testing.B) {
 	p, err := vmem.OpenAll(vmem.Options{})
 	if err != nil {
@@ -189,6 +190,10 @@ func BenchmarkPoolSliceCopy(b *testing.B) {
 	for _, n := range vmemtest.BenchSizes(b, 4e6) {
 		buf := make([]uint64, n)
 		poolGen(buf, 0)
+		var want uint64
+		for _, v := range buf {
+			want += v
+		}
 		for _, v := range pools {
 			s, err := vmem.NewPoolSlice[uint64](v.p, n)
 			if err != nil {
@@ -200,14 +205,20 @@ func BenchmarkPoolSliceCopy(b *testing.B) {
 			if err := s.CopyFrom(buf, 0); err != nil {
 				b.Fatal(err)
 			}
-			for _, op := range []string{"CopyFrom", "CopyTo"} {
+			for _, op := range []string{"CopyFrom", "CopyTo", "All"} {
 				b.Run(fmt.Sprintf("%s/%s/%s", op, vmemtest.SizeName(n), v.name), func(b *testing.B) {
 					b.SetBytes(int64(n) * 8)
 					for b.Loop() {
 						var err error
-						if op == "CopyFrom" {
+						switch op {
+						case "All":
+							var sum uint64
+							if sum, err = poolSum(s); sum != want {
+								b.Fatalf("All: sum %d, want %d", sum, want)
+							}
+						case "CopyFrom":
 							err = s.CopyFrom(buf, 0)
-						} else {
+						default:
 							err = s.CopyTo(buf, 0)
 						}
 						if err != nil {
@@ -220,4 +231,13 @@ func BenchmarkPoolSliceCopy(b *testing.B) {
 			s.Close()
 		}
 	}
+}
+
+// poolSum adds up s's elements with All.
+func poolSum(s *vmem.PoolSlice[uint64]) (uint64, error) {
+	var sum uint64
+	for _, v := range s.All() {
+		sum += v
+	}
+	return sum, s.Err()
 }

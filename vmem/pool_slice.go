@@ -842,9 +842,7 @@ func (s *PoolSlice[T]) Chunks() iter.Seq2[int, []T] {
 			}
 			return
 		}
-		round := (s.mask + 1) * s.nd
-		per := max(poolStageBytes*s.nd/int(max(s.size, 1))/round, 1) * round
-		k := min(per, s.n)
+		k := s.roundRun()
 		var bufs [2][]T
 		for i := range bufs {
 			bufs[i] = make([]T, k)
@@ -853,9 +851,92 @@ func (s *PoolSlice[T]) Chunks() iter.Seq2[int, []T] {
 	}
 }
 
+// roundRun is the elements a striped PoolSlice reads at a time: whole
+// rounds of stripes, about poolStageBytes from each device.
+func (s *PoolSlice[T]) roundRun() int {
+	round := (s.mask + 1) * s.nd
+	per := max(poolStageBytes*s.nd/int(max(s.size, 1))/round, 1) * round
+	return min(per, s.n)
+}
+
 // All returns every element with its index, in order (read in bulk, see
 // Chunks). An error stops the iteration and is reported by Err.
-func (s *PoolSlice[T]) All() iter.Seq2[int, T] { return allOf(s.Chunks()) }
+func (s *PoolSlice[T]) All() iter.Seq2[int, T] {
+	// Small enough for the compiler to inline with the loop body (see
+	// Slice.All): on the host backend each part's runs are read in place by
+	// a plain loop; on GPUs runs are read into Go buffers by CopyTo, the
+	// next while a plain loop hands out this one.
+	return func(yield func(int, T) bool) {
+		if s.closed || s.n == 0 {
+			return
+		}
+		if s.onHost() {
+			for at := 0; ; {
+				run := s.hostRun(at)
+				if len(run) == 0 {
+					return
+				}
+				for k, v := range run {
+					if !yield(at+k, v) {
+						return
+					}
+				}
+				at += len(run)
+			}
+		}
+		r := runReader[T]{n: s.n, k: s.allRun(), copyTo: s.CopyTo}
+		for {
+			run, at, err := r.run()
+			if err != nil {
+				s.err.set(err)
+				return
+			}
+			if run == nil {
+				return
+			}
+			for k, v := range run {
+				if !yield(at+k, v) {
+					r.stop()
+					return
+				}
+			}
+		}
+	}
+}
+
+// onHost reports whether every part is on the host backend, where All
+// reads the parts' memory in place.
+func (s *PoolSlice[T]) onHost() bool {
+	for _, p := range s.parts {
+		if p.dev.vk != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// hostRun is the run of elements from at that lie together in one part's
+// memory, in place (nil at the end). Every part is on the host backend.
+func (s *PoolSlice[T]) hostRun(at int) []T {
+	if s.closed || at >= s.n {
+		return nil
+	}
+	d, l := s.locate(at)
+	run := s.parts[d].hostRun(l)
+	if s.place == Stripe {
+		run = run[:min(len(run), s.mask+1-at&s.mask)]
+	}
+	return run
+}
+
+// allRun is the elements All reads at a time: whole rounds of stripes
+// when striped (every device reads at once), else as Slice.All.
+func (s *PoolSlice[T]) allRun() int {
+	if s.place == FillFirst || s.nd == 1 {
+		return min(max(allRunBytes/int(max(s.size, 1)), 1), s.n)
+	}
+	return s.roundRun()
+}
 
 // Close frees the PoolSlice's memory on every device. It is idempotent;
 // the PoolSlice is invalid afterwards.

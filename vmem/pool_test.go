@@ -427,6 +427,59 @@ func TestPoolSliceModel(t *testing.T) {
 	})
 }
 
+// TestPoolSliceAll ranges over PoolSlices whose stripes and parts end
+// inside and at the edges of All's runs, in full and with early breaks.
+func TestPoolSliceAll(t *testing.T) {
+	eachPool(t, func(t *testing.T, p *vmem.Pool) {
+		for _, n := range []int{1, 15, 16, 17, 1000, 300_001} {
+			s, err := vmem.NewPoolSlice[uint64](p, n, vmem.WithStripe(16), vmem.WithSegmentBytes(4096))
+			if err != nil {
+				t.Fatal(err)
+			}
+			model := make([]uint64, n)
+			for i := range model {
+				model[i] = uint64(i)*3 + 1
+			}
+			if err := s.CopyFrom(model, 0); err != nil {
+				t.Fatal(err)
+			}
+			poolCheckAll(t, s, model)
+			s.Close()
+		}
+	})
+}
+
+// poolCheckAll checks s.All against model: every element with its index,
+// and breaks at the first element, inside and at the end.
+func poolCheckAll(t *testing.T, s *vmem.PoolSlice[uint64], model []uint64) {
+	t.Helper()
+	n := 0
+	for i, v := range s.All() {
+		if i != n || v != model[i] {
+			t.Fatalf("All: element %d = (%d, %d), want (%d, %d)", n, i, v, n, model[n])
+		}
+		n++
+	}
+	if err := s.Err(); err != nil || n != len(model) {
+		t.Fatalf("All gave %d elements of %d (%v)", n, len(model), err)
+	}
+	for _, stop := range []int{0, len(model) / 2, len(model) - 1} {
+		n = 0
+		for i := range s.All() {
+			if i != n {
+				t.Fatalf("All: index %d at %d", i, n)
+			}
+			if n == stop {
+				break
+			}
+			n++
+		}
+		if n != stop {
+			t.Fatalf("All stopped at %d, want %d", n, stop)
+		}
+	}
+}
+
 // TestPoolSliceSpread checks where elements go: stripes in turn, or the
 // first device first.
 func TestPoolSliceSpread(t *testing.T) {
@@ -493,6 +546,7 @@ func TestPoolSliceSpill(t *testing.T) {
 			if ls[0]*8 > 2*(256<<10) {
 				t.Errorf("device 0 holds %d elements, over its limits", ls[0])
 			}
+			poolCheckAll(t, s, model)
 			got := make([]uint64, len(model))
 			if err := s.CopyTo(got, 0); err != nil {
 				t.Fatal(err)

@@ -782,19 +782,6 @@ func (r *runReader[T]) stop() {
 	}
 }
 
-// allOf turns runs of elements into the elements with their indices.
-func allOf[T any](chunks iter.Seq2[int, []T]) iter.Seq2[int, T] {
-	return func(yield func(int, T) bool) {
-		for at, run := range chunks {
-			for k, v := range run {
-				if !yield(at+k, v) {
-					return
-				}
-			}
-		}
-	}
-}
-
 // All returns every element with its index, in order (read in bulk, see
 // Chunks). An error stops the iteration and is reported by Err.
 func (s *Slice[T]) All() iter.Seq2[int, T] {
