@@ -330,6 +330,37 @@ func BenchmarkBTreeScanRuns(b *testing.B) {
 	})
 }
 
+// BenchmarkBTreeScanAll is BenchmarkBTreeScan through All (a range-over-
+// func loop); google/btree's figure is BenchmarkBTreeScan's.
+func BenchmarkBTreeScanAll(b *testing.B) {
+	btBenchEach(b, func(b *testing.B, impl string, tr btBenchTree, n int) {
+		o, ok := tr.(btBenchOurs)
+		if !ok || strings.HasSuffix(impl, "-naive") {
+			b.Skip("not ours")
+		}
+		b.SetBytes(int64(n) * 16)
+		b.ResetTimer()
+		for range b.N {
+			sum, c := btSumAll(o.t)
+			if c != n {
+				b.Fatalf("scan: %d entries", c)
+			}
+			btScanSink = sum
+		}
+		b.StopTimer()
+		btReportGBs(b, int64(n)*16)
+	})
+}
+
+// btSumAll adds up t's values with All, as a caller's loop would.
+func btSumAll(t *BTree[uint64, uint64]) (sum uint64, n int) {
+	for _, v := range t.All() {
+		sum += v
+		n++
+	}
+	return sum, n
+}
+
 func btReportGBs(b *testing.B, bytes int64) {
 	if s := b.Elapsed().Seconds(); s > 0 {
 		b.ReportMetric(float64(bytes)*float64(b.N)/s/1e9, "GB/s")

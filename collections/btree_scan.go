@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/internal/waithook"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
 )
@@ -257,98 +258,142 @@ func (t *BTree[K, V]) scan(desc bool, lo, hi *K, yield func(K, V) bool) {
 // scanWith is scan with the window's consumer given: emit hands entries
 // one by one, emitRuns a leaf's run at a time.
 func (t *BTree[K, V]) scanWith(desc bool, lo, hi *K, emit func(s *btScan, first bool, near, far *K) bool) {
-	if t.closed {
-		t.usedAfterClose()
-	}
 	// The caller's function may read runs in place (AscendRuns): the tree
 	// must stay reachable, so that its backstop frees nothing, until the
 	// scan ends.
 	defer runtime.KeepAlive(t)
+	var w btWalk[K, V]
+	if !w.start(t, desc, lo, hi) {
+		return
+	}
+	for first := true; ; first = false {
+		s := w.window()
+		if s == nil {
+			return
+		}
+		if !emit(s, first, w.near, w.far) {
+			w.stop()
+			return
+		}
+	}
+}
+
+// btWalk is a scan's queue of windows: up to btScanDepth are read ahead by
+// DMA, each in a goroutine of its own, while the caller consumes the
+// oldest, so the link's round trips overlap one another and the CPU's
+// work. Streamed windows are read when they reach the head (no work is
+// done ahead for a caller that may stop).
+type btWalk[K, V any] struct {
+	t          *BTree[K, V]
+	desc       bool
+	near, far  *K // the bound the scan starts from, the one it runs to
+	cur        btCursor
+	limit, per int
+	q          [btScanDepth + 1]btPending
+	qh, qn     int
+	last       bool // no window after those queued
+	head       bool // q[qh] was handed out by window
+}
+
+// start positions the walk at the first leaf; false if no entry can be in
+// range.
+func (w *btWalk[K, V]) start(t *BTree[K, V], desc bool, lo, hi *K) bool {
+	if t.closed {
+		t.usedAfterClose()
+	}
 	t.sync()
 	x := &t.idx
 	if x.height == 0 || (lo != nil && hi != nil && !t.less(*lo, *hi)) {
-		return
+		return false
 	}
-	var cur btCursor
-	near, far := lo, hi
+	w.t, w.desc = t, desc
+	w.near, w.far = lo, hi
 	switch {
 	case desc && hi != nil:
-		cur.b, cur.i = x.find(*hi)
-		near, far = hi, lo
+		w.cur.b, w.cur.i = x.find(*hi)
+		w.near, w.far = hi, lo
 	case desc:
-		cur.b = x.last
-		cur.i = int(x.nodes[cur.b].n) - 1
-		near, far = nil, lo
+		w.cur.b = x.last
+		w.cur.i = int(x.nodes[w.cur.b].n) - 1
+		w.near, w.far = nil, lo
 	case lo != nil:
-		cur.b, cur.i = x.find(*lo)
+		w.cur.b, w.cur.i = x.find(*lo)
 	default:
-		cur.b = x.first
+		w.cur.b = x.first
 	}
-	// An open-ended scan may be stopped by its callback at any time: its
+	// An open-ended scan may be stopped by its caller at any time: its
 	// windows start at a few leaves (streamed) and double up to an extent
 	// (one DMA), so a short walk reads little and a long one moves at the
 	// link's speed. A bounded scan knows which leaves it needs.
-	per := t.g.extentLeaves()
-	limit := per
-	if far == nil {
-		limit = min(btFirstWindow, per)
+	w.per = t.g.extentLeaves()
+	w.limit = w.per
+	if w.far == nil {
+		w.limit = min(btFirstWindow, w.per)
 	}
-	// A queue of windows: up to btScanDepth are read ahead by DMA, each in
-	// a goroutine of its own, while the callback consumes the oldest, so
-	// the link's round trips overlap one another and the CPU's work.
-	// Streamed windows are read when they reach the head (no work is done
-	// ahead for a callback that may stop).
-	var q [btScanDepth + 1]btPending
-	qh, qn := 0, 0
-	last := false
-	push := func() {
-		s := t.getScan()
-		p := &q[(qh+qn)%len(q)]
-		last = t.window(desc, s, &cur, far, limit)
-		limit = min(2*limit, per)
-		*p = btPending{s: s}
-		if t.fetchByDMA(s) {
-			done := make(chan bool, 1)
-			p.done = done
-			go func() { done <- t.fetch(s) }()
-		}
-		qn++
+	return true
+}
+
+// push queues the next window, starting its DMA if it goes by DMA.
+func (w *btWalk[K, V]) push() {
+	t := w.t
+	s := t.getScan()
+	p := &w.q[(w.qh+w.qn)%len(w.q)]
+	w.last = t.window(w.desc, s, &w.cur, w.far, w.limit)
+	w.limit = min(2*w.limit, w.per)
+	*p = btPending{s: s}
+	if t.fetchByDMA(s) {
+		done := make(chan bool, 1)
+		p.done = done
+		go func() { done <- t.fetch(s) }()
 	}
-	// drain waits for every read in flight and returns the states.
-	drain := func() {
-		for ; qn > 0; qn-- {
-			p := &q[qh]
-			if p.done != nil {
-				<-p.done
-			}
-			t.putScan(p.s)
-			qh = (qh + 1) % len(q)
-		}
+	w.qn++
+}
+
+// window returns the next window, read (nil at the end or on a read
+// error, which the tree keeps for Err). It gives back the one returned
+// before.
+func (w *btWalk[K, V]) window() *btScan {
+	t := w.t
+	if w.head {
+		w.head = false
+		t.putScan(w.q[w.qh].s)
+		w.qh = (w.qh + 1) % len(w.q)
+		w.qn--
 	}
-	first := true
-	for {
-		for !last && qn < len(q) && (qn < 2 || q[(qh+qn-1)%len(q)].done != nil) {
-			push()
-		}
-		if qn == 0 {
-			return
-		}
-		p := &q[qh]
-		var ok bool
+	for !w.last && w.qn < len(w.q) && (w.qn < 2 || w.q[(w.qh+w.qn-1)%len(w.q)].done != nil) {
+		w.push()
+	}
+	if w.qn == 0 {
+		return nil
+	}
+	p := &w.q[w.qh]
+	w.head = true
+	var ok bool
+	if p.done != nil {
+		waithook.Run()
+		ok = <-p.done
+		p.done = nil
+	} else {
+		ok = t.fetch(p.s)
+	}
+	if !ok {
+		w.stop()
+		return nil
+	}
+	return p.s
+}
+
+// stop waits for every read in flight and gives back the queued states.
+func (w *btWalk[K, V]) stop() {
+	w.head = false
+	for ; w.qn > 0; w.qn-- {
+		p := &w.q[w.qh]
 		if p.done != nil {
-			ok = <-p.done
+			<-p.done
 			p.done = nil
-		} else {
-			ok = t.fetch(p.s)
 		}
-		if !ok || !emit(p.s, first, near, far) {
-			drain()
-			return
-		}
-		first = false
-		t.putScan(p.s)
-		qh = (qh + 1) % len(q)
-		qn--
+		w.t.putScan(p.s)
+		w.qh = (w.qh + 1) % len(w.q)
 	}
 }
 
@@ -438,43 +483,116 @@ func (t *BTree[K, V]) emit(desc bool, s *btScan, first bool, near, far *K, yield
 	return true
 }
 
-// emitRuns hands the window's entries to fn a leaf at a time, ascending:
-// the keys as they lie in the read leaf, the values too where the layout
-// keeps them dense (else converted into vbuf). near and far as in emit.
+// emitRuns hands the window's entries to fn a leaf at a time, ascending.
+// near and far as in emit.
 func (t *BTree[K, V]) emitRuns(s *btScan, first bool, near, far *K, vbuf *[]V, fn func([]K, []V) bool) bool {
-	g := &t.g
 	for _, w := range s.win {
-		leaf := s.leaf(g, w.id)
-		n := int(w.cnt)
-		kp := unsafe.Add(leaf, g.keyOff)
-		j, end := 0, n
-		if first && near != nil {
-			j, _ = t.lower(kp, n, *near)
-		}
+		keys, vals, more := t.leafRun(s, w, first, near, far, vbuf)
 		first = false
-		if !w.full {
-			end, _ = t.lower(kp, n, *far)
+		if len(keys) > 0 && !fn(keys, vals) {
+			return false
 		}
-		if j < end {
-			var vals []V
-			if g.vdense && !t.strV {
-				vals = unsafe.Slice((*V)(unsafe.Add(leaf, g.valOff)), n)[j:end:end]
-			} else {
-				vs := (*vbuf)[:0]
-				for i := j; i < end; i++ {
-					vs = append(vs, t.vOut(unsafe.Add(leaf, g.valAt(i))))
-				}
-				*vbuf, vals = vs, vs
-			}
-			if !fn(unsafe.Slice((*K)(kp), n)[j:end:end], vals) {
-				return false
-			}
-		}
-		if end < n {
-			return false // the far bound lies in this leaf
+		if !more {
+			return false
 		}
 	}
 	return true
+}
+
+// leafRun returns the entries of window leaf w that lie in the scan's
+// range: the keys as they lie in the read leaf, the values too where the
+// layout keeps them dense (else converted into vbuf). first says w is the
+// scan's first leaf (near bounds it); more is false when the far bound lies
+// in this leaf.
+func (t *BTree[K, V]) leafRun(s *btScan, w btWin, first bool, near, far *K, vbuf *[]V) (keys []K, vals []V, more bool) {
+	g := &t.g
+	leaf := s.leaf(g, w.id)
+	n := int(w.cnt)
+	kp := unsafe.Add(leaf, g.keyOff)
+	j, end := 0, n
+	if first && near != nil {
+		j, _ = t.lower(kp, n, *near)
+	}
+	if !w.full {
+		end, _ = t.lower(kp, n, *far)
+	}
+	if j >= end {
+		return nil, nil, end == n
+	}
+	if g.vdense && !t.strV {
+		vals = unsafe.Slice((*V)(unsafe.Add(leaf, g.valOff)), n)[j:end:end]
+	} else {
+		vs := (*vbuf)[:0]
+		for i := j; i < end; i++ {
+			vs = append(vs, t.vOut(unsafe.Add(leaf, g.valAt(i))))
+		}
+		*vbuf, vals = vs, vs
+	}
+	return unsafe.Slice((*K)(kp), n)[j:end:end], vals, end == n
+}
+
+// btRuns is an ascending scan handed out a leaf's run at a time by next,
+// for the sequences (All, Range) that the compiler inlines with their loop
+// body: the body then runs in a plain loop over each run.
+type btRuns[K, V any] struct {
+	w     btWalk[K, V]
+	s     *btScan // the window being handed out
+	i     int     // its next leaf
+	first bool    // the next leaf is the scan's first
+	last  bool    // the far bound lay in the leaf of the last run
+	done  bool
+	vbuf  []V
+}
+
+// next returns the next run of entries (nil at the end): valid until the
+// following call.
+func (r *btRuns[K, V]) next() ([]K, []V) {
+	if r.last {
+		// The run handed out before was the last: its window is given
+		// back only now that the caller is done with it.
+		r.stop()
+	}
+	for !r.done {
+		if r.s == nil || r.i == len(r.s.win) {
+			if r.s = r.w.window(); r.s == nil {
+				r.done = true
+				break
+			}
+			r.i = 0
+		}
+		w := r.s.win[r.i]
+		r.i++
+		keys, vals, more := r.w.t.leafRun(r.s, w, r.first, r.w.near, r.w.far, &r.vbuf)
+		r.first = false
+		if !more {
+			if len(keys) == 0 {
+				r.stop()
+				break
+			}
+			r.last = true
+		}
+		if len(keys) > 0 {
+			return keys, vals
+		}
+	}
+	return nil, nil
+}
+
+// stop ends the scan early: the reads in flight are waited for.
+func (r *btRuns[K, V]) stop() {
+	if !r.done {
+		r.done = true
+		r.w.stop()
+	}
+}
+
+// ascend starts an ascending scan of [lo, hi) (nil: open) for btRuns.
+func (t *BTree[K, V]) ascend(lo, hi *K) *btRuns[K, V] {
+	r := &btRuns[K, V]{first: true}
+	if !r.w.start(t, false, lo, hi) {
+		r.done = true
+	}
+	return r
 }
 
 // AscendRuns calls fn with every entry in ascending key order, a run of
@@ -547,7 +665,24 @@ func (t *BTree[K, V]) DescendGreaterThan(pivot K, fn func(key K, value V) bool) 
 // (see the type's comment); a transfer error ends the sequence early and
 // is reported by Err.
 func (t *BTree[K, V]) All() iter.Seq2[K, V] {
-	return func(yield func(K, V) bool) { t.scan(false, nil, nil, yield) }
+	// Small enough for the compiler to inline with the loop body, which
+	// then runs in a plain loop over each leaf's run.
+	return func(yield func(K, V) bool) {
+		r := t.ascend(nil, nil)
+		for {
+			keys, vals := r.next()
+			if keys == nil {
+				return
+			}
+			vals = vals[:len(keys)]
+			for i, k := range keys {
+				if !yield(k, vals[i]) {
+					r.stop()
+					return
+				}
+			}
+		}
+	}
 }
 
 // Backward returns every entry in descending key order.
@@ -557,5 +692,21 @@ func (t *BTree[K, V]) Backward() iter.Seq2[K, V] {
 
 // Range returns the entries with lo <= key < hi in ascending order.
 func (t *BTree[K, V]) Range(lo, hi K) iter.Seq2[K, V] {
-	return func(yield func(K, V) bool) { t.scan(false, &lo, &hi, yield) }
+	// Inlined with the loop body, as All.
+	return func(yield func(K, V) bool) {
+		r := t.ascend(&lo, &hi)
+		for {
+			keys, vals := r.next()
+			if keys == nil {
+				return
+			}
+			vals = vals[:len(keys)]
+			for i, k := range keys {
+				if !yield(k, vals[i]) {
+					r.stop()
+					return
+				}
+			}
+		}
+	}
 }
