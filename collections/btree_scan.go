@@ -664,11 +664,14 @@ func (t *BTree[K, V]) DescendGreaterThan(pivot K, fn func(key K, value V) bool) 
 // All returns every entry in ascending key order. Leaves are read in bulk
 // (see the type's comment); a transfer error ends the sequence early and
 // is reported by Err.
-func (t *BTree[K, V]) All() iter.Seq2[K, V] {
-	// Small enough for the compiler to inline with the loop body, which
-	// then runs in a plain loop over each leaf's run.
+func (t *BTree[K, V]) All() iter.Seq2[K, V] { return t.ascendSeq(nil, nil) }
+
+// ascendSeq is the sequence of the entries in [lo, hi) (nil: open). It is
+// small enough for the compiler to inline with the loop body, which then
+// runs in a plain loop over each leaf's run.
+func (t *BTree[K, V]) ascendSeq(lo, hi *K) iter.Seq2[K, V] {
 	return func(yield func(K, V) bool) {
-		r := t.ascend(nil, nil)
+		r := t.ascend(lo, hi)
 		for {
 			keys, vals := r.next()
 			if keys == nil {
@@ -691,22 +694,4 @@ func (t *BTree[K, V]) Backward() iter.Seq2[K, V] {
 }
 
 // Range returns the entries with lo <= key < hi in ascending order.
-func (t *BTree[K, V]) Range(lo, hi K) iter.Seq2[K, V] {
-	// Inlined with the loop body, as All.
-	return func(yield func(K, V) bool) {
-		r := t.ascend(&lo, &hi)
-		for {
-			keys, vals := r.next()
-			if keys == nil {
-				return
-			}
-			vals = vals[:len(keys)]
-			for i, k := range keys {
-				if !yield(k, vals[i]) {
-					r.stop()
-					return
-				}
-			}
-		}
-	}
-}
+func (t *BTree[K, V]) Range(lo, hi K) iter.Seq2[K, V] { return t.ascendSeq(&lo, &hi) }

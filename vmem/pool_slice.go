@@ -865,7 +865,8 @@ func (s *PoolSlice[T]) All() iter.Seq2[int, T] {
 	// Small enough for the compiler to inline with the loop body (see
 	// Slice.All): on the host backend each part's runs are read in place by
 	// a plain loop; on GPUs runs are read into Go buffers by CopyTo, the
-	// next while a plain loop hands out this one.
+	// next while a plain loop hands out this one. The loops repeat
+	// Slice.All's: a helper holding them would be too costly to inline.
 	return func(yield func(int, T) bool) {
 		if s.closed || s.n == 0 {
 			return
