@@ -119,6 +119,9 @@ type Map[K comparable, V any] struct {
 	wb    mapWB[K, V]  // Puts recorded, not yet stored (map_wb.go)
 	iters atomic.Int32 // iterations running: their loop bodies' Puts go direct
 
+	tier *tierCore // hot entries in host memory (map_tier.go); nil: none
+	tvar bool      // the tier's slots have the string layout
+
 	scratch []byte // writer's image of one bucket
 	enc     []byte // writer's image of one record being stored
 }
@@ -133,10 +136,15 @@ type mapConfig struct {
 	plain      bool   // read mapped VRAM with plain loads: the naive path
 	noWB       bool   // Puts go straight to the table (tests, benchmarks)
 	batchLines int    // store batch in lines
+	cache      int    // hot tier budget in bytes (WithHostCache)
+	cacheSet   bool   // cache was given
 }
 
 // WithCapacity sizes the table for n entries, so that the first n Puts do
-// not grow it.
+// not grow it. Where the table is in device memory, n entries fill it only
+// to a load at which a key nearly always lies in its home bucket, so that
+// a map holding what it was made for still costs one round trip per Get;
+// Puts keep their deferred path (map_wb.go) up to n entries and beyond.
 func WithCapacity(n int) MapOption { return func(c *mapConfig) { c.capacity = n } }
 
 // WithHasher replaces the built-in hash of keys with h. The map mixes h's
@@ -224,6 +232,9 @@ func NewMap[K comparable, V any](dev *vmem.Device, opts ...MapOption) (*Map[K, V
 		}
 	}
 	nb := m.bucketsFor(max(cfg.capacity, 8))
+	if cfg.capacity > 0 && dev.Backend() == vmem.BackendVulkan {
+		nb = m.bucketsForFast(cfg.capacity)
+	}
 	if m.t, err = m.newTable(nb, mapTailFor(nb)); err != nil {
 		if m.arena != nil {
 			m.arena.Close()
@@ -231,6 +242,7 @@ func NewMap[K comparable, V any](dev *vmem.Device, opts ...MapOption) (*Map[K, V
 		return nil, err
 	}
 	m.wbInit()
+	m.tierInit()
 	m.unreg = lcAtClose(dev, m, (*Map[K, V]).Close)
 	return m, nil
 }
@@ -269,11 +281,7 @@ type mapLine struct {
 // Get returns the value stored for k and whether there is one. It panics if
 // the map is closed or a write is in progress.
 func (m *Map[K, V]) Get(k K) (V, bool) {
-	if m.pending.Load() {
-		m.flushForRead()
-	}
-	t := m.t
-	if t == nil || m.writing {
+	if m.t == nil || m.writing {
 		m.badRead()
 	}
 	var h uint64
@@ -282,6 +290,21 @@ func (m *Map[K, V]) Get(k K) (V, bool) {
 	} else {
 		h = m.hash(&k)
 	}
+	if m.tier != nil {
+		// The tier is coherent with every write, those still pending
+		// included: a hit needs no flush.
+		return m.getTiered(&k, h)
+	}
+	return m.get(&k, h)
+}
+
+// get looks k (hash h) up in the table.
+func (m *Map[K, V]) get(kp *K, h uint64) (V, bool) {
+	if m.pending.Load() {
+		m.flushForRead()
+	}
+	t := m.t
+	k := *kp
 	if !t.fast {
 		return m.getSlow(t, &k, h)
 	}
@@ -553,6 +576,9 @@ func (m *Map[K, V]) Put(k K, v V) error {
 		err = m.put(&k, &v, m.hash(&k))
 		m.version++
 	}
+	if m.tier != nil && err == nil {
+		m.tierPut(&k, m.hash(&k), &v)
+	}
 	m.writing = false
 	if mapInvariants {
 		m.mustCheck()
@@ -670,7 +696,11 @@ func (m *Map[K, V]) Delete(k K) bool {
 			m.setErr(err)
 		}
 	}
-	found := m.delete(&k, m.hash(&k))
+	h := m.hash(&k)
+	found := m.delete(&k, h)
+	if m.tier != nil {
+		m.tierDelete(&k, h)
+	}
 	m.writing = false
 	m.version++
 	if mapInvariants {
@@ -725,6 +755,9 @@ func (m *Map[K, V]) Clear() {
 	if m.arena != nil {
 		m.arena.Reset()
 	}
+	if m.tier != nil {
+		m.tier.invalidateAll()
+	}
 	m.writing = false
 	m.version++
 	if mapInvariants {
@@ -756,6 +789,7 @@ func (m *Map[K, V]) Close() error {
 		m.freeTable(t)
 		m.t = nil
 	}
+	m.tierFree()
 	m.n = 0
 	if m.arena != nil {
 		return m.arena.Close()

@@ -211,6 +211,7 @@ func (m *Map[K, V]) PutMany(keys []K, vals []V) error {
 	}
 	m.writing = true
 	defer m.writeDone()
+	m.tierWriteMany(keys)
 	if err := m.settle(); err != nil { // recorded Puts come first
 		return err
 	}

@@ -439,6 +439,7 @@ func (m *Map[K, V]) PutBatch(keys []K, vals []V) error {
 	m.writing = true
 	err := func() error {
 		defer m.writeDone()
+		m.tierWriteMany(keys)
 		if err := m.settle(); err != nil { // recorded Puts come first
 			return err
 		}

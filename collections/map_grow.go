@@ -61,6 +61,7 @@ func (m *Map[K, V]) rehash(nb, tail uint64) error {
 		if err = m.moveAll(old, nt); err == nil {
 			m.t = nt
 			m.freeTable(old)
+			m.tierGrow()
 			return nil
 		}
 		m.freeTable(nt)

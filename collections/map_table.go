@@ -73,6 +73,20 @@ func (m *Map[K, V]) bucketsFor(n int) uint64 {
 	return max((uint64(n)*m.r.loadDen+per-1)/per, 1)
 }
 
+// bucketsForFast returns the home buckets that hold n entries at the
+// table's fast load: low enough that a key nearly always lies in its home
+// bucket (a second bucket costs a lookup a second round trip), and with
+// room for the deferred Puts of a map filled to n. The control bytes stay
+// under 2 bytes an entry.
+func (m *Map[K, V]) bucketsForFast(n int) uint64 {
+	num, den := uint64(1), uint64(2)
+	if m.r.p >= 4 {
+		num, den = 9, 16
+	}
+	per := uint64(m.r.p) * num
+	return max((uint64(n)*den+per-1)/per, m.bucketsFor(n), 1)
+}
+
 // mapTailFor is the overflow tail of a table of nb home buckets; a probe
 // that runs past it makes the table rehash with a longer one.
 func mapTailFor(nb uint64) uint64 { return 16 + nb/256 }
@@ -241,6 +255,7 @@ type mapHeld struct {
 	mu   sync.Mutex
 	dev  *vmem.Device
 	blks map[vmem.Block]struct{}
+	tier *tierCore // the hot tier's host memory
 }
 
 func (h *mapHeld) add(bs ...vmem.Block) {
@@ -266,4 +281,6 @@ func (h *mapHeld) free() {
 		h.dev.Free(b)
 	}
 	clear(h.blks)
+	h.tier.free()
+	h.tier = nil
 }

@@ -43,6 +43,8 @@ type mapWB[K comparable, V any] struct {
 	blk  vmem.Block // holds keys and vals
 	max  int        // pairs held before they are stored
 	off  bool       // Puts go straight to the table
+	// noGrow is the table whose early growth failed: not tried again on it.
+	noGrow *mapTable
 
 	batches int // applied by a PutBatch (tests)
 }
@@ -67,17 +69,29 @@ func (m *Map[K, V]) putBehind(k *K, v *V) (bool, error) {
 		// go to the table at once.
 		return false, nil
 	}
+	// The buffer follows the table's size (a quarter of its capacity, up
+	// to wb.max): a small map does not hold megabytes of pinned memory.
+	want := min(m.wb.max, max(2*mapWBDirect, m.t.capacity/4))
 	if n := len(m.wb.keys); (n > 0 && n == cap(m.wb.keys)) || n+2 > m.t.growthLeft {
 		if err := m.settle(); err != nil {
 			return false, err
+		}
+		if !m.wb.off && want+2 > m.t.growthLeft && m.t.growthLeft < m.t.capacity/8 && m.wb.noGrow != m.t {
+			// The table is nearly full: it grows now, as the next new keys
+			// would make it, so that Puts keep their deferred path instead
+			// of a round trip each. If it cannot, they go direct (and a Put
+			// that needs the growth reports the failure).
+			if err := m.grow(m.n+want+2, false); err == nil {
+				m.version++
+			} else {
+				m.wb.noGrow = m.t
+			}
 		}
 		if m.wb.off || 2 > m.t.growthLeft {
 			return false, nil
 		}
 	}
-	// The buffer follows the table's size (a quarter of its capacity, up
-	// to wb.max): a small map does not hold megabytes of pinned memory.
-	if want := min(m.wb.max, max(2*mapWBDirect, m.t.capacity/4)); len(m.wb.keys) == 0 && cap(m.wb.keys) < want {
+	if len(m.wb.keys) == 0 && cap(m.wb.keys) < want {
 		m.wbFree()
 		if !m.wbAlloc(want) {
 			return false, nil
@@ -133,6 +147,11 @@ func (m *Map[K, V]) settle() error {
 		m.flushBatch()
 	}
 	m.pending.Store(false)
+	if err != nil && m.tier != nil {
+		// Recorded Puts that did not reach the table were already in the
+		// tier: it would answer with values the table does not have.
+		m.tier.invalidateAll()
+	}
 	return err
 }
 

@@ -1,0 +1,453 @@
+package collections
+
+import (
+	"math/bits"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/govram/govram/internal/hostmem"
+	"github.com/govram/govram/vmem"
+)
+
+// The Map's hot tier (tier.go): slots and their codecs.
+//
+// A slot of a map of fixed-size keys and values is the pair itself
+// (tierPair). With a string key or value it is
+//
+//	[hash uint64][key length uint32][value length uint32][key][value]
+//
+// with the key's and value's regions 8-aligned: a string key is matched by
+// its full hash and length before its bytes. An entry larger than the slot
+// is not cached (counted as a rejection).
+
+const (
+	tierMaxSlot = 256 // larger fixed-size records are not cached
+	tierStrSlot = 128 // slot of maps with strings: room for URL-sized keys
+	tierVarHdr  = 16
+	// Batch writes of more keys than this drop the whole tier instead of
+	// looking each key up in it.
+	tierBatchDrop = 256
+)
+
+type tierPair[K comparable, V any] struct {
+	k K
+	v V
+}
+
+// WithHostCache sizes the map's hot tier: a copy of the most used entries
+// in host memory, so that a Get of a hot key costs a host-memory lookup
+// instead of a round trip to the device. bytes is the tier's budget; 0
+// turns the tier off. Without this option the tier is on where the table
+// is in device memory (the Vulkan backend), with a fiftieth of the table's
+// device bytes, at most a sixteenth of the machine's RAM, and it grows
+// with the table; on the host backend it is off, the table being in host
+// memory already.
+func WithHostCache(bytes int) MapOption {
+	return func(c *mapConfig) {
+		c.cache, c.cacheSet = max(bytes, 0), true
+	}
+}
+
+// tierSlot returns the slot size of the map's tier, 0 if its entries are
+// too large to cache.
+func (m *Map[K, V]) tierSlot() uintptr {
+	var zk K
+	var zv V
+	if !m.strK && !m.strV {
+		n := max(mapRoundUp(unsafe.Sizeof(tierPair[K, V]{}), 8), 8)
+		if n > tierMaxSlot {
+			return 0
+		}
+		return n
+	}
+	fixed := uintptr(tierVarHdr)
+	if !m.strK {
+		fixed += mapRoundUp(unsafe.Sizeof(zk), 8)
+	}
+	if !m.strV {
+		fixed += mapRoundUp(unsafe.Sizeof(zv), 8)
+	}
+	n := max(uintptr(tierStrSlot), fixed+32)
+	if n > tierMaxSlot {
+		return 0
+	}
+	return n
+}
+
+// tierBudget returns the tier's budget for the current table (0: none).
+func (m *Map[K, V]) tierBudget() uint64 {
+	if m.cfg.cacheSet {
+		return uint64(m.cfg.cache)
+	}
+	if m.dev.Backend() != vmem.BackendVulkan || m.cfg.plain {
+		return 0
+	}
+	b := m.tableBytes() / tierDefaultDiv
+	if ram := hostmem.TotalRAM(); ram > 0 {
+		b = min(b, ram/tierRAMDiv)
+	}
+	return max(b, tierMinBytes)
+}
+
+// tableBytes is the device memory of the table's slots.
+func (m *Map[K, V]) tableBytes() uint64 {
+	if m.t == nil {
+		return 0
+	}
+	return m.t.nbAll * uint64(m.r.bucket)
+}
+
+// tierInit makes the map's tier, or none (see tierBudget).
+func (m *Map[K, V]) tierInit() {
+	slot := m.tierSlot()
+	budget := m.tierBudget()
+	if slot == 0 || budget == 0 {
+		return
+	}
+	if !m.cfg.cacheSet {
+		// No larger than the table could use: a small map gets a small tier.
+		per := (tierHdr + tierWays*slot + 63) &^ 63
+		budget = min(budget, uint64(m.t.capacity/tierWays+2)*uint64(per+tierWays*tierSketchPer))
+	}
+	m.tier = newTierCore(budget, slot)
+	m.tvar = m.strK || m.strV
+	if m.tier != nil {
+		m.held.tier = m.tier
+	}
+}
+
+// tierGrow follows the table's growth with a larger tier (default budget
+// only), moving the entries it holds.
+func (m *Map[K, V]) tierGrow() {
+	old := m.tier
+	if old == nil || m.cfg.cacheSet {
+		return
+	}
+	per := uint64(old.setBytes) + tierWays*tierSketchPer
+	if m.tierBudget() < 2*old.sets*per {
+		return
+	}
+	m.tier = nil
+	m.tierInit()
+	nc := m.tier
+	if nc == nil {
+		m.tier = old
+		return
+	}
+	nc.hits.Store(old.hits.Load())
+	nc.misses.Store(old.misses.Load())
+	nc.admits.Store(old.admits.Load())
+	nc.evicts.Store(old.evicts.Load())
+	nc.rejects.Store(old.rejects.Load())
+	g := old.gen.Load()
+	for i := uint64(0); i < old.sets; i++ {
+		p := unsafe.Add(old.mem, uintptr(i)*old.setBytes)
+		if atomic.LoadUint32(tierGen(p)) != g {
+			continue
+		}
+		for valid := atomic.LoadUint32(tierMeta(p)) & 0xff; valid != 0; valid &= valid - 1 {
+			sp := old.slotAt(p, bits.TrailingZeros32(valid))
+			s := tierSpread(m.tierHashAt(sp))
+			q := nc.set(s)
+			seq := nc.lockWait(q)
+			if w, evict := nc.victim(q); !evict {
+				copy(unsafe.Slice((*byte)(nc.slotAt(q, w)), nc.slot), unsafe.Slice((*byte)(sp), old.slot))
+				nc.fill(q, w, tierTag(s))
+			}
+			nc.unlock(q, seq)
+		}
+	}
+	old.free()
+}
+
+// tierFree releases the tier (Close).
+func (m *Map[K, V]) tierFree() {
+	if m.tier != nil {
+		m.tier.free()
+		m.held.tier = nil
+		m.tier = nil
+	}
+}
+
+// getTiered is Get with a tier: the tier first, then the table, and an
+// entry found in the table is offered to the tier.
+func (m *Map[K, V]) getTiered(k *K, h uint64) (V, bool) {
+	c := m.tier
+	if err := m.dev.Err(); err != nil {
+		// The device no longer confirms what the tier holds: the tier is
+		// dropped, Err says why, and the lookup reports what the device
+		// path reports.
+		c.invalidateAll()
+		m.setErr(err)
+		return m.get(k, h)
+	}
+	s := tierSpread(h)
+	p := c.set(s)
+	if v, ok := m.tierGet(c, p, s, k, h); ok {
+		return v, true
+	}
+	c.misses.Add(1)
+	v, ok := m.get(k, h)
+	if ok {
+		m.tierAdmit(c, p, s, k, h, &v)
+	}
+	return v, ok
+}
+
+// tierGet looks k up in the set at p without a lock (see tier.go).
+func (m *Map[K, V]) tierGet(c *tierCore, p unsafe.Pointer, s uint64, k *K, h uint64) (v V, ok bool) {
+	tag, gen := tierTag(s), c.gen.Load()
+	for range tierSpins {
+		seq := atomic.LoadUint32(tierSeq(p))
+		if seq&1 != 0 {
+			continue
+		}
+		way := -1
+		for mt := c.candidates(p, tag, gen); mt != 0; mt &= mt - 1 {
+			w := bits.TrailingZeros64(mt) >> 3
+			sp := c.slotAt(p, w)
+			if m.tvar {
+				v, ok = m.tierGetVar(c, sp, k, h)
+			} else {
+				var e tierPair[K, V]
+				tierLoad(unsafe.Pointer(&e), sp, unsafe.Sizeof(e))
+				if e.k == *k {
+					v, ok = e.v, true
+				}
+			}
+			if ok {
+				way = w
+				break
+			}
+		}
+		if atomic.LoadUint32(tierSeq(p)) != seq {
+			var zero V
+			v, ok = zero, false
+			continue
+		}
+		if ok {
+			c.touch(p, way, s)
+			c.countHit()
+		}
+		return v, ok
+	}
+	var zero V
+	return zero, false
+}
+
+// tierGetVar matches and decodes a slot of the string layout. What it
+// reads may be torn by a writer (the caller checks the sequence after),
+// so every length is bounded by the slot before it is used.
+func (m *Map[K, V]) tierGetVar(c *tierCore, sp unsafe.Pointer, k *K, h uint64) (v V, ok bool) {
+	if atomic.LoadUint64((*uint64)(sp)) != h {
+		return v, false
+	}
+	lens := atomic.LoadUint64((*uint64)(unsafe.Add(sp, 8)))
+	klen, vlen := uintptr(uint32(lens)), uintptr(lens>>32)
+	var buf [tierMaxSlot]byte
+	off := uintptr(tierVarHdr)
+	if m.strK {
+		ks := *(*string)(unsafe.Pointer(k))
+		kr := mapRoundUp(klen, 8)
+		if klen != uintptr(len(ks)) || off+kr > c.slot {
+			return v, false
+		}
+		tierLoad(unsafe.Pointer(&buf), unsafe.Add(sp, off), kr)
+		if unsafe.String(&buf[0], max(klen, 1))[:klen] != ks {
+			return v, false
+		}
+		off += kr
+	} else {
+		var kk K
+		tierLoad(unsafe.Pointer(&kk), unsafe.Add(sp, off), unsafe.Sizeof(kk))
+		if kk != *k {
+			return v, false
+		}
+		off += mapRoundUp(unsafe.Sizeof(kk), 8)
+	}
+	if !m.strV {
+		tierLoad(unsafe.Pointer(&v), unsafe.Add(sp, off), unsafe.Sizeof(v))
+		return v, true
+	}
+	if off+vlen > c.slot {
+		return v, false
+	}
+	tierLoad(unsafe.Pointer(&buf), unsafe.Add(sp, off), mapRoundUp(vlen, 8))
+	*(*string)(unsafe.Pointer(&v)) = string(buf[:vlen])
+	return v, true
+}
+
+// tierFind returns the way of the set at p that holds k, or -1. The caller
+// holds the set's lock, or is a writer (no reader runs).
+func (m *Map[K, V]) tierFind(c *tierCore, p unsafe.Pointer, s uint64, k *K, h uint64) int {
+	for mt := c.candidates(p, tierTag(s), c.gen.Load()); mt != 0; mt &= mt - 1 {
+		w := bits.TrailingZeros64(mt) >> 3
+		sp := c.slotAt(p, w)
+		if m.tvar {
+			if _, ok := m.tierGetVar(c, sp, k, h); ok {
+				return w
+			}
+		} else if (*tierPair[K, V])(sp).k == *k {
+			return w
+		}
+	}
+	return -1
+}
+
+// tierEncode writes k and v into the slot at sp; false if they do not fit.
+func (m *Map[K, V]) tierEncode(c *tierCore, sp unsafe.Pointer, k *K, h uint64, v *V) bool {
+	if !m.tvar {
+		*(*tierPair[K, V])(sp) = tierPair[K, V]{*k, *v}
+		return true
+	}
+	var kr, vlen, klen uintptr
+	if m.strK {
+		klen = uintptr(len(*(*string)(unsafe.Pointer(k))))
+	} else {
+		klen = unsafe.Sizeof(*k)
+	}
+	kr = mapRoundUp(klen, 8)
+	if m.strV {
+		vlen = uintptr(len(*(*string)(unsafe.Pointer(v))))
+	} else {
+		vlen = unsafe.Sizeof(*v)
+	}
+	if tierVarHdr+kr+vlen > c.slot {
+		return false
+	}
+	*(*uint64)(sp) = h
+	*(*uint64)(unsafe.Add(sp, 8)) = uint64(klen) | uint64(vlen)<<32
+	kp, vp := unsafe.Add(sp, tierVarHdr), unsafe.Add(sp, tierVarHdr+kr)
+	if m.strK {
+		copy(unsafe.Slice((*byte)(kp), klen), *(*string)(unsafe.Pointer(k)))
+	} else {
+		*(*K)(kp) = *k
+	}
+	if m.strV {
+		copy(unsafe.Slice((*byte)(vp), vlen), *(*string)(unsafe.Pointer(v)))
+	} else {
+		*(*V)(vp) = *v
+	}
+	return true
+}
+
+// tierHashAt returns the map's hash of the key in the slot at sp.
+func (m *Map[K, V]) tierHashAt(sp unsafe.Pointer) uint64 {
+	if m.tvar {
+		return atomic.LoadUint64((*uint64)(sp))
+	}
+	var e tierPair[K, V]
+	tierLoad(unsafe.Pointer(&e), sp, unsafe.Sizeof(e))
+	return m.hash(&e.k)
+}
+
+// tierAdmit offers k (found in the table with value v) to the tier. It
+// runs on a reader's miss: a set held by another admission is skipped.
+func (m *Map[K, V]) tierAdmit(c *tierCore, p unsafe.Pointer, s uint64, k *K, h uint64, v *V) {
+	est := c.sk.increment(s)
+	seq, ok := c.lock(p)
+	if !ok {
+		return
+	}
+	defer c.unlock(p, seq)
+	if m.tierFind(c, p, s, k, h) >= 0 {
+		return // admitted by another reader meanwhile
+	}
+	w, evict := c.victim(p)
+	if evict && c.sk.estimate(tierSpread(m.tierHashAt(c.slotAt(p, w)))) >= est {
+		c.rejects.Add(1)
+		return
+	}
+	if evict {
+		c.drop(p, w)
+	}
+	if !m.tierEncode(c, c.slotAt(p, w), k, h, v) {
+		c.rejects.Add(1)
+		return
+	}
+	c.fill(p, w, tierTag(s))
+	c.admits.Add(1)
+	if evict {
+		c.evicts.Add(1)
+	}
+}
+
+// tierPut keeps the tier coherent with a Put of v for k: a copy there is
+// updated (or dropped if the new value does not fit). Keys not in the tier
+// are left out: admission is by reads.
+func (m *Map[K, V]) tierPut(k *K, h uint64, v *V) {
+	c := m.tier
+	s := tierSpread(h)
+	p := c.set(s)
+	if c.candidates(p, tierTag(s), c.gen.Load()) == 0 {
+		return
+	}
+	seq := c.lockWait(p)
+	if w := m.tierFind(c, p, s, k, h); w >= 0 && !m.tierEncode(c, c.slotAt(p, w), k, h, v) {
+		c.drop(p, w)
+	}
+	c.unlock(p, seq)
+}
+
+// tierDelete drops k's copy, if any.
+func (m *Map[K, V]) tierDelete(k *K, h uint64) {
+	c := m.tier
+	s := tierSpread(h)
+	p := c.set(s)
+	if c.candidates(p, tierTag(s), c.gen.Load()) == 0 {
+		return
+	}
+	seq := c.lockWait(p)
+	if w := m.tierFind(c, p, s, k, h); w >= 0 {
+		c.drop(p, w)
+	}
+	c.unlock(p, seq)
+}
+
+// tierWriteMany keeps the tier coherent with a batch write of keys: each
+// key's copy is dropped, or, for a large batch, the whole tier.
+func (m *Map[K, V]) tierWriteMany(keys []K) {
+	if m.tier == nil || len(keys) == 0 {
+		return
+	}
+	if len(keys) > tierBatchDrop {
+		m.tier.invalidateAll()
+		return
+	}
+	for i := range keys {
+		m.tierDelete(&keys[i], m.hash(&keys[i]))
+	}
+}
+
+// MapStats describes a map's memory and its hot tier.
+type MapStats struct {
+	Len         int
+	Capacity    int    // entries the table takes before it grows
+	DeviceBytes uint64 // the table's slots and the string arena
+	// HostBytes is the host memory of the control bytes, the recorded
+	// Puts' buffer and the hot tier (Cache.Bytes).
+	HostBytes uint64
+	Cache     CacheStats
+}
+
+// Stats returns the map's memory use and its hot tier's counters. It is a
+// read: it may run beside other reads, not beside a write.
+func (m *Map[K, V]) Stats() MapStats {
+	s := MapStats{Len: m.Len()}
+	if t := m.t; t != nil {
+		s.Capacity = t.capacity
+		for i := range t.segs {
+			s.DeviceBytes += t.segs[i].slots.Size()
+			s.HostBytes += t.segs[i].fpBlk.Size()
+		}
+	}
+	if m.arena != nil {
+		s.DeviceBytes += m.arena.Stats().Reserved
+	}
+	if !m.wb.blk.IsZero() {
+		s.HostBytes += m.wb.blk.Size()
+	}
+	s.Cache = m.tier.stats()
+	s.HostBytes += s.Cache.Bytes
+	return s
+}

@@ -1,0 +1,427 @@
+package collections
+
+import (
+	"math/bits"
+	"math/rand/v2"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/govram/govram/internal/hostmem"
+)
+
+// The hot tier: copies of hot entries in host memory, in front of VRAM.
+//
+// A lookup whose key is not in host memory pays a PCIe round trip; the hot
+// tier answers the keys that are asked for often without one. VRAM stays
+// the authoritative copy: an entry of the tier is always clean, so
+// eviction costs nothing, and every write updates or drops the tier's copy
+// before it returns.
+//
+// Layout. The tier is an array of sets in anonymous host memory (off the
+// Go heap); a key's set is chosen by its hash. A set is a 24-byte header
+// and tierWays slots of one fixed size, the whole rounded up to lines:
+//
+//	off  0  seq    uint32  a sequence lock: odd while a writer changes the set
+//	off  4  gen    uint32  the tier generation the set's contents belong to
+//	off  8  ref    uint32  CLOCK reference bits, one per way
+//	off 12  meta   uint32  valid bits (0-7), the CLOCK hand (8-15)
+//	off 16  tags   [8]byte a byte of each way's hash, matched as one word
+//	off 24  slots
+//
+// Readers take no lock and write nothing on a hit except, once, the
+// entry's reference bit: they read the sequence, match the tags, copy the
+// slot with word loads, and read the sequence again; a change means a
+// writer was there and the lookup is retried. So hits from any number of
+// goroutines scale. Writers (admission from a reader's miss, or the Map's
+// own writes) take the sequence lock with a compare-and-swap; an admission
+// that finds it taken is simply skipped.
+//
+// Admission and eviction. A miss counts the key in a count-min sketch of
+// small counters (TinyLFU): a key enters a full set only if it was missed
+// more often than the entry it would evict, so one pass over many keys
+// (a scan, a burst of one-off lookups) does not flush the hot set. The
+// victim is chosen by CLOCK inside the set: entries hit since the hand
+// last passed are skipped and lose their bit. New entries start without
+// the bit, so an entry that is never hit again leaves first.
+//
+// Invalidation of everything at once (Clear, a large batch write, a failed
+// write-back) bumps the tier generation: sets of an older generation read
+// as empty, without touching them.
+const (
+	tierWays  = 8
+	tierHdr   = 24
+	tierSpins = 64 // reads of a locked set before the lookup counts as a miss
+)
+
+// Default budget of a Map's tier when the option leaves it unset: a fiftieth
+// of the table's device bytes, capped by a sixteenth of the machine's RAM.
+// The tier is on by default only where the table is in device memory: on
+// the host backend the table is in host memory already.
+const (
+	tierDefaultDiv = 50
+	tierRAMDiv     = 16
+	tierMinBytes   = 64 << 10
+)
+
+// CacheStats describes a container's hot tier.
+type CacheStats struct {
+	// Bytes is the host memory the tier holds (sets and sketch), Capacity
+	// the entries it can hold, Entries those it holds now (counted when
+	// Stats is called).
+	Bytes    uint64
+	Capacity int
+	Entries  int
+	// Hits and Misses count lookups answered by the tier and those that
+	// went to the device. Hits is sampled (one hit in tierHitSample is
+	// counted, as tierHitSample), so that hits from many goroutines do not
+	// contend on a counter: it is exact to within a few percent.
+	Hits, Misses uint64
+	// Admissions counts entries copied into the tier, Evictions the
+	// entries they displaced, Rejections the misses whose key was not
+	// admitted (missed less often than the entry it would displace, or too
+	// large for a slot).
+	Admissions, Evictions, Rejections uint64
+}
+
+// HitRate is Hits / (Hits + Misses), 0 when nothing was looked up.
+func (s CacheStats) HitRate() float64 {
+	if s.Hits+s.Misses == 0 {
+		return 0
+	}
+	return float64(s.Hits) / float64(s.Hits+s.Misses)
+}
+
+const tierHitSample = 16
+
+// tierSketchPer is the sketch's counters per tier entry: enough that keys
+// missed once rarely share all four counters with an entry in use.
+const tierSketchPer = 4
+
+// tierCore is the untyped part of a hot tier: memory, sets, sketch and
+// counters. The typed slot codecs live with their container (map_tier.go).
+type tierCore struct {
+	mem      unsafe.Pointer
+	size     uint64 // bytes mapped
+	sets     uint64
+	setBytes uintptr
+	slot     uintptr
+	gen      atomic.Uint32
+	sk       tierSketch
+
+	hits, misses, admits, evicts, rejects atomic.Uint64
+}
+
+// tierSpread remixes a container's hash so that the tier's set and tag use
+// bits independent of those the table uses for home bucket and fingerprint.
+func tierSpread(h uint64) uint64 {
+	h ^= h >> 29
+	h *= 0xbf58476d1ce4e5b9
+	return h ^ h>>32
+}
+
+// newTierCore maps a tier of at most budget bytes with slots of slot bytes
+// (a multiple of 8). It returns nil when the budget holds no useful tier
+// or the memory cannot be mapped: the container then runs without one.
+func newTierCore(budget uint64, slot uintptr) *tierCore {
+	setBytes := (tierHdr + tierWays*slot + 63) &^ 63
+	// The sketch takes tierSketchPer counter bytes per entry; the sets the rest.
+	per := uint64(setBytes) + tierWays*tierSketchPer
+	if budget < per*2 {
+		return nil
+	}
+	sets := budget / per
+	skBytes := max(uint64(1)<<(bits.Len64(sets*tierWays*tierSketchPer)-1), 64) // within the budget
+	size := sets*uint64(setBytes) + skBytes
+	mem, err := hostmem.Map(size)
+	if err != nil {
+		return nil
+	}
+	c := &tierCore{
+		mem:      mem,
+		size:     size,
+		sets:     sets,
+		setBytes: setBytes,
+		slot:     slot,
+	}
+	c.gen.Store(1) // zeroed sets have generation 0: empty
+	c.sk.init(unsafe.Add(mem, sets*uint64(setBytes)), skBytes, sets*tierWays)
+	return c
+}
+
+// free unmaps the tier's memory.
+func (c *tierCore) free() {
+	if c != nil && c.mem != nil {
+		hostmem.Unmap(c.mem, c.size)
+		c.mem = nil
+	}
+}
+
+// set returns the header of the set of spread hash s.
+func (c *tierCore) set(s uint64) unsafe.Pointer {
+	i, _ := bits.Mul64(s, c.sets) // the high bits pick the set: any count works
+	return unsafe.Add(c.mem, uintptr(i)*c.setBytes)
+}
+
+// slotAt returns way w's slot of the set at p.
+func (c *tierCore) slotAt(p unsafe.Pointer, w int) unsafe.Pointer {
+	return unsafe.Add(p, tierHdr+uintptr(w)*c.slot)
+}
+
+// tierTag is the tag byte of spread hash s.
+func tierTag(s uint64) uint64 { return s & 0xff }
+
+func tierSeq(p unsafe.Pointer) *uint32  { return (*uint32)(p) }
+func tierGen(p unsafe.Pointer) *uint32  { return (*uint32)(unsafe.Add(p, 4)) }
+func tierRef(p unsafe.Pointer) *uint32  { return (*uint32)(unsafe.Add(p, 8)) }
+func tierMeta(p unsafe.Pointer) *uint32 { return (*uint32)(unsafe.Add(p, 12)) }
+func tierTags(p unsafe.Pointer) *uint64 { return (*uint64)(unsafe.Add(p, 16)) }
+
+// candidates returns the ways of the set at p (read under its sequence)
+// whose tag is tag, as the high bit of each matching byte; 0 if the set
+// belongs to an older generation.
+func (c *tierCore) candidates(p unsafe.Pointer, tag uint64, gen uint32) uint64 {
+	if atomic.LoadUint32(tierGen(p)) != gen {
+		return 0
+	}
+	valid := uint64(atomic.LoadUint32(tierMeta(p)) & 0xff)
+	m := mapMatch(atomic.LoadUint64(tierTags(p)), tag*mapLSB)
+	return m & tierSpreadBits(valid)
+}
+
+// tierSpreadBits turns a mask of ways (bit w) into the high bit of byte w.
+func tierSpreadBits(v uint64) uint64 {
+	// Multiply-free spread of 8 bits to the top bit of 8 bytes.
+	v = (v | v<<28) & 0x0000000f0000000f
+	v = (v | v<<14) & 0x0003000300030003
+	v = (v | v<<7) & 0x0101010101010101
+	return v << 7
+}
+
+// touch sets way w's reference bit of the set at p if it is clear, and
+// then also counts the hit (spread hash s) in the sketch: an entry's
+// frequency counts its hits, once per pass of the CLOCK hand, as well as
+// its misses. So an entry in use is not evicted for a key missed a few
+// times, and a hit on an entry already marked writes nothing.
+func (c *tierCore) touch(p unsafe.Pointer, w int, s uint64) {
+	if atomic.LoadUint32(tierRef(p))&(1<<w) == 0 {
+		atomic.OrUint32(tierRef(p), 1<<w)
+		c.sk.increment(s)
+	}
+}
+
+// countHit counts a hit, sampled (see CacheStats.Hits), so that hits from
+// many goroutines do not write a shared counter each.
+func (c *tierCore) countHit() {
+	if rand.Uint32()%tierHitSample == 0 {
+		c.hits.Add(tierHitSample)
+	}
+}
+
+// lock takes the sequence lock of the set at p, or reports false if a
+// writer holds it. A set of an older generation is emptied first.
+func (c *tierCore) lock(p unsafe.Pointer) (uint32, bool) {
+	s := atomic.LoadUint32(tierSeq(p))
+	if s&1 != 0 || !atomic.CompareAndSwapUint32(tierSeq(p), s, s+1) {
+		return 0, false
+	}
+	if g := c.gen.Load(); atomic.LoadUint32(tierGen(p)) != g {
+		atomic.StoreUint32(tierMeta(p), 0)
+		atomic.StoreUint32(tierRef(p), 0)
+		atomic.StoreUint32(tierGen(p), g)
+	}
+	return s + 1, true
+}
+
+// lockWait takes the lock for a container's own write, which must not be
+// skipped: only admissions can hold it, and they hold it briefly.
+func (c *tierCore) lockWait(p unsafe.Pointer) uint32 {
+	for {
+		if s, ok := c.lock(p); ok {
+			return s
+		}
+	}
+}
+
+func (c *tierCore) unlock(p unsafe.Pointer, s uint32) {
+	atomic.StoreUint32(tierSeq(p), s+1)
+}
+
+// victim picks the way to replace in the locked set at p: a free way if
+// there is one (evict false), else by CLOCK.
+func (c *tierCore) victim(p unsafe.Pointer) (w int, evict bool) {
+	meta := atomic.LoadUint32(tierMeta(p))
+	if free := ^meta & 0xff; free != 0 {
+		return bits.TrailingZeros32(free), false
+	}
+	hand := int(meta>>8) & (tierWays - 1)
+	ref := atomic.LoadUint32(tierRef(p))
+	w = hand
+	for i := range tierWays {
+		x := (hand + i) & (tierWays - 1)
+		if ref&(1<<x) == 0 {
+			w = x
+			break
+		}
+		ref &^= 1 << x
+	}
+	atomic.StoreUint32(tierRef(p), ref)
+	atomic.StoreUint32(tierMeta(p), meta&0xff|uint32((w+1)&(tierWays-1))<<8)
+	return w, true
+}
+
+// fill marks way w of the locked set at p as holding an entry with tag.
+func (c *tierCore) fill(p unsafe.Pointer, w int, tag uint64) {
+	tags := atomic.LoadUint64(tierTags(p))
+	tags = tags&^(0xff<<(8*w)) | tag<<(8*w)
+	atomic.StoreUint64(tierTags(p), tags)
+	atomic.StoreUint32(tierRef(p), atomic.LoadUint32(tierRef(p))&^(1<<w))
+	atomic.StoreUint32(tierMeta(p), atomic.LoadUint32(tierMeta(p))|1<<w)
+}
+
+// drop empties way w of the locked set at p.
+func (c *tierCore) drop(p unsafe.Pointer, w int) {
+	atomic.StoreUint32(tierMeta(p), atomic.LoadUint32(tierMeta(p))&^(1<<w))
+}
+
+// invalidateAll drops every entry at once.
+func (c *tierCore) invalidateAll() {
+	if c.gen.Add(1) == 0 {
+		// The generation wrapped: a set last written 2^32 generations ago
+		// would read as current. Empty every set for real.
+		for i := uint64(0); i < c.sets; i++ {
+			p := unsafe.Add(c.mem, uintptr(i)*c.setBytes)
+			atomic.StoreUint32(tierGen(p), 0)
+			atomic.StoreUint32(tierMeta(p), 0)
+		}
+		c.gen.Store(1)
+	}
+}
+
+// entries counts the valid entries (for Stats; not synchronised with
+// admissions running at the same time).
+func (c *tierCore) entries() int {
+	g := c.gen.Load()
+	n := 0
+	for i := uint64(0); i < c.sets; i++ {
+		p := unsafe.Add(c.mem, uintptr(i)*c.setBytes)
+		if atomic.LoadUint32(tierGen(p)) == g {
+			n += bits.OnesCount32(atomic.LoadUint32(tierMeta(p)) & 0xff)
+		}
+	}
+	return n
+}
+
+func (c *tierCore) stats() CacheStats {
+	if c == nil {
+		return CacheStats{}
+	}
+	return CacheStats{
+		Bytes:      c.size,
+		Capacity:   int(c.sets * tierWays),
+		Entries:    c.entries(),
+		Hits:       c.hits.Load(),
+		Misses:     c.misses.Load(),
+		Admissions: c.admits.Load(),
+		Evictions:  c.evicts.Load(),
+		Rejections: c.rejects.Load(),
+	}
+}
+
+// admitOver reports whether a key of spread hash s, just missed, should
+// replace an entry of spread hash vs.
+func (c *tierCore) admitOver(s, vs uint64) bool {
+	return c.sk.estimate(s) > c.sk.estimate(vs)
+}
+
+// tierLoad copies n bytes from a slot (padded to whole words) to dst with
+// word loads that are ordered with the set's sequence reads on every
+// architecture.
+func tierLoad(dst, src unsafe.Pointer, n uintptr) {
+	i := uintptr(0)
+	for ; i+8 <= n; i += 8 {
+		*(*uint64)(unsafe.Add(dst, i)) = atomic.LoadUint64((*uint64)(unsafe.Add(src, i)))
+	}
+	if i < n {
+		w := atomic.LoadUint64((*uint64)(unsafe.Add(src, i)))
+		copy(unsafe.Slice((*byte)(unsafe.Add(dst, i)), n-i), (*[8]byte)(unsafe.Pointer(&w))[:])
+	}
+}
+
+// tierSketch is a count-min sketch of 4-bit-range counters (bytes capped at
+// 15), four per key in one 64-byte block, so an increment touches one
+// line. Counters are halved after every 10 increments per tier entry, so
+// the counts follow what is hot now. Updates from concurrent misses are
+// plain: a lost increment only makes the estimate a little low.
+type tierSketch struct {
+	mem     unsafe.Pointer
+	blocks  uint64 // a power of two
+	shift   uint
+	adds    atomic.Uint64
+	resetAt uint64
+	aging   atomic.Bool
+}
+
+func (s *tierSketch) init(mem unsafe.Pointer, bytes, entries uint64) {
+	s.mem = mem
+	s.blocks = max(bytes/64, 1)
+	s.shift = uint(64 - bits.TrailingZeros64(s.blocks))
+	s.resetAt = max(10*entries, 64)
+}
+
+// block returns h's block. The sketch remixes the tier's spread hash, so
+// that its block and counters do not follow the set and the tag.
+func (s *tierSketch) block(h uint64) (unsafe.Pointer, uint64) {
+	h = bits.RotateLeft64(h*0x9e3779b97f4a7c15, 23)
+	i := uint64(0)
+	if s.blocks > 1 {
+		i = h >> s.shift
+	}
+	return unsafe.Add(s.mem, uintptr(i)*64), h
+}
+
+// counter returns the i-th counter (of 4) of h in block b.
+func tierCounter(b unsafe.Pointer, h uint64, i int) *uint8 {
+	return (*uint8)(unsafe.Add(b, uintptr((h>>(6*i))&63)))
+}
+
+func (s *tierSketch) estimate(h uint64) uint8 {
+	b, h := s.block(h)
+	return tierMin(b, h)
+}
+
+func tierMin(b unsafe.Pointer, h uint64) uint8 {
+	e := uint8(255)
+	for i := range 4 {
+		e = min(e, *tierCounter(b, h, i))
+	}
+	return e
+}
+
+// increment counts h once (conservative update: only the smallest
+// counters grow) and returns the new estimate.
+func (s *tierSketch) increment(h uint64) uint8 {
+	b, h := s.block(h)
+	e := tierMin(b, h)
+	if e < 15 {
+		for i := range 4 {
+			if c := tierCounter(b, h, i); *c == e {
+				*c = e + 1
+			}
+		}
+		e++
+	}
+	if s.adds.Add(1) >= s.resetAt && s.aging.CompareAndSwap(false, true) {
+		s.age()
+		s.adds.Store(0)
+		s.aging.Store(false)
+	}
+	return e
+}
+
+// age halves every counter.
+func (s *tierSketch) age() {
+	w := unsafe.Slice((*uint64)(s.mem), s.blocks*8)
+	for i := range w {
+		w[i] = w[i] >> 1 & 0x7f7f7f7f7f7f7f7f
+	}
+}
