@@ -181,6 +181,7 @@ func TestLifecycleMap(t *testing.T) {
 		ks, vs, found := []uint64{1, 2}, make([]uint64, 2), make([]bool, 2)
 		lcCheck(t, "Map", reflect.TypeFor[*Map[uint64, uint64]](), []lcCall{
 			{"Len", func() error { return lcWant(m.Len() == 0, "Len") }, lcQuiet},
+			{"Stats", func() error { st := m.Stats(); return lcWant(st.Len == 0 && st.Cache.Bytes == 0, "Stats") }, lcQuiet},
 			{"Err", func() error { return m.Err() }, lcQuiet},
 			{"Get", func() error { m.Get(1); return nil }, lcPanic},
 			{"GetMany", func() error { m.GetMany(ks, vs, found); return nil }, lcPanic},

@@ -46,6 +46,13 @@ type mapRec struct {
 // the inline prefix, so most mismatches never touch the arena.
 const mapStrMin = 16
 
+// mapStrKeyRecord is the least record of a map with string keys: two
+// lines, so that a key of up to about a hundred bytes (a URL, a path) is
+// held whole in its record and a lookup reads two adjacent lines, whose
+// loads overlap, instead of the record and then the arena: one round trip
+// instead of two.
+const mapStrKeyRecord = 2 * layout.LineSize
+
 func mapStrInline(w uintptr) int { return int(w) - 4 }
 func mapStrPrefix(w uintptr) int { return int(w) - 12 }
 
@@ -73,7 +80,7 @@ func mapLayout(ks, ka, vs, va uintptr, strK, strV bool) mapRec {
 		// [hash][key field][V]: the key part first, so that for values of
 		// several lines the comparison needs only the first line.
 		vsz := mapRoundUp(vs, 8)
-		r.size = mapRoundUp(8+mapStrMin+vsz, layout.LineSize)
+		r.size = max(mapRoundUp(8+mapStrMin+vsz, layout.LineSize), mapStrKeyRecord)
 		r.keyOff = 8
 		r.keyW = r.size - 8 - vsz
 		r.valOff = 8 + r.keyW
@@ -85,7 +92,7 @@ func mapLayout(ks, ka, vs, va uintptr, strK, strV bool) mapRec {
 	default:
 		// [hash][key field][value field]; the key gets the larger share of
 		// the slack, since it is compared on every probe.
-		r.size = mapRoundUp(8+2*mapStrMin, layout.LineSize)
+		r.size = max(mapRoundUp(8+2*mapStrMin, layout.LineSize), mapStrKeyRecord)
 		slack := r.size - 8 - 2*mapStrMin
 		r.valW = mapStrMin + slack/3&^7
 		r.keyOff = 8

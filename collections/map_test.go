@@ -860,8 +860,8 @@ func TestMapLayout(t *testing.T) {
 		{"u32-u32", mapLayout(4, 4, 4, 4, false, false), 8, 1, 8, 0, 0},
 		{"u64-24", mapLayout(8, 8, 24, 8, false, false), 2, 1, 32, 0, 0},
 		{"u64-100", mapLayout(8, 8, 100, 1, false, false), 1, 2, 112, 0, 0},
-		{"str-u64", mapLayout(16, 8, 8, 8, true, false), 1, 1, 64, 48, 0},
-		{"str-str", mapLayout(16, 8, 16, 8, true, true), 1, 1, 64, 32, 24},
+		{"str-u64", mapLayout(16, 8, 8, 8, true, false), 1, 2, 128, 112, 0}, // URL-sized keys inline
+		{"str-str", mapLayout(16, 8, 16, 8, true, true), 1, 2, 128, 80, 40},
 		{"u64-str", mapLayout(8, 8, 16, 8, false, true), 1, 1, 64, 0, 56},
 	} {
 		r := c.r

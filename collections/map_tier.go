@@ -345,6 +345,12 @@ func (m *Map[K, V]) tierHashAt(sp unsafe.Pointer) uint64 {
 // runs on a reader's miss: a set held by another admission is skipped.
 func (m *Map[K, V]) tierAdmit(c *tierCore, p unsafe.Pointer, s uint64, k *K, h uint64, v *V) {
 	est := c.sk.increment(s)
+	if est <= 1 && atomic.LoadUint32(tierMeta(p))&0xff == 0xff && atomic.LoadUint32(tierGen(p)) == c.gen.Load() {
+		// A key missed once never displaces an entry: rejected without
+		// taking the set's lock.
+		c.rejects.Add(1)
+		return
+	}
 	seq, ok := c.lock(p)
 	if !ok {
 		return
