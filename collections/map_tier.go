@@ -134,11 +134,7 @@ func (m *Map[K, V]) tierGrow() {
 		m.tier = old
 		return
 	}
-	nc.hits.Store(old.hits.Load())
-	nc.misses.Store(old.misses.Load())
-	nc.admits.Store(old.admits.Load())
-	nc.evicts.Store(old.evicts.Load())
-	nc.rejects.Store(old.rejects.Load())
+	copy(unsafe.Slice((*byte)(nc.cnt), tierStripes*64), unsafe.Slice((*byte)(old.cnt), tierStripes*64))
 	g := old.gen.Load()
 	for i := uint64(0); i < old.sets; i++ {
 		p := unsafe.Add(old.mem, uintptr(i)*old.setBytes)
@@ -186,7 +182,7 @@ func (m *Map[K, V]) getTiered(k *K, h uint64) (V, bool) {
 	if v, ok := m.tierGet(c, p, s, k, h); ok {
 		return v, true
 	}
-	c.misses.Add(1)
+	c.count(s, cntMisses, 1)
 	v, ok := m.get(k, h)
 	if ok {
 		m.tierAdmit(c, p, s, k, h, &v)
@@ -227,7 +223,7 @@ func (m *Map[K, V]) tierGet(c *tierCore, p unsafe.Pointer, s uint64, k *K, h uin
 		}
 		if ok {
 			c.touch(p, way, s)
-			c.countHit()
+			c.countHit(s)
 		}
 		return v, ok
 	}
@@ -345,10 +341,11 @@ func (m *Map[K, V]) tierHashAt(sp unsafe.Pointer) uint64 {
 // runs on a reader's miss: a set held by another admission is skipped.
 func (m *Map[K, V]) tierAdmit(c *tierCore, p unsafe.Pointer, s uint64, k *K, h uint64, v *V) {
 	est := c.sk.increment(s)
-	if est <= 1 && atomic.LoadUint32(tierMeta(p))&0xff == 0xff && atomic.LoadUint32(tierGen(p)) == c.gen.Load() {
-		// A key missed once never displaces an entry: rejected without
-		// taking the set's lock.
-		c.rejects.Add(1)
+	if w, full := c.peekVictim(p); full && c.sk.estimate(tierSpread(m.tierHashAt(c.slotAt(p, w)))) >= est {
+		// The entry CLOCK would evict is used at least as often: rejected
+		// without taking the set's lock (a locked instruction here would
+		// cost the next lookup's device load; see tierCore.count).
+		c.count(s, cntRejects, 1)
 		return
 	}
 	seq, ok := c.lock(p)
@@ -361,20 +358,20 @@ func (m *Map[K, V]) tierAdmit(c *tierCore, p unsafe.Pointer, s uint64, k *K, h u
 	}
 	w, evict := c.victim(p)
 	if evict && c.sk.estimate(tierSpread(m.tierHashAt(c.slotAt(p, w)))) >= est {
-		c.rejects.Add(1)
+		c.count(s, cntRejects, 1)
 		return
 	}
 	if evict {
 		c.drop(p, w)
 	}
 	if !m.tierEncode(c, c.slotAt(p, w), k, h, v) {
-		c.rejects.Add(1)
+		c.count(s, cntRejects, 1)
 		return
 	}
 	c.fill(p, w, tierTag(s))
-	c.admits.Add(1)
+	c.count(s, cntAdmits, 1)
 	if evict {
-		c.evicts.Add(1)
+		c.count(s, cntEvicts, 1)
 	}
 }
 

@@ -107,8 +107,37 @@ type tierCore struct {
 	slot     uintptr
 	gen      atomic.Uint32
 	sk       tierSketch
+	cnt      unsafe.Pointer // tierStripes lines of counters (tierCounts)
+}
 
-	hits, misses, admits, evicts, rejects atomic.Uint64
+// Counters. They are plain (not atomic) words in the tier's memory, in
+// stripes of one line chosen by the key's set: a locked instruction on
+// the lookup path makes the CPU wait for, and may make it issue again,
+// a device load it had started early, which costs a second round trip.
+// Increments from goroutines that meet on one stripe may be lost: the
+// counts are exact for one goroutine, close for many.
+const (
+	tierStripes = 64
+	cntHits     = iota - 1
+	cntMisses
+	cntAdmits
+	cntEvicts
+	cntRejects
+	cntSketch // the sketch's increments since it last aged (stripe 0)
+)
+
+// count adds n to counter f of the stripe of spread hash s.
+func (c *tierCore) count(s uint64, f int, n uint64) {
+	*(*uint64)(unsafe.Add(c.cnt, uintptr(s>>8&(tierStripes-1))*64+uintptr(f)*8)) += n
+}
+
+// total sums counter f over the stripes.
+func (c *tierCore) total(f int) uint64 {
+	var t uint64
+	for i := range tierStripes {
+		t += atomic.LoadUint64((*uint64)(unsafe.Add(c.cnt, uintptr(i)*64+uintptr(f)*8)))
+	}
+	return t
 }
 
 // tierSpread remixes a container's hash so that the tier's set and tag use
@@ -131,7 +160,7 @@ func newTierCore(budget uint64, slot uintptr) *tierCore {
 	}
 	sets := budget / per
 	skBytes := max(uint64(1)<<(bits.Len64(sets*tierWays*tierSketchPer)-1), 64) // within the budget
-	size := sets*uint64(setBytes) + skBytes
+	size := sets*uint64(setBytes) + skBytes + tierStripes*64
 	mem, err := hostmem.Map(size)
 	if err != nil {
 		return nil
@@ -145,6 +174,8 @@ func newTierCore(budget uint64, slot uintptr) *tierCore {
 	}
 	c.gen.Store(1) // zeroed sets have generation 0: empty
 	c.sk.init(unsafe.Add(mem, sets*uint64(setBytes)), skBytes, sets*tierWays)
+	c.cnt = unsafe.Add(mem, sets*uint64(setBytes)+skBytes)
+	c.sk.adds = (*uint64)(unsafe.Add(c.cnt, cntSketch*8))
 	return c
 }
 
@@ -211,9 +242,9 @@ func (c *tierCore) touch(p unsafe.Pointer, w int, s uint64) {
 
 // countHit counts a hit, sampled (see CacheStats.Hits), so that hits from
 // many goroutines do not write a shared counter each.
-func (c *tierCore) countHit() {
+func (c *tierCore) countHit(s uint64) {
 	if rand.Uint32()%tierHitSample == 0 {
-		c.hits.Add(tierHitSample)
+		c.count(s, cntHits, tierHitSample)
 	}
 }
 
@@ -269,6 +300,25 @@ func (c *tierCore) victim(p unsafe.Pointer) (w int, evict bool) {
 	return w, true
 }
 
+// peekVictim returns, without the lock, the way victim would pick in a
+// full set at p (full false if the set has a free way or is of an older
+// generation). What it reads may be changing: it only decides whether to
+// try.
+func (c *tierCore) peekVictim(p unsafe.Pointer) (int, bool) {
+	meta := atomic.LoadUint32(tierMeta(p))
+	if meta&0xff != 0xff || atomic.LoadUint32(tierGen(p)) != c.gen.Load() {
+		return 0, false
+	}
+	hand := int(meta>>8) & (tierWays - 1)
+	ref := atomic.LoadUint32(tierRef(p))
+	for i := range tierWays {
+		if x := (hand + i) & (tierWays - 1); ref&(1<<x) == 0 {
+			return x, true
+		}
+	}
+	return hand, true
+}
+
 // fill marks way w of the locked set at p as holding an entry with tag.
 func (c *tierCore) fill(p unsafe.Pointer, w int, tag uint64) {
 	tags := atomic.LoadUint64(tierTags(p))
@@ -319,11 +369,11 @@ func (c *tierCore) stats() CacheStats {
 		Bytes:      c.size,
 		Capacity:   int(c.sets * tierWays),
 		Entries:    c.entries(),
-		Hits:       c.hits.Load(),
-		Misses:     c.misses.Load(),
-		Admissions: c.admits.Load(),
-		Evictions:  c.evicts.Load(),
-		Rejections: c.rejects.Load(),
+		Hits:       c.total(cntHits),
+		Misses:     c.total(cntMisses),
+		Admissions: c.total(cntAdmits),
+		Evictions:  c.total(cntEvicts),
+		Rejections: c.total(cntRejects),
 	}
 }
 
@@ -356,7 +406,7 @@ type tierSketch struct {
 	mem     unsafe.Pointer
 	blocks  uint64 // a power of two
 	shift   uint
-	adds    atomic.Uint64
+	adds    *uint64 // plain, in the tier's memory (see count)
 	resetAt uint64
 	aging   atomic.Bool
 }
@@ -410,9 +460,9 @@ func (s *tierSketch) increment(h uint64) uint8 {
 		}
 		e++
 	}
-	if s.adds.Add(1) >= s.resetAt && s.aging.CompareAndSwap(false, true) {
+	if *s.adds++; *s.adds >= s.resetAt && s.aging.CompareAndSwap(false, true) {
 		s.age()
-		s.adds.Store(0)
+		*s.adds = 0
 		s.aging.Store(false)
 	}
 	return e
