@@ -2,8 +2,8 @@
 # The H200 runs behind docs/: the benchmarks program's report and the
 # per-package benchmarks each issue names. The machine has no Go toolchain,
 # so the binaries are built beforehand (../shared/device/prepare.sh builds
-# the test binaries into .devrun/bin; `go build -o .devrun/bin/bench
-# ./benchmarks` the program). Usage, from the project root on that machine:
+# the test binaries into .devrun/bin; `cd benchmarks && go build -o
+# ../.devrun/bin/bench .` the program, which is a module of its own). Usage, from the project root on that machine:
 #
 #   source .devrun/gpu-env.sh && bash benchmarks/h200.sh report|tests OUTDIR
 #

@@ -3,10 +3,11 @@
 // and against the naive path (the same data in mapped device memory read
 // with plain Go loads), and writes a report with plots.
 //
-//	go run ./benchmarks                          # every suite, sizes 1e5,1e6
-//	go run ./benchmarks -short                   # a quick smoke run (CI)
-//	go run ./benchmarks -suites map,btree -sizes 1e6,1e7 -time 1s -count 5
-//	go run ./benchmarks -from benchmarks/out/results.json   # redraw the report
+//	cd benchmarks                     # its own module; a replace points at the library
+//	go run .                          # every suite, sizes 1e5,1e6
+//	go run . -short                   # a quick smoke run (CI)
+//	go run . -suites map,btree -sizes 1e6,1e7 -time 1s -count 5
+//	go run . -from out/results.json   # redraw the report
 //
 // It opens the device like vmem.Open (a GPU through Vulkan if there is one,
 // else host memory; -backend or VMEM_BACKEND choose), prints progress, and
@@ -81,7 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	tm := fs.String("time", defaultTime, "how long one run of a case lasts (1s), or a fixed b.N (1000x)")
 	count := fs.Int("count", defaultCount, "runs per case; the report gives their median and spread")
 	short := fs.Bool("short", false, "quick run: sizes "+shortSizes+", -time "+shortTime+", -count 2, small capacity cap")
-	out := fs.String("out", filepath.Join("benchmarks", "out"), "folder for report.md, results.json and the plots")
+	out := fs.String("out", "out", "folder for report.md, results.json and the plots")
 	format := fs.String("format", "svg", "plot format: svg or png")
 	capMax := fs.String("capacity-max", defaultCapacityMax, "capacity suite: stop allocating a tier at this many bytes")
 	capHost := fs.Bool("capacity-host", false, "capacity suite: run it on the host backend too (it allocates host memory up to -capacity-max per tier)")
