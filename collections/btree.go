@@ -74,6 +74,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/internal/strarena"
 	"github.com/govram/govram/layout"
@@ -394,7 +395,7 @@ func (t *BTree[K, V]) clear() {
 	}
 	t.pool = nil
 	t.poolMu.Unlock()
-	if btInvariants {
+	if buildconst.Invariants {
 		t.check()
 	}
 }

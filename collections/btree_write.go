@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/internal/strarena"
 	"github.com/govram/govram/internal/waithook"
@@ -106,7 +107,7 @@ func (t *BTree[K, V]) keyIn(img unsafe.Pointer, j int) K { return *(*K)(unsafe.A
 // the next reader, and the invariants build checks the whole structure.
 func (t *BTree[K, V]) done() {
 	t.markDirty()
-	if btInvariants {
+	if buildconst.Invariants {
 		t.check()
 	}
 }

@@ -39,6 +39,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/vmem"
 )
 
@@ -449,7 +450,7 @@ func (m *Map[K, V]) PutBatch(keys []K, vals []V) error {
 		return m.PutMany(keys, vals)
 	}
 	m.putBatchDone()
-	if mapInvariants {
+	if buildconst.Invariants {
 		m.mustCheck()
 	}
 	return err

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/vmem"
 )
 
@@ -18,7 +19,7 @@ func TestMapRaceDetected(t *testing.T) {
 		mapMisuse()
 		return
 	}
-	if !mapRaceEnabled {
+	if !buildconst.Race {
 		t.Skip("needs -race")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestMapRaceDetected$", "-test.count=1", "-test.v")

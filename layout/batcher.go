@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"unsafe"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/lineio"
 )
 
@@ -164,7 +165,7 @@ func (b *Batcher) Put(off uintptr, data []byte) error {
 		s := b.slotFor(uint64(off / LineSize))
 		b.img[s] = [LineSize]byte(data)
 		b.mask[s] = fullMask
-		if invariants {
+		if buildconst.Invariants {
 			b.check()
 		}
 		return nil
@@ -178,7 +179,7 @@ func (b *Batcher) Put(off uintptr, data []byte) error {
 		off += k
 		data = data[k:]
 	}
-	if invariants {
+	if buildconst.Invariants {
 		b.check()
 	}
 	return nil
@@ -190,7 +191,7 @@ func (b *Batcher) PutUint64(off uintptr, v uint64) error {
 		s := b.slotFor(uint64(off / LineSize))
 		binary.NativeEndian.PutUint64(b.img[s][o:], v)
 		b.mask[s] |= 0xFF << o
-		if invariants {
+		if buildconst.Invariants {
 			b.check()
 		}
 		return nil
@@ -281,7 +282,7 @@ func (b *Batcher) Flush() {
 	if b.n > 0 {
 		b.flush()
 	}
-	if invariants {
+	if buildconst.Invariants {
 		b.check()
 	}
 }
@@ -289,7 +290,7 @@ func (b *Batcher) Flush() {
 // Discard drops every pending store without writing it.
 func (b *Batcher) Discard() {
 	b.reset()
-	if invariants {
+	if buildconst.Invariants {
 		b.check()
 	}
 }

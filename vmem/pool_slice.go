@@ -32,6 +32,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/waithook"
 	"github.com/govram/govram/layout"
 )
@@ -366,7 +367,7 @@ func (s *PoolSlice[T]) setLens() {
 		s.ends[d] = end
 	}
 	s.n = end
-	if poolInvariants {
+	if buildconst.Invariants {
 		s.check()
 	}
 }

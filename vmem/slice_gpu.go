@@ -42,6 +42,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/vk"
 	"github.com/govram/govram/internal/waithook"
@@ -125,7 +126,7 @@ func Sort[T Number](s *Slice[T]) error {
 	if errors.Is(err, errKernSortCPU) || errors.Is(err, errKernUnavailable) {
 		err = s.kernSortCPU(kernSortNumbers[T])
 	}
-	if err == nil && kernInvariants {
+	if err == nil && buildconst.Invariants {
 		key := kernKeyFunc[T]()
 		kernCheckSorted(s, func(v *T) uint64 { return key(*v) })
 	}
@@ -187,7 +188,7 @@ func SortBy[T any, K Number](s *Slice[T], key func(*T) *K) error {
 			})
 		})
 	}
-	if err == nil && kernInvariants {
+	if err == nil && buildconst.Invariants {
 		kernCheckSorted(s, keyOf)
 	}
 	return err

@@ -1,6 +1,22 @@
 package tlsf
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/govram/govram/internal/buildconst"
+)
+
+// checkInvariants runs Check after each mutation in builds with the
+// invariants tag and panics on the first broken invariant, so a test fails
+// at the operation that broke it. Without the tag it compiles to nothing.
+func (a *Allocator) checkInvariants() {
+	if !buildconst.Invariants {
+		return
+	}
+	if err := a.Check(); err != nil {
+		panic("tlsf: invariant broken: " + err.Error())
+	}
+}
 
 // Check walks every structure and returns an error describing the first
 // broken invariant, or nil. It costs O(blocks + classes) and allocates one
