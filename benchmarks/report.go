@@ -208,7 +208,7 @@ func writeMachine(b *strings.Builder, res *Results) {
 		fmt.Fprintf(b, "| fallback | %s |\n", mdEscape(d.Fallback))
 	}
 	if !d.Kernels {
-		b.WriteString("| kernels | off (GOVRAM_KERNELS=0) |\n")
+		b.WriteString("| kernels | off (VMEM_KERNELS=0) |\n")
 	}
 	b.WriteString("\n| tier | capacity | budget | largest block |\n| --- | --- | --- | --- |\n")
 	for _, t := range d.Tiers {

@@ -40,7 +40,7 @@ import (
 
 // ErrNoKernels is returned by NewKernelBatch (and by Run, when a kernel's
 // pipeline cannot be built before anything was submitted) on devices that
-// run no compute kernels: the host backend, GOVRAM_KERNELS=0, a device
+// run no compute kernels: the host backend, VMEM_KERNELS=0, a device
 // without buffer device addresses. The caller then takes its CPU path.
 var ErrNoKernels = errKernUnavailable
 

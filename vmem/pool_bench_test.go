@@ -6,7 +6,7 @@ package vmem_test
 // and says nothing of GPU speed.
 //
 //	VMEM_POOL_CAPACITY=1 VMEM_POOL_CAPACITY_MIN_GIB=270 go test -run TestPoolCapacity -v -timeout 20m ./vmem
-//	GOVRAM_BENCH_SIZES=1e8,1e9 go test -run X -bench BenchmarkPoolSliceCopy ./vmem
+//	VMEM_BENCH_SIZES=1e8,1e9 go test -run X -bench BenchmarkPoolSliceCopy ./vmem
 
 import (
 	"errors"

@@ -20,7 +20,7 @@ package vmem
 // sort_tile loads a tile with coalesced loads into shared memory, sorts
 // it there by the digit with subgroup scans, and writes each digit's run
 // with coalesced stores (sort_scatter, the first version, stays for
-// devices with less shared memory and for comparison: GOVRAM_SORT_OLD=1).
+// devices with less shared memory and for comparison: VMEM_SORT_OLD=1).
 // Segments are read into one key array by sort_keys and written back by
 // sort_store (Sort) or, for SortBy, the sort carries each record's index
 // and sort_permute copies records from a copy of the segments taken
@@ -323,11 +323,11 @@ type kernSortTilePush struct {
 }
 
 // sort_tile, the scatter pass with coalesced loads and stores and subgroup
-// scans, replaces sort_scatter unless GOVRAM_SORT_OLD=1 (for comparisons)
+// scans, replaces sort_scatter unless VMEM_SORT_OLD=1 (for comparisons)
 // or the device has too little shared memory for it.
 var (
 	kernSortTileK = newKernel("sort_tile", kernSortTilePush{}, false)
-	kernSortOld   = os.Getenv("GOVRAM_SORT_OLD") == "1"
+	kernSortOld   = os.Getenv("VMEM_SORT_OLD") == "1"
 	kernSortFlags atomic.Uint32 // tests: sort_tile's flags, and kernSortFlagOld
 )
 

@@ -37,7 +37,7 @@
 // fresh pages); Copy from host memory 11 GB/s for 4 KiB and 19 GB/s for
 // 64 KiB, into host memory 0.8 GB/s (reads belong to DMA beyond a few KiB).
 //
-// [Kind] names the one in use. The environment variable GOVRAM_LINEIO may
+// [Kind] names the one in use. The environment variable VMEM_LINEIO may
 // name a lesser variant (for measurements); it cannot select one the CPU
 // lacks. [SetKind] does the same for tests and benchmarks.
 //
