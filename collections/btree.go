@@ -2,7 +2,7 @@ package collections
 
 // BTree is a B+tree whose leaves live in device memory and whose upper
 // levels live in host memory outside the Go heap. The design follows the
-// costs of shared/PHYSICS.md: a streaming load of one mapped-VRAM line costs
+// costs measured in docs/physics.md: a streaming load of one mapped-VRAM line costs
 // 0.1-0.25 µs, a host cache miss 0.08 µs, a DMA 22 µs plus 50 GB/s.
 //
 // # Leaves

@@ -164,24 +164,6 @@ type ringConfig struct {
 // ErrorWhenFull).
 func WithPolicy(p RingPolicy) RingOption { return func(c *ringConfig) { c.policy = p } }
 
-// ringWithSegmentLines caps a segment at n lines (rounded down to a power
-// of two): tests use tiny segments to cover segment boundaries.
-func ringWithSegmentLines(n uint64) RingOption {
-	return func(c *ringConfig) { c.segLines = n }
-}
-
-// ringWithParallelMin lowers the run length from which PushBatch stores
-// from several goroutines, so tests cover that path.
-func ringWithParallelMin(n uint64) RingOption {
-	return func(c *ringConfig) { c.parallelMin = n }
-}
-
-// ringWithStageLines sets the number of staging slots: tests use 2 or 4 so
-// that slot reuse, and the announce handshake guarding it, happen often.
-func ringWithStageLines(n uint64) RingOption {
-	return func(c *ringConfig) { c.stageLines = n }
-}
-
 const (
 	ringLine = 64
 	// ringStageLines: staging slots by default. 64 lines (4 KiB) let the
@@ -204,10 +186,6 @@ const (
 	// reach the link's limit for CPU writes; four leave room for the source
 	// reads from the Go heap.
 	ringStoreWorkers = 4
-	// ringPubEvery: Push publishes at least once per this many elements
-	// (see "Publishing" above): the XCHG of a publish then costs about 1 ns
-	// a push.
-	ringPubEvery = 16
 	// ringAllChunk: All reads this much per DMA; the 22 µs round trip is
 	// then small against the transfer.
 	ringAllChunk = 16 << 20

@@ -4,7 +4,7 @@ package vmem
 //
 // Why kernels: data in VRAM sits next to a processor that moves 2 TB/s,
 // while the CPU reaches it at 0.3-50 GB/s and each GPU round trip costs
-// 22-35 µs (PHYSICS.md). Whole-slice passes (sort, fill, sum) and scattered
+// 22-35 µs (docs/physics.md). Whole-slice passes (sort, fill, sum) and scattered
 // reads (gather) therefore run as kernels, and each operation is recorded
 // into one command buffer so that it pays one round trip (a sort two), not
 // one per step.

@@ -200,7 +200,7 @@ func BenchmarkPoolSliceCopy(b *testing.B) {
 				b.Fatal(err)
 			}
 			// Touch every page once: the first stores into freshly mapped
-			// VRAM fault page by page (PHYSICS.md), which is not the
+			// VRAM fault page by page (docs/physics.md), which is not the
 			// bandwidth being compared.
 			if err := s.CopyFrom(buf, 0); err != nil {
 				b.Fatal(err)
