@@ -74,9 +74,9 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/collections/internal/strarena"
 	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/lineio"
-	"github.com/govram/govram/internal/strarena"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
 )

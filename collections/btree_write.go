@@ -6,9 +6,9 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/govram/govram/collections/internal/strarena"
 	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/lineio"
-	"github.com/govram/govram/internal/strarena"
 	"github.com/govram/govram/internal/waithook"
 	"github.com/govram/govram/vmem"
 )
