@@ -298,17 +298,13 @@ func (s *Slice[T]) kernSortGPU(k *kernState, sp kernSortSpec) error {
 	if len(s.segs) > 1 {
 		segBytes = s.bytesFor(s.segCap())
 	}
-	type span struct {
-		sg        *segment
-		first, nn uint64
-	}
-	var spans []span
+	var spans []kernSortSpan
 	for i := range s.segs {
 		first := uint64(i) << s.shift
 		if first >= n {
 			break
 		}
-		spans = append(spans, span{&s.segs[i], first, min(n-first, uint64(s.segs[i].cap))})
+		spans = append(spans, kernSortSpan{&s.segs[i], first, min(n-first, uint64(s.segs[i].cap))})
 	}
 	sizes := []uint64{n * kw * 4, n * kw * 4, hlen * 4, parts * 4}
 	if sp.byKey {
@@ -327,55 +323,12 @@ func (s *Slice[T]) kernSortGPU(k *kernState, sp kernSortSpec) error {
 		valsA, valsB, image = blks[4], blks[5], blks[6]
 	}
 
-	// The census: keys are read into the key array and, on the way, ORed
-	// and ANDed together, so that passes over digits every key shares are
-	// skipped (half of them for 64-bit keys below 2^32, say). It costs a
-	// round trip of its own.
-	if err := s.dev.enter(); err != nil {
-		return err
+	passes, err := s.kernSortCensus(k, sp, spans, segBytes, keysA, valsA, image)
+	if err != nil || len(passes) == 0 {
+		return err // len(passes) == 0: every key is the same, the order stands (the sort is stable)
 	}
-	census, err := s.dev.kernTakeScratch(kernScratchHost, 16)
-	if err != nil {
-		s.dev.exit()
-		return err
-	}
-	defer s.dev.kernPutScratch(kernScratchHost, census)
-	bits := unsafe.Slice((*uint32)(census.Ptr), 4)
-	bits[0], bits[1], bits[2], bits[3] = 0, 0, ^uint32(0), ^uint32(0)
 
 	b := s.dev.newKernBatch(k)
-	perLine, group, stride := uint32(s.perLine), uint32(s.group), uint32(s.stride)
-	if sp.byKey {
-		for i, sn := range spans {
-			b.copy(image.mem, image.off+uint64(i)*segBytes, sn.sg.blk.c.mem, sn.sg.blk.off, s.bytesFor(int(sn.nn)))
-		}
-	}
-	for _, sn := range spans {
-		p := kernSortKeysPush{src: sn.sg.blk.kaddr(0), keys: keysA.kaddr(0), n: uint32(sn.nn), first: uint32(sn.first),
-			perLine: perLine, group: group, stride: stride, field: sp.field, kbytes: sp.kbytes, kind: sp.kind,
-			bits: census.Addr}
-		if sp.byKey {
-			p.vals = valsA.kaddr(0)
-		}
-		b.dispatch(kernSortKeys, k.groups(sn.nn), bytesOf(&p))
-	}
-	err = s.dev.kernRunHeld(b)
-	s.dev.exit()
-	if err != nil {
-		return err
-	}
-	differ := uint64(bits[0]^bits[2]) | uint64(bits[1]^bits[3])<<32
-	var passes []uint32
-	for pass := uint32(0); pass < sp.kbytes; pass++ {
-		if differ>>(pass*8)&0xff != 0 {
-			passes = append(passes, pass)
-		}
-	}
-	if len(passes) == 0 {
-		return nil // every key is the same: the order stands (the sort is stable)
-	}
-
-	b = s.dev.newKernBatch(k)
 	kin, kout, vin, vout := keysA, keysB, valsA, valsB
 	tileGroups := uint32(min(tiles, uint64(k.maxGroups)))
 	scanGroups := uint32(min(parts, uint64(k.maxGroups)))
@@ -413,16 +366,83 @@ func (s *Slice[T]) kernSortGPU(k *kernState, sp kernSortSpec) error {
 		b.barrier()
 		kin, kout, vin, vout = kout, kin, vout, vin
 	}
+	s.kernSortWriteBack(b, k, sp, spans, segBytes, image, kin, vin)
+	return s.dev.kernRun(b)
+}
+
+// kernSortSpan is one segment's share of a sort: the segment, the index of
+// its first element, and how many of its elements the Slice holds.
+type kernSortSpan struct {
+	sg        *segment
+	first, nn uint64
+}
+
+// kernSortCensus reads the keys into keys (and, sorting by key, their
+// indices into vals, and the segments into image) and returns the passes
+// the sort needs: none when every key is the same.
+func (s *Slice[T]) kernSortCensus(k *kernState, sp kernSortSpec, spans []kernSortSpan, segBytes uint64, keys, vals, image kernPart) ([]uint32, error) {
+	// The census: keys are read into the key array and, on the way, ORed
+	// and ANDed together, so that passes over digits every key shares are
+	// skipped (half of them for 64-bit keys below 2^32, say). It costs a
+	// round trip of its own.
+	if err := s.dev.enter(); err != nil {
+		return nil, err
+	}
+	census, err := s.dev.kernTakeScratch(kernScratchHost, 16)
+	if err != nil {
+		s.dev.exit()
+		return nil, err
+	}
+	defer s.dev.kernPutScratch(kernScratchHost, census)
+	bits := unsafe.Slice((*uint32)(census.Ptr), 4)
+	bits[0], bits[1], bits[2], bits[3] = 0, 0, ^uint32(0), ^uint32(0)
+
+	b := s.dev.newKernBatch(k)
+	perLine, group, stride := uint32(s.perLine), uint32(s.group), uint32(s.stride)
+	if sp.byKey {
+		for i, sn := range spans {
+			b.copy(image.mem, image.off+uint64(i)*segBytes, sn.sg.blk.c.mem, sn.sg.blk.off, s.bytesFor(int(sn.nn)))
+		}
+	}
+	for _, sn := range spans {
+		p := kernSortKeysPush{src: sn.sg.blk.kaddr(0), keys: keys.kaddr(0), n: uint32(sn.nn), first: uint32(sn.first),
+			perLine: perLine, group: group, stride: stride, field: sp.field, kbytes: sp.kbytes, kind: sp.kind,
+			bits: census.Addr}
+		if sp.byKey {
+			p.vals = vals.kaddr(0)
+		}
+		b.dispatch(kernSortKeys, k.groups(sn.nn), bytesOf(&p))
+	}
+	err = s.dev.kernRunHeld(b)
+	s.dev.exit()
+	if err != nil {
+		return nil, err
+	}
+	differ := uint64(bits[0]^bits[2]) | uint64(bits[1]^bits[3])<<32
+	var passes []uint32
+	for pass := uint32(0); pass < sp.kbytes; pass++ {
+		if differ>>(pass*8)&0xff != 0 {
+			passes = append(passes, pass)
+		}
+	}
+	return passes, nil
+}
+
+// kernSortWriteBack records the writing of the sorted keys (Sort) or of the
+// records in their sorted order (SortBy: perm holds the indices) back into
+// the segments.
+func (s *Slice[T]) kernSortWriteBack(b *kernBatch, k *kernState, sp kernSortSpec, spans []kernSortSpan, segBytes uint64, image, keys, perm kernPart) {
+	perLine, group, stride := uint32(s.perLine), uint32(s.group), uint32(s.stride)
 	for _, sn := range spans {
 		if sp.byKey {
 			words := uint32(s.size / 4)
-			p := kernSortPermutePush{src: image.kaddr(0), perm: vin.kaddr(0), dst: sn.sg.blk.kaddr(0), segBytes: segBytes,
+			p := kernSortPermutePush{src: image.kaddr(0), perm: perm.kaddr(0), dst: sn.sg.blk.kaddr(0), segBytes: segBytes,
 				n: uint32(sn.nn), first: uint32(sn.first), words: words, perLine: perLine, group: group, stride: stride,
 				shift: uint32(s.shift)}
 			b.dispatch(kernSortPermute, k.groups(sn.nn*uint64(words)), bytesOf(&p))
 			continue
 		}
-		p := kernSortStorePush{keys: kin.kaddr(0), dst: sn.sg.blk.kaddr(0), n: uint32(sn.nn), first: uint32(sn.first),
+		p := kernSortStorePush{keys: keys.kaddr(0), dst: sn.sg.blk.kaddr(0), n: uint32(sn.nn), first: uint32(sn.first),
 			esize: sp.kbytes, kind: sp.kind}
 		items := sn.nn
 		if sp.kbytes < 4 {
@@ -430,5 +450,4 @@ func (s *Slice[T]) kernSortGPU(k *kernState, sp kernSortSpec) error {
 		}
 		b.dispatch(kernSortStore, k.groups(items), bytesOf(&p))
 	}
-	return s.dev.kernRun(b)
 }
