@@ -93,4 +93,7 @@
 //     (DMA, GPU kernels, other batchers, plain reads): Flush first.
 //   - Plain Go loads of VRAM are correct but about ten times slower than
 //     streaming loads; use Batcher.Get or lineio.
+//
+// With the invariants build tag the batcher walks its table after every
+// operation.
 package layout
