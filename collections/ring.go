@@ -59,7 +59,7 @@ package collections
 // from staging. Eight uint64s share a line, so one refill of about 1 µs
 // serves 64 pops, and a consumer that keeps up with the producer reads
 // staging only and never waits for VRAM. PopBatch and All move long runs
-// by DMA (Device.Read, 50 GB/s on an H200) straight into the caller's
+// by DMA (Device.Read, at the link's speed) straight into the caller's
 // buffer, which reaches full speed when that buffer lies in a vmem.Host
 // block (pinned: no staging copy); short runs use streaming loads.
 //
@@ -193,9 +193,10 @@ const (
 
 // Bulk reads (PopBatch) of at least 2*ringDMAPiece bytes are split into
 // pieces of ringDMAPiece, read by ringDMAWorkers goroutines at once: a DMA
-// costs 22-50 µs to submit and wait for, and moves only 31 GB/s alone at
-// 16 MiB on an H200; several in flight keep the copy engine busy (50 GB/s),
-// and for a destination outside pinned memory the staging copies of one
+// has a fixed cost to submit and wait for, and one alone at 16 MiB moves
+// well below the link's speed; several in flight keep the copy engine busy
+// (docs/ring.md has the H200's figures, BenchmarkRingPopBatch measures
+// them), and for a destination outside pinned memory the staging copies of one
 // piece run on the CPUs while the next pieces move. Variables, not
 // constants, so that a benchmark can tune them on new hardware.
 var (

@@ -21,7 +21,7 @@ package vmem
 //	err = kb.Run()                   // one submission, one fence wait
 //
 // Everything recorded between two Runs is one command buffer: one round
-// trip (22-35 µs on an H200) however many uploads, dispatches and copies.
+// trip (docs/physics.md) however many uploads, dispatches and copies.
 // Staging and scratch buffers stay valid until Close, across Runs, so an
 // operation of several round trips (look up, decide on the CPU, apply)
 // keeps its uploaded keys on the device.

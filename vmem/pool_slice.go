@@ -111,9 +111,9 @@ func WithStripe(n int) PoolSliceOption {
 	return poolSliceOpt(func(c *poolSliceConfig) { c.stripe = n })
 }
 
-// poolStripeBytes is the default stripe: one DMA of 16 MiB runs at over
-// 30 GB/s on an H200 (52 GB/s is the most), and a copy of several stripes
-// pipelines them.
+// poolStripeBytes is the default stripe: one DMA of 16 MiB runs at more
+// than half the link's best speed (docs/physics.md), and a copy of several
+// stripes pipelines them.
 const poolStripeBytes = 16 << 20
 
 // poolDirectBytes: stripes at least this large are copied straight from

@@ -18,9 +18,9 @@ package vmem
 // sort_store (Sort) or, for SortBy, the sort carries each record's index
 // and sort_permute copies records from a copy of the segments taken
 // first. So a Slice of many segments, in any tiers, sorts as one array;
-// the scratch arrays must each fit one block (TierInfo.MaxBlock: 4 GiB on
-// an H200, so up to 5e8 64-bit keys), and larger Slices are sorted on the
-// CPU.
+// the scratch arrays must each fit one block (TierInfo.MaxBlock; docs/gpu.md
+// says how many keys that is on the H200), and larger Slices are sorted on
+// the CPU.
 
 import (
 	"cmp"
