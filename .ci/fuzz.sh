@@ -14,9 +14,15 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 fuzztime="${FUZZTIME:-30s}"
-pkgs=("$@")
-if [ ${#pkgs[@]} -eq 0 ]; then
-  mapfile -t pkgs < <(go list ./...)
+# Packages are run from their own folder (go -C), so that the benchmarks
+# module's are fuzzed like the library's.
+pkgs=()
+if [ $# -eq 0 ]; then
+  mapfile -t pkgs < <(go list -f '{{.Dir}}' ./... && go -C benchmarks list -f '{{.Dir}}' ./...)
+else
+  for arg in "$@"; do
+    pkgs+=("$(go list -f '{{.Dir}}' "$arg" 2>/dev/null || echo "$arg")")
+  done
 fi
 
 failed=()
@@ -24,7 +30,7 @@ ran=0
 for pkg in "${pkgs[@]}"; do
   # -list prints the matching names, then "ok <pkg> ..." (or nothing useful
   # when the package has no tests).
-  if ! list="$(go test -run '^$' -list '^Fuzz' "$pkg" 2>&1)"; then
+  if ! list="$(go -C "$pkg" test -run '^$' -list '^Fuzz' . 2>&1)"; then
     echo "$list" >&2
     failed+=("$pkg (does not build)")
     continue
@@ -33,7 +39,7 @@ for pkg in "${pkgs[@]}"; do
     echo "== fuzz $pkg $target ($fuzztime)"
     ran=$((ran + 1))
     log="$(mktemp)"
-    if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" 2>&1 | tee "$log"; then
+    if ! go -C "$pkg" test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" . 2>&1 | tee "$log"; then
       # A slow target can still be running an input when -fuzztime ends;
       # go test then reports "context deadline exceeded" with no failing
       # input. Only a crash (which go test saves as a failing input) or a

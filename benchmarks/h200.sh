@@ -2,8 +2,8 @@
 # The H200 runs behind docs/: the benchmarks program's report and the
 # per-package benchmarks each issue names. The machine has no Go toolchain,
 # so the binaries are built beforehand (../shared/device/prepare.sh builds
-# the test binaries into .devrun/bin; `go build -o .devrun/bin/bench
-# ./benchmarks` the program). Usage, from the project root on that machine:
+# the test binaries into .devrun/bin; `cd benchmarks && go build -o
+# ../.devrun/bin/bench .` the program, which is a module of its own). Usage, from the project root on that machine:
 #
 #   source .devrun/gpu-env.sh && bash benchmarks/h200.sh report|tests OUTDIR
 #
@@ -31,23 +31,23 @@ report)
 	;;
 tests)
 	cd "$root/vmem"
-	GOVRAM_BENCH_BIG=1 step 100 "$bin/vmem.test" -test.run X -test.benchtime 1s \
+	VMEM_BENCH_BIG=1 step 100 "$bin/vmem.test" -test.run X -test.benchtime 1s \
 		-test.bench 'SliceGet$|SliceSet$|SliceBulk'
-	GOVRAM_BENCH_SNAPSHOT_GIB=10 step 100 "$bin/vmem.test" -test.run X -test.benchtime 2x \
+	VMEM_BENCH_SNAPSHOT_GIB=10 step 100 "$bin/vmem.test" -test.run X -test.benchtime 2x \
 		-test.bench 'SliceSnapshot'
-	GOVRAM_BENCH_SIZES=1e7,1e8 step 120 "$bin/vmem.test" -test.run X -test.benchtime 5x \
+	VMEM_BENCH_SIZES=1e7,1e8 step 120 "$bin/vmem.test" -test.run X -test.benchtime 5x \
 		-test.bench 'SliceSort/vulkan/uint64|SortScratch/vulkan'
-	GOVRAM_BENCH_SIZES=1e7 step 60 "$bin/vmem.test" -test.run X -test.benchtime 20x \
+	VMEM_BENCH_SIZES=1e7 step 60 "$bin/vmem.test" -test.run X -test.benchtime 20x \
 		-test.bench 'SliceGather/vulkan/e64/1e7'
 	cd "$root/collections"
-	GOVRAM_BENCH_SIZES=1e6,64MiB,256MiB step 50 "$bin/collections.test" -test.run X -test.benchtime 20x \
+	VMEM_BENCH_SIZES=1e6,64MiB,256MiB step 50 "$bin/collections.test" -test.run X -test.benchtime 20x \
 		-test.bench 'Ring(PushBatch|PopBatch|SPSC)$'
 	step 30 "$bin/collections.test" -test.run X -test.benchtime 10000000x -test.bench 'Ring(Push|Pop)$'
-	GOVRAM_BENCH_SIZES=1e7,1e8 step 240 "$bin/collections.test" -test.run X -test.benchtime 10x \
+	VMEM_BENCH_SIZES=1e7,1e8 step 240 "$bin/collections.test" -test.run X -test.benchtime 10x \
 		-test.bench 'Benchmark(MapGetBatch|MapPutBatch)$'
-	GOVRAM_BENCH_SIZES=1e7,1e8 step 150 "$bin/collections.test" -test.run X -test.benchtime 10x \
+	VMEM_BENCH_SIZES=1e7,1e8 step 150 "$bin/collections.test" -test.run X -test.benchtime 10x \
 		-test.bench 'ShardedMapGetBatch'
-	GOVRAM_BENCH_SIZES=1.6e7 step 130 "$bin/collections.test" -test.run X -test.benchtime 1s \
+	VMEM_BENCH_SIZES=1.6e7 step 130 "$bin/collections.test" -test.run X -test.benchtime 1s \
 		-test.bench 'BTree(Get|Scan|BulkLoad)$'
 	;;
 esac

@@ -46,7 +46,7 @@ type Device struct {
 	Fallback      string     `json:"fallback,omitempty"`
 	TransferQueue string     `json:"transfer_queue,omitempty"`
 	Tiers         []TierDesc `json:"tiers"`
-	// Kernels is false when GOVRAM_KERNELS=0 kept operations on the CPU.
+	// Kernels is false when VMEM_KERNELS=0 kept operations on the CPU.
 	Kernels bool `json:"kernels"`
 }
 

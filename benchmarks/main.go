@@ -3,10 +3,11 @@
 // and against the naive path (the same data in mapped device memory read
 // with plain Go loads), and writes a report with plots.
 //
-//	go run ./benchmarks                          # every suite, sizes 1e5,1e6
-//	go run ./benchmarks -short                   # a quick smoke run (CI)
-//	go run ./benchmarks -suites map,btree -sizes 1e6,1e7 -time 1s -count 5
-//	go run ./benchmarks -from benchmarks/out/results.json   # redraw the report
+//	cd benchmarks                     # its own module; a replace points at the library
+//	go run .                          # every suite, sizes 1e5,1e6
+//	go run . -short                   # a quick smoke run (CI)
+//	go run . -suites map,btree -sizes 1e6,1e7 -time 1s -count 5
+//	go run . -from out/results.json   # redraw the report
 //
 // It opens the device like vmem.Open (a GPU through Vulkan if there is one,
 // else host memory; -backend or VMEM_BACKEND choose), prints progress, and
@@ -81,7 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	tm := fs.String("time", defaultTime, "how long one run of a case lasts (1s), or a fixed b.N (1000x)")
 	count := fs.Int("count", defaultCount, "runs per case; the report gives their median and spread")
 	short := fs.Bool("short", false, "quick run: sizes "+shortSizes+", -time "+shortTime+", -count 2, small capacity cap")
-	out := fs.String("out", filepath.Join("benchmarks", "out"), "folder for report.md, results.json and the plots")
+	out := fs.String("out", "out", "folder for report.md, results.json and the plots")
 	format := fs.String("format", "svg", "plot format: svg or png")
 	capMax := fs.String("capacity-max", defaultCapacityMax, "capacity suite: stop allocating a tier at this many bytes")
 	capHost := fs.Bool("capacity-host", false, "capacity suite: run it on the host backend too (it allocates host memory up to -capacity-max per tier)")
@@ -198,13 +199,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	groups := plan(e)
 	if cfg.list {
-		for _, g := range groups {
-			for _, im := range g.Impls {
-				for _, o := range im.Ops {
-					fmt.Fprintf(stdout, "%-40s %s\n", caseName(g.Name, o, g.Size), im.Name)
-				}
-			}
-		}
+		printList(stdout, groups)
 		return 0
 	}
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
@@ -212,21 +207,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	res := &Results{Version: resultsVersion, Started: time.Now(), Command: append([]string{"benchmarks"}, args...),
-		Config: RunConfig{Backend: dev.Backend().String(), Suites: cfg.suites, Sizes: cfg.sizes, Time: cfg.timeFlag,
-			Count: cfg.count, Short: cfg.short, CapacityMax: cfg.capacityMax},
-		Machine: describeMachine(), Device: describeDevice(dev)}
-	if cfg.deadline > 0 {
-		res.Config.Deadline = cfg.deadline.String()
-	}
-	for _, name := range cfg.suites {
-		s := suiteByName(name)
-		sd := SuiteDoc{Name: s.Name, About: s.About}
-		for _, o := range s.Ops {
-			sd.Ops = append(sd.Ops, OpDoc(o))
-		}
-		res.Suites = append(res.Suites, sd)
-	}
+	res := newResults(dev, cfg, args)
 	fmt.Fprintf(stdout, "govram benchmarks: %s", dev.Info())
 	fmt.Fprintf(stdout, "cpu: %s, %d cores; suites %s; sizes %s; -time %s -count %d\n", res.Machine.CPU,
 		res.Machine.Cores, strings.Join(cfg.suites, ","), sizesText(cfg.sizes), cfg.timeFlag, cfg.count)
@@ -267,14 +248,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if r.interrupted.Load() {
 		res.Notes = append(res.Notes, "the run was interrupted; the cases after that are reported as skipped")
 	}
-	leaked := false
-	for t := vmem.Tier(0); t < vmem.NumTiers; t++ {
-		if st := dev.Stats(t); st.Blocks > 0 {
-			leaked = true
-			res.Notes = append(res.Notes, fmt.Sprintf("%d blocks (%s) of the %s tier were still allocated after the run: a case or container leaked them",
-				st.Blocks, fmtBytes(float64(st.InUse)), t))
-		}
-	}
+	leaked := noteLeaks(dev, res)
 
 	status := 0
 	if err := writeJSON(jsonPath, res); err != nil {
@@ -305,6 +279,53 @@ func run(args []string, stdout, stderr io.Writer) int {
 		status = 130 // as a shell reports a run stopped by Ctrl-C
 	}
 	return status
+}
+
+// printList writes the cases a command line would run, one a line (-list).
+func printList(stdout io.Writer, groups []*group) {
+	for _, g := range groups {
+		for _, im := range g.Impls {
+			for _, o := range im.Ops {
+				fmt.Fprintf(stdout, "%-40s %s\n", caseName(g.Name, o, g.Size), im.Name)
+			}
+		}
+	}
+}
+
+// newResults starts the record of a run: its configuration, the machine,
+// the device and the suites' descriptions.
+func newResults(dev *vmem.Device, cfg *config, args []string) *Results {
+	res := &Results{Version: resultsVersion, Started: time.Now(), Command: append([]string{"benchmarks"}, args...),
+		Config: RunConfig{Backend: dev.Backend().String(), Suites: cfg.suites, Sizes: cfg.sizes, Time: cfg.timeFlag,
+			Count: cfg.count, Short: cfg.short, CapacityMax: cfg.capacityMax},
+		Machine: describeMachine(), Device: describeDevice(dev)}
+	if cfg.deadline > 0 {
+		res.Config.Deadline = cfg.deadline.String()
+	}
+	for _, name := range cfg.suites {
+		s := suiteByName(name)
+		sd := SuiteDoc{Name: s.Name, About: s.About}
+		for _, o := range s.Ops {
+			sd.Ops = append(sd.Ops, OpDoc(o))
+		}
+		res.Suites = append(res.Suites, sd)
+	}
+	return res
+}
+
+// noteLeaks adds a note for every tier that still holds blocks after the
+// run (a case or container leaked them) and reports whether any did.
+func noteLeaks(dev *vmem.Device, res *Results) bool {
+	leaked := false
+	for t := vmem.Tier(0); t < vmem.NumTiers; t++ {
+		if st := dev.Stats(t); st.Blocks > 0 {
+			leaked = true
+			res.Notes = append(res.Notes, fmt.Sprintf("%d blocks (%s) of the %s tier were still allocated after the run: a case or container leaked them",
+				st.Blocks, fmtBytes(float64(st.InUse)), t))
+		}
+	}
+
+	return leaked
 }
 
 func tally(res *Results) (ok, skipped, failed int) {

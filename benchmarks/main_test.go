@@ -14,13 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
 
 // smokeSize is the containers' size in the smoke test: -short's, or less
 // where the containers check their invariants after every operation.
-var smokeSize = map[bool]int{false: 10_000, true: 1_000}[invariantsEnabled]
+var smokeSize = map[bool]int{false: 10_000, true: 1_000}[buildconst.Invariants]
 
 func TestShortRun(t *testing.T) {
 	for _, b := range vmemtest.Backends() {
@@ -39,7 +40,7 @@ func TestShortRun(t *testing.T) {
 			t.Setenv(vmem.EnvBackend, os.Getenv(vmem.EnvBackend))
 			dir := t.TempDir()
 			args := []string{"-short", "-backend", b.String(), "-out", dir, "-sizes", sizeName(smokeSize)}
-			if raceEnabled || invariantsEnabled {
+			if buildconst.Race || buildconst.Invariants {
 				args = append(args, "-time", "1ms")
 			}
 			var out, errs bytes.Buffer
@@ -55,7 +56,7 @@ func TestShortRun(t *testing.T) {
 			// The report can be drawn again from results.json alone, as PNG
 			// too (rasterizing is slow under the race detector: once).
 			format := "svg"
-			if b == vmem.BackendHost && !raceEnabled {
+			if b == vmem.BackendHost && !buildconst.Race {
 				format = "png"
 			}
 			again := t.TempDir()

@@ -135,7 +135,7 @@ func reportMarkdown(b *strings.Builder, res *Results, plots map[string]string) {
 	fmt.Fprintf(b, "Run on %s, %s; %d cases: %d ok, %d skipped, %d failed.  \n",
 		res.Started.UTC().Format("2006-01-02 15:04 MST"), res.Finished.Sub(res.Started).Round(time.Second),
 		len(res.Cases), ok, skipped, failed)
-	fmt.Fprintf(b, "Command: `go run ./%s`  \n", strings.Join(res.Command, " "))
+	fmt.Fprintf(b, "Command: `cd benchmarks && go run .%s`  \n", commandArgs(res.Command))
 	fmt.Fprintf(b, "Sizes %s, -time %s, -count %d%s.\n\n", sizesText(res.Config.Sizes), res.Config.Time,
 		res.Config.Count, map[bool]string{true: ", -short", false: ""}[res.Config.Short])
 	if res.Partial {
@@ -208,7 +208,7 @@ func writeMachine(b *strings.Builder, res *Results) {
 		fmt.Fprintf(b, "| fallback | %s |\n", mdEscape(d.Fallback))
 	}
 	if !d.Kernels {
-		b.WriteString("| kernels | off (GOVRAM_KERNELS=0) |\n")
+		b.WriteString("| kernels | off (VMEM_KERNELS=0) |\n")
 	}
 	b.WriteString("\n| tier | capacity | budget | largest block |\n| --- | --- | --- | --- |\n")
 	for _, t := range d.Tiers {
@@ -494,4 +494,14 @@ func mdEscape(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
 	s = strings.ReplaceAll(s, "\n", " ")
 	return s
+}
+
+// commandArgs is the command line's flags as the report quotes them after
+// `go run .`: res.Command without the program's name, each flag preceded
+// by a space.
+func commandArgs(command []string) string {
+	if len(command) <= 1 {
+		return ""
+	}
+	return " " + strings.Join(command[1:], " ")
 }

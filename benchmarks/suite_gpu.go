@@ -3,7 +3,7 @@ package main
 // The gpu suite: vmem.Slice's batch operations (Sort, Gather, Sum), which
 // run as compute kernels on a Vulkan device, against the same work on a
 // []uint64 on the Go heap, against govram's CPU path on the same device
-// (GOVRAM_KERNELS=0) and, for Gather, against the naive path.
+// (VMEM_KERNELS=0) and, for Gather, against the naive path.
 
 import (
 	"os"
@@ -19,7 +19,7 @@ func gpuSuite() *suite {
 	return &suite{
 		Name: "gpu",
 		About: "vmem.Slice[uint64] batch operations: on a Vulkan device they run as compute kernels, one " +
-			"submission each. govram/cpu is the same calls on a second device opened with GOVRAM_KERNELS=0 " +
+			"submission each. govram/cpu is the same calls on a second device opened with VMEM_KERNELS=0 " +
 			"(the CPU path; Vulkan only). Baseline: the same work on a []uint64 on the Go heap. On the host " +
 			"backend govram runs these on the CPU too.",
 		Ops: []opDoc{
@@ -35,7 +35,7 @@ func gpuSuite() *suite {
 }
 
 // cpuPathDevice opens (once) a second device like e.dev whose kernels are
-// off: vmem reads GOVRAM_KERNELS when a device first needs its kernels, so
+// off: vmem reads VMEM_KERNELS when a device first needs its kernels, so
 // the variable is set while the new device makes that first use.
 func (e *env) cpuPathDevice() (*vmem.Device, error) {
 	if e.noKern != nil || e.noKernErr != nil {

@@ -99,39 +99,8 @@ func sliceGovram(e *env, n int) *impl {
 				}
 				return w.Flush()
 			})
-			appendOp := func(batch int) benchFunc {
-				return func(b *B) error {
-					vs := make([]uint64, batch)
-					a, err := vmem.NewSlice[uint64](e.dev, 0)
-					if err != nil {
-						return err
-					}
-					defer func() { a.Close() }()
-					for i := 0; i < b.N; {
-						if a.Len() >= n {
-							b.StopTimer()
-							a.Close()
-							if a, err = vmem.NewSlice[uint64](e.dev, 0); err != nil {
-								return err
-							}
-							b.StartTimer()
-						}
-						m := min(batch, b.N-i, n-a.Len())
-						if m == 1 {
-							err = a.Append(uint64(i))
-						} else {
-							err = a.Append(vs[:m]...)
-						}
-						if err != nil {
-							return err
-						}
-						i += m
-					}
-					return nil
-				}
-			}
-			fx.add("append", appendOp(1))
-			fx.add("append#batch", appendOp(1024))
+			fx.add("append", sliceAppendOp(e, n, 1))
+			fx.add("append#batch", sliceAppendOp(e, n, 1024))
 			fx.add("copy-in", bulkOp(n, len(buf), func(at, m int) error { return s.CopyFrom(buf[:m], at) }))
 			fx.add("copy-out", bulkOp(n, len(buf), func(at, m int) error { return s.CopyTo(buf[:m], at) }))
 			if havePinned {
@@ -162,6 +131,40 @@ func sliceGovram(e *env, n int) *impl {
 			})
 			return fx, nil
 		},
+	}
+}
+
+// sliceAppendOp appends b.N elements, batch at a time, to a fresh Slice,
+// starting again with an empty one whenever it reaches n.
+func sliceAppendOp(e *env, n, batch int) benchFunc {
+	return func(b *B) error {
+		vs := make([]uint64, batch)
+		a, err := vmem.NewSlice[uint64](e.dev, 0)
+		if err != nil {
+			return err
+		}
+		defer func() { a.Close() }()
+		for i := 0; i < b.N; {
+			if a.Len() >= n {
+				b.StopTimer()
+				a.Close()
+				if a, err = vmem.NewSlice[uint64](e.dev, 0); err != nil {
+					return err
+				}
+				b.StartTimer()
+			}
+			m := min(batch, b.N-i, n-a.Len())
+			if m == 1 {
+				err = a.Append(uint64(i))
+			} else {
+				err = a.Append(vs[:m]...)
+			}
+			if err != nil {
+				return err
+			}
+			i += m
+		}
+		return nil
 	}
 }
 

@@ -154,11 +154,6 @@ func (pl *shPlan) run(d int) (lo, hi int) { return pl.base[d], pl.base[d+1] }
 // shGroup copies src (in batch order) into dst grouped by shard.
 func shGroup[T any](pl *shPlan, src, dst []T) { shScatter(pl, src, shSplit(pl, dst)) }
 
-// shUngroup copies grouped results back into dst in batch order.
-func shUngroup[T any](pl *shPlan, grouped, dst []T) {
-	shGatherAnswers(pl, shSplit(pl, grouped), dst, nil, nil)
-}
-
 // shUngroupAnswers puts grouped answers back in batch order in one pass:
 // vals from gvals and, when found is not nil, found from gfound.
 func shUngroupAnswers[V any](pl *shPlan, gvals, vals []V, gfound, found []bool) {

@@ -141,3 +141,8 @@ func TestShardedScatterGather(t *testing.T) {
 		}
 	}
 }
+
+// shUngroup copies grouped results back into dst in batch order.
+func shUngroup[T any](pl *shPlan, grouped, dst []T) {
+	shGatherAnswers(pl, shSplit(pl, grouped), dst, nil, nil)
+}

@@ -2,7 +2,7 @@ package collections
 
 // BTree is a B+tree whose leaves live in device memory and whose upper
 // levels live in host memory outside the Go heap. The design follows the
-// costs of shared/PHYSICS.md: a streaming load of one mapped-VRAM line costs
+// costs measured in docs/physics.md: a streaming load of one mapped-VRAM line costs
 // 0.1-0.25 µs, a host cache miss 0.08 µs, a DMA 22 µs plus 50 GB/s.
 //
 // # Leaves
@@ -74,8 +74,9 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/collections/internal/strarena"
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/lineio"
-	"github.com/govram/govram/internal/strarena"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
 )
@@ -394,7 +395,7 @@ func (t *BTree[K, V]) clear() {
 	}
 	t.pool = nil
 	t.poolMu.Unlock()
-	if btInvariants {
+	if buildconst.Invariants {
 		t.check()
 	}
 }

@@ -22,7 +22,7 @@ import (
 //	host          the BTree on the host backend (off-heap host memory)
 //	google        github.com/google/btree BTreeG, degree 32, on the Go heap
 //
-// Sizes default to 1e6 entries; GOVRAM_BENCH_SIZES=1e6,1e7,1.6e7 picks
+// Sizes default to 1e6 entries; VMEM_BENCH_SIZES=1e6,1e7,1.6e7 picks
 // others. Trees are uint64 -> uint64, bulk loaded with the even keys
 // 0, 2, ..., 2(n-1) (google's by ascending inserts), built once per size
 // and implementation and shared by the benchmarks of one run; benchmarks

@@ -19,13 +19,23 @@ func (t *BTree[K, V]) eq(a, b K) bool { return !t.less(a, b) && !t.less(b, a) }
 // verify returns the first broken invariant, nil if none.
 func (t *BTree[K, V]) verify() error {
 	x := &t.idx
-	g := &t.g
 	if x.height == 0 {
 		if t.n != 0 || x.root != btNil || x.first != btNil || x.last != btNil {
 			return fmt.Errorf("empty index but n=%d root=%d first=%d last=%d", t.n, x.root, x.first, x.last)
 		}
 		return nil
 	}
+	if err := t.verifyLevels(); err != nil {
+		return err
+	}
+	return t.verifyLeaves()
+}
+
+// verifyLevels checks the index level by level, top down: each node's
+// fill and key order, children's bounds against their separators, and the
+// bottom level's links.
+func (t *BTree[K, V]) verifyLevels() error {
+	x := &t.idx
 	// Levels, top down: bounds and fill.
 	level := []uint32{x.root}
 	for h := x.height - 1; h >= 0; h-- {
@@ -66,6 +76,15 @@ func (t *BTree[K, V]) verify() error {
 			level = below
 		}
 	}
+	return nil
+}
+
+// verifyLeaves walks the leaves in key order: each in a used slot of a live
+// extent, an extent's leaves together, keys ascending within their bounds,
+// hints current, and the counts matching Len and the extents'.
+func (t *BTree[K, V]) verifyLeaves() error {
+	x := &t.idx
+	g := &t.g
 	// Leaves in key order.
 	seen := map[uint32]bool{}
 	runs := map[uint32]int{}

@@ -7,9 +7,9 @@ import (
 	"github.com/google/btree"
 )
 
-// BenchmarkBTreeGetBatch: a batch of GOVRAM_BENCH_BATCH (1e6) random
+// BenchmarkBTreeGetBatch: a batch of VMEM_BENCH_BATCH (1e6) random
 // keys, all present, looked up in a tree of each size of
-// GOVRAM_BENCH_SIZES (keys 2i, values i, bulk loaded), comparing:
+// VMEM_BENCH_SIZES (keys 2i, values i, bulk loaded), comparing:
 //
 //	gpu-batch  GetBatch (index on the CPU, leaves searched by a kernel)
 //	cpu-batch  GetBatch's CPU path (Get on all cores)

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/google/btree"
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -220,7 +221,7 @@ func TestBTreeScanWindows(t *testing.T) {
 // TestBTreeHostBytes keeps the host index, hints included, under a byte
 // per entry, after a bulk load and after random inserts.
 func TestBTreeHostBytes(t *testing.T) {
-	if btInvariants {
+	if buildconst.Invariants {
 		t.Skip("the invariants build walks the whole tree after every insert")
 	}
 	n := 400000

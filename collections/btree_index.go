@@ -123,9 +123,9 @@ func (x *btIndex[K]) route(nd *btNode[K], k K) int {
 	}
 	switch x.kk {
 	case btKU64, btKI64:
-		// One branch-free vector count over the node's slots: on an H200
-		// a three-level walk took 39-192 ns this way, 152-505 by binary
-		// search.
+		// One branch-free vector count over the node's slots: several
+		// times faster than a binary search over the walk (docs/btree.md
+		// has the H200's figures; BenchmarkBTreeGet measures it).
 		var flip uint64
 		if x.kk == btKI64 {
 			flip = btSign64

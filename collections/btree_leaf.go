@@ -21,10 +21,10 @@ const (
 	// loads) answers a search, and a leaf holds enough entries (32 uint64)
 	// for its 13 bytes of host index to stay under half a byte per entry.
 	btKeyBytes = 256
-	// btExtentBytes is an extent's target size: one DMA of it costs about
-	// 22 µs + 80 µs on an H200 (31 GB/s at 4 MiB against 16 at 1 MiB), so
-	// a scan's transfers outrun its callback, and one GPU copy (about 30
-	// µs) splits it.
+	// btExtentBytes is an extent's target size: long enough that one DMA
+	// of it runs near the link's speed (the fixed cost of a DMA small
+	// against it; docs/physics.md), so a scan's transfers outrun its
+	// callback, and one GPU copy splits it.
 	btExtentBytes = 4 << 20
 	// btMaxExtentLeaves keeps leaf ids (extent<<shift | slot) in 32 bits
 	// with room for billions of leaves.

@@ -4,8 +4,8 @@ import (
 	"math/bits"
 	"unsafe"
 
+	"github.com/govram/govram/collections/internal/strarena"
 	"github.com/govram/govram/internal/lineio"
-	"github.com/govram/govram/internal/strarena"
 	"github.com/govram/govram/layout"
 )
 

@@ -30,6 +30,7 @@ import (
 	"runtime"
 	"slices"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/vmem"
 )
 
@@ -184,7 +185,7 @@ func (t *ShardedBTree[K, V]) check() {
 
 // wrote runs the invariant check after a write.
 func (t *ShardedBTree[K, V]) wrote() {
-	if shInvariants {
+	if buildconst.Invariants {
 		t.check()
 	}
 }

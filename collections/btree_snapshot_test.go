@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/snapfmt"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
@@ -90,7 +91,7 @@ func snapBTreeRoundTrip[K, V any](t *testing.T, d *vmem.Device, n int, less func
 func TestBTreeSnapshotRoundTrip(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		big := 30000
-		if testing.Short() || mapRaceEnabled {
+		if testing.Short() || buildconst.Race {
 			big = 3000
 		}
 		lessU := func(a, b uint64) bool { return a < b }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/btree"
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -21,7 +22,7 @@ func TestBTreeDifferential(t *testing.T) {
 	if testing.Short() {
 		ops, seeds = 400, 4
 	}
-	if btInvariants {
+	if buildconst.Invariants {
 		seeds = 2
 	}
 	for _, d := range btDevices(t) {
@@ -44,7 +45,7 @@ func btN(n int) int {
 	if testing.Short() {
 		n /= 4
 	}
-	if btInvariants {
+	if buildconst.Invariants {
 		n = max(n/40, 200)
 	}
 	return n
@@ -499,7 +500,7 @@ func TestBTreeStringValues(t *testing.T) {
 			}
 		}
 		d.InjectFaults(vmem.Faults{})
-		if ooms == 0 && !btInvariants {
+		if ooms == 0 && !buildconst.Invariants {
 			t.Error("no allocation failed")
 		}
 		n := 0

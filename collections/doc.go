@@ -8,4 +8,9 @@
 // Element types hold no pointers (the garbage collector cannot see device
 // memory); containers that say so also take string keys or values, whose
 // bytes are stored off the Go heap.
+//
+// With the invariants build tag every write walks the structure it changed
+// afterwards (a Map's table, a BTree's index and leaves, a ring's state in
+// the tests, each shard of a sharded container holding only the keys routed
+// to it) and panics at the first broken invariant.
 package collections

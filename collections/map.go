@@ -61,8 +61,9 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/collections/internal/strarena"
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/lineio"
-	"github.com/govram/govram/internal/strarena"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
 )
@@ -204,7 +205,7 @@ func NewMap[K comparable, V any](dev *vmem.Device, opts ...MapOption) (*Map[K, V
 			return nil, fmt.Errorf("collections: NewMap: WithHasher got a %T, want a func(%v) uint64", cfg.hasher, reflect.TypeFor[K]())
 		}
 	}
-	if mapInvariants && cfg.batchLines == 0 {
+	if buildconst.Invariants && cfg.batchLines == 0 {
 		// The batcher checks itself after every store in invariants
 		// builds, at a cost that grows with its size.
 		cfg.batchLines = 64
@@ -580,7 +581,7 @@ func (m *Map[K, V]) Put(k K, v V) error {
 		m.tierPut(&k, m.hash(&k), &v)
 	}
 	m.writing = false
-	if mapInvariants {
+	if buildconst.Invariants {
 		m.mustCheck()
 	}
 	return err
@@ -703,7 +704,7 @@ func (m *Map[K, V]) Delete(k K) bool {
 	}
 	m.writing = false
 	m.version++
-	if mapInvariants {
+	if buildconst.Invariants {
 		m.mustCheck()
 	}
 	return found
@@ -760,7 +761,7 @@ func (m *Map[K, V]) Clear() {
 	}
 	m.writing = false
 	m.version++
-	if mapInvariants {
+	if buildconst.Invariants {
 		m.mustCheck()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
@@ -225,7 +226,7 @@ func (m *Map[K, V]) PutMany(keys []K, vals []V) error {
 	m.flushForRead()
 	m.writing = false
 	m.version++
-	if mapInvariants {
+	if buildconst.Invariants {
 		m.mustCheck()
 	}
 	return err

@@ -21,19 +21,19 @@ import (
 //	naive   the same Map, its mapped VRAM read and written with plain loads
 //	        and stores (on the host backend this equals govram)
 //
-// Sizes: 1e6 by default; GOVRAM_BENCH_SIZES=1e6,1e7,1e8 adds the large ones.
-// GOVRAM_BENCH_GC sets the entry count of BenchmarkMapGC (default 1e6; the
-// issue's figure is 5e7). GOVRAM_MAP_EAGER=1 switches Get's VRAM load from
+// Sizes: 1e6 by default; VMEM_BENCH_SIZES=1e6,1e7,1e8 adds the large ones.
+// VMEM_BENCH_GC sets the entry count of BenchmarkMapGC (default 1e6; the
+// issue's figure is 5e7). VMEM_MAP_EAGER=1 switches Get's VRAM load from
 // predicted to unconditional (an experiment: compare both on a GPU). The device is the default one (VMEM_BACKEND picks
 // another). Custom metrics: hostB/entry (host memory of the map: its
 // control bytes on a GPU, every tier on the host backend, plus Go heap
 // growth) and heapB (Go heap growth) for the builds, Mget/s for parallel
 // readers.
 
-// GOVRAM_MAP_EAGER=1 makes Get load the home line before the control bytes
+// VMEM_MAP_EAGER=1 makes Get load the home line before the control bytes
 // arrive rather than under the predicted branch (see mapEagerLoad).
 func init() {
-	if os.Getenv("GOVRAM_MAP_EAGER") == "1" {
+	if os.Getenv("VMEM_MAP_EAGER") == "1" {
 		mapEagerLoad = true
 	}
 }
@@ -492,7 +492,7 @@ func BenchmarkMapDelete(b *testing.B) {
 // (pause-µs/cycle), from runtime/metrics.
 func BenchmarkMapGC(b *testing.B) {
 	n := int(1e6)
-	if s := os.Getenv("GOVRAM_BENCH_GC"); s != "" {
+	if s := os.Getenv("VMEM_BENCH_GC"); s != "" {
 		if v, err := strconv.ParseFloat(s, 64); err == nil && v >= 1 {
 			n = int(v)
 		}

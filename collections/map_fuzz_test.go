@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -96,7 +97,7 @@ func mapFuzzRun[K comparable, V comparable](t *testing.T, d *vmem.Device, data [
 		case op == 11:
 			// A run of new keys: growth.
 			n, base := int(r.next())*4, 1024+int(r.next())*1024
-			if mapInvariants {
+			if buildconst.Invariants {
 				n /= 4 // every write walks the whole table
 			}
 			ks, vs := make([]K, n), make([]V, n)

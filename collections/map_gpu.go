@@ -35,10 +35,10 @@ import (
 	"fmt"
 	"math/bits"
 	"reflect"
-	"runtime"
 	"sync"
 	"unsafe"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/vmem"
 )
 
@@ -449,7 +449,7 @@ func (m *Map[K, V]) PutBatch(keys []K, vals []V) error {
 		return m.PutMany(keys, vals)
 	}
 	m.putBatchDone()
-	if mapInvariants {
+	if buildconst.Invariants {
 		m.mustCheck()
 	}
 	return err
@@ -701,36 +701,3 @@ func (m *Map[K, V]) gpuPutChunk(kb *vmem.KernelBatch, hmode uint32, keys []K, va
 }
 
 func mapRoundUp64(x, a uint64) uint64 { return (x + a - 1) / a * a }
-
-// mapPar runs f over [0, n) in parts of at least min items, on up to
-// GOMAXPROCS goroutines.
-func mapPar(n, minPart int, f func(lo, hi int)) {
-	w := min(runtime.GOMAXPROCS(0), n/max(minPart, 1))
-	if w <= 1 {
-		f(0, n)
-		return
-	}
-	per := (n + w - 1) / w
-	goPar((n+per-1)/per, func(x int) { f(x*per, min((x+1)*per, n)) })
-}
-
-// mapParCopy copies n bytes, on several goroutines when n is large (one
-// goroutine moves 10-20 GB/s; a batch of a million keys is 8 MB each way).
-func mapParCopy(dst, src unsafe.Pointer, n uint64) {
-	if n == 0 {
-		return
-	}
-	d, s := unsafe.Slice((*byte)(dst), n), unsafe.Slice((*byte)(src), n)
-	const part = 1 << 19
-	if n < 2*part {
-		copy(d, s)
-		return
-	}
-	mapPar(int(n/part), 1, func(a, b int) {
-		hi := uint64(b) * part
-		if b == int(n/part) {
-			hi = n
-		}
-		copy(d[uint64(a)*part:hi], s[uint64(a)*part:hi])
-	})
-}

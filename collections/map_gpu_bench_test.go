@@ -18,9 +18,9 @@ import (
 // Batch benchmarks: BenchmarkMapGetBatch, BenchmarkMapPutBatch,
 // BenchmarkBTreeGetBatch (btree_gpu_bench_test.go).
 //
-// Each runs a batch of 1e6 keys (GOVRAM_BENCH_BATCH sets another) against
-// a container of each size of GOVRAM_BENCH_SIZES (default 1e6; the issue's
-// figure is 1e8: GOVRAM_BENCH_SIZES=1e6,1e8), comparing in one run:
+// Each runs a batch of 1e6 keys (VMEM_BENCH_BATCH sets another) against
+// a container of each size of VMEM_BENCH_SIZES (default 1e6; the issue's
+// figure is 1e8: VMEM_BENCH_SIZES=1e6,1e8), comparing in one run:
 //
 //	gpu-batch  GetBatch / PutBatch (kernels on a GPU; the CPU path elsewhere)
 //	getmany    GetMany / PutMany (the CPU batch path: all cores)
@@ -31,11 +31,11 @@ import (
 // Metric Mkeys/s: keys answered (or stored) per second, end to end: keys
 // in Go memory to answers in Go memory.
 
-// mapGPUBenchParts: GOVRAM_BENCH_PARTS=1,2,4 runs gpu-batch once per
+// mapGPUBenchParts: VMEM_BENCH_PARTS=1,2,4 runs gpu-batch once per
 // count of parts a GetBatch is cut into (the default: once, as GetBatch
 // chooses).
 func mapGPUBenchParts() []int {
-	env := os.Getenv("GOVRAM_BENCH_PARTS")
+	env := os.Getenv("VMEM_BENCH_PARTS")
 	if env == "" {
 		return []int{0}
 	}
@@ -49,7 +49,7 @@ func mapGPUBenchParts() []int {
 }
 
 func mapGPUBenchBatch() int {
-	if v, err := strconv.ParseFloat(os.Getenv("GOVRAM_BENCH_BATCH"), 64); err == nil && v >= 1 {
+	if v, err := strconv.ParseFloat(os.Getenv("VMEM_BENCH_BATCH"), 64); err == nil && v >= 1 {
 		return int(v)
 	}
 	return 1e6

@@ -9,8 +9,8 @@ import (
 )
 
 // BenchmarkMapGetBatchSteps times the steps of one GetBatch round on its
-// own (one part, the batch of GOVRAM_BENCH_BATCH keys in one round),
-// against maps of each size of GOVRAM_BENCH_SIZES, to show where the time
+// own (one part, the batch of VMEM_BENCH_BATCH keys in one round),
+// against maps of each size of VMEM_BENCH_SIZES, to show where the time
 // of an end-to-end GetBatch goes:
 //
 //	begin     taking the round's buffers and checking the control bytes' copy

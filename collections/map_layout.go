@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"unsafe"
 
-	"github.com/govram/govram/internal/strarena"
+	"github.com/govram/govram/collections/internal/strarena"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
 )

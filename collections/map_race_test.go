@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/vmem"
 )
 
@@ -14,15 +15,15 @@ import (
 // concurrency contract: a child process overlaps Puts with Gets on one map,
 // with no synchronisation, and must be reported.
 func TestMapRaceDetected(t *testing.T) {
-	if os.Getenv("GOVRAM_MAP_MISUSE") == "1" {
+	if os.Getenv("VMEM_MAP_MISUSE") == "1" {
 		mapMisuse()
 		return
 	}
-	if !mapRaceEnabled {
+	if !buildconst.Race {
 		t.Skip("needs -race")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestMapRaceDetected$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "GOVRAM_MAP_MISUSE=1", "VMEM_BACKEND=host")
+	cmd.Env = append(os.Environ(), "VMEM_MAP_MISUSE=1", "VMEM_BACKEND=host")
 	out, _ := cmd.CombinedOutput()
 	if !strings.Contains(string(out), "WARNING: DATA RACE") {
 		t.Fatalf("a Put overlapping Gets was not reported:\n%s", out)

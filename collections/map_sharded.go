@@ -38,6 +38,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/internal/route"
 	"github.com/govram/govram/vmem"
@@ -228,7 +229,7 @@ func (s *ShardedMap[K, V]) Put(k K, v V) error {
 		return ErrClosed
 	}
 	err := s.shards[s.shardOf(&k)].Put(k, v)
-	if shInvariants {
+	if buildconst.Invariants {
 		s.check()
 	}
 	return err
@@ -239,7 +240,7 @@ func (s *ShardedMap[K, V]) Put(k K, v V) error {
 func (s *ShardedMap[K, V]) Delete(k K) bool {
 	s.live()
 	ok := s.shards[s.shardOf(&k)].Delete(k)
-	if shInvariants {
+	if buildconst.Invariants {
 		s.check()
 	}
 	return ok
@@ -804,7 +805,7 @@ func (s *ShardedMap[K, V]) putBatch(op string, keys []K, vals []V, put func(*Map
 		lo, hi := pl.run(d)
 		return put(s.shards[d], sc.keys[lo:hi], sc.vals[lo:hi])
 	})
-	if shInvariants {
+	if buildconst.Invariants {
 		s.check()
 	}
 	return err

@@ -4,10 +4,10 @@ package collections
 // of the machine (vmem.OpenAll). Without a GPU it runs on one host device
 // and its figures mean nothing. On a machine with GPUs:
 //
-//	GOVRAM_BENCH_SIZES=1e7,1e8 go test -run X -bench BenchmarkShardedMapGetBatch -benchtime 20x ./collections
+//	VMEM_BENCH_SIZES=1e7,1e8 go test -run X -bench BenchmarkShardedMapGetBatch -benchtime 20x ./collections
 //
-// GOVRAM_BENCH_BATCH sets the keys per GetBatch (default 1<<23, or the
-// map's size if smaller), GOVRAM_BENCH_CHUNK the keys per kernel round
+// VMEM_BENCH_BATCH sets the keys per GetBatch (default 1<<23, or the
+// map's size if smaller), VMEM_BENCH_CHUNK the keys per kernel round
 // (mapGPUChunk).
 
 import (
@@ -76,10 +76,10 @@ func BenchmarkShardedMapGetBatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	batch := 1 << 23
-	if s := os.Getenv("GOVRAM_BENCH_BATCH"); s != "" {
+	if s := os.Getenv("VMEM_BENCH_BATCH"); s != "" {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || v < 1 {
-			b.Fatalf("GOVRAM_BENCH_BATCH=%q", s)
+			b.Fatalf("VMEM_BENCH_BATCH=%q", s)
 		}
 		batch = int(v)
 	}
@@ -113,7 +113,7 @@ func BenchmarkShardedMapGetBatch(b *testing.B) {
 }
 
 // BenchmarkShardedMapGetBatchSteps times the passes of one round of
-// ShardedMap.GetBatch's direct path (GOVRAM_BENCH_BATCH keys, at most a
+// ShardedMap.GetBatch's direct path (VMEM_BENCH_BATCH keys, at most a
 // round of mapGPUChunk) on every GPU of the machine, each on its own:
 //
 //	copy     a parallel copy of the keys (what one GPU's GetBatch spends)
@@ -131,13 +131,13 @@ func BenchmarkShardedMapGetBatch(b *testing.B) {
 //
 // "-loop" steps run route's plain loops instead of its AVX-512 ones;
 // scatter-heap writes into the Go heap instead of pinned memory.
-// GOVRAM_BENCH_PROCS=8,16,32 times the steps under each GOMAXPROCS.
+// VMEM_BENCH_PROCS=8,16,32 times the steps under each GOMAXPROCS.
 func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 	shBenchChunk(b)
 	p := shBenchPool(b)
 	defer p.Close()
 	round := mapGPUChunk
-	if s := os.Getenv("GOVRAM_BENCH_BATCH"); s != "" {
+	if s := os.Getenv("VMEM_BENCH_BATCH"); s != "" {
 		if v, err := strconv.ParseFloat(s, 64); err == nil && v >= 1 {
 			round = min(int(v), mapGPUChunk)
 		}
@@ -276,12 +276,12 @@ func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 	}
 }
 
-// shBenchPool opens every GPU of the machine, or with GOVRAM_BENCH_SAME=n
+// shBenchPool opens every GPU of the machine, or with VMEM_BENCH_SAME=n
 // the first GPU n times over (n logical devices sharing one GPU: the CPU's
 // passes of a sharded batch can then be timed on a machine of one GPU;
 // the GPUs' steps mean nothing there).
 func shBenchPool(b *testing.B) *vmem.Pool {
-	s := os.Getenv("GOVRAM_BENCH_SAME")
+	s := os.Getenv("VMEM_BENCH_SAME")
 	if s == "" {
 		p, err := vmem.OpenAll(vmem.Options{})
 		if err != nil {
@@ -291,7 +291,7 @@ func shBenchPool(b *testing.B) *vmem.Pool {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 {
-		b.Fatalf("GOVRAM_BENCH_SAME=%q", s)
+		b.Fatalf("VMEM_BENCH_SAME=%q", s)
 	}
 	devs := make([]*vmem.Device, n)
 	for i := range devs {
@@ -312,9 +312,9 @@ func shBenchPool(b *testing.B) *vmem.Pool {
 }
 
 // shBenchProcs returns the GOMAXPROCS values to time the steps with:
-// GOVRAM_BENCH_PROCS (a list such as "8,16,32"), by default the current.
+// VMEM_BENCH_PROCS (a list such as "8,16,32"), by default the current.
 func shBenchProcs(b *testing.B) []int {
-	s := os.Getenv("GOVRAM_BENCH_PROCS")
+	s := os.Getenv("VMEM_BENCH_PROCS")
 	if s == "" {
 		return []int{runtime.GOMAXPROCS(0)}
 	}
@@ -322,39 +322,39 @@ func shBenchProcs(b *testing.B) []int {
 	for f := range strings.SplitSeq(s, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || v < 1 {
-			b.Fatalf("GOVRAM_BENCH_PROCS=%q", s)
+			b.Fatalf("VMEM_BENCH_PROCS=%q", s)
 		}
 		ps = append(ps, v)
 	}
 	return ps
 }
 
-// shBenchChunk applies GOVRAM_BENCH_CHUNK (keys per kernel round,
+// shBenchChunk applies VMEM_BENCH_CHUNK (keys per kernel round,
 // mapGPUChunk) for the rest of the benchmark.
 func shBenchChunk(b *testing.B) {
-	s := os.Getenv("GOVRAM_BENCH_CHUNK")
+	s := os.Getenv("VMEM_BENCH_CHUNK")
 	if s == "" {
 		return
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || v < 1024 {
-		b.Fatalf("GOVRAM_BENCH_CHUNK=%q", s)
+		b.Fatalf("VMEM_BENCH_CHUNK=%q", s)
 	}
 	old := mapGPUChunk
 	mapGPUChunk = int(v)
 	b.Cleanup(func() { mapGPUChunk = old })
 }
 
-// shBenchQueued applies GOVRAM_BENCH_QUEUED (rounds of a ShardedMap
+// shBenchQueued applies VMEM_BENCH_QUEUED (rounds of a ShardedMap
 // GetBatch queued on the devices at a time, default shGetQueued).
 func shBenchQueued(b *testing.B) {
-	s := os.Getenv("GOVRAM_BENCH_QUEUED")
+	s := os.Getenv("VMEM_BENCH_QUEUED")
 	if s == "" {
 		return
 	}
 	v, err := strconv.Atoi(s)
 	if err != nil || v < 2 {
-		b.Fatalf("GOVRAM_BENCH_QUEUED=%q", s)
+		b.Fatalf("VMEM_BENCH_QUEUED=%q", s)
 	}
 	old := shGetQueued
 	shGetQueued = v

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -176,10 +177,10 @@ func shSteps(p *vmem.Pool) int {
 	if p.Device(0).Backend() == vmem.BackendVulkan {
 		n /= 2
 	}
-	if shRace {
+	if buildconst.Race {
 		n /= 3
 	}
-	if shInvariants || mapInvariants || btInvariants {
+	if buildconst.Invariants {
 		n /= 10 // every write then walks the whole structure
 	}
 	return n
@@ -249,7 +250,7 @@ func TestShardedMapFaults(t *testing.T) {
 				t.Fatalf("the failed Put changed the map: %v, was %v", s.ShardLens(), before)
 			}
 		}
-		if !failed && !shInvariants {
+		if !failed && !buildconst.Invariants {
 			t.Fatal("no Put met the injected fault")
 		}
 		for k, v := range model {
@@ -263,7 +264,7 @@ func TestShardedMapFaults(t *testing.T) {
 		// the batch may also succeed.)
 		p.Device(last).InjectFaults(vmem.Faults{FailAlloc: 1})
 		nk := 20000
-		if mapInvariants {
+		if buildconst.Invariants {
 			nk = 4000 // every store then walks the table
 		}
 		keys := make([]uint64, nk)
@@ -338,7 +339,7 @@ func TestShardedMapClose(t *testing.T) {
 func TestShardedMapConcurrentReads(t *testing.T) {
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
 		n := 5000
-		if mapInvariants {
+		if buildconst.Invariants {
 			n = 1000 // every store then walks the table
 		}
 		s, err := NewShardedMap[uint64, uint64](p, WithCapacity(n))

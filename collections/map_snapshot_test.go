@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/snapfmt"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
@@ -116,7 +117,7 @@ func snapMapRoundTrip[K comparable, V any](t *testing.T, d *vmem.Device, n int, 
 func TestMapSnapshotRoundTrip(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		big := 20000
-		if testing.Short() || mapRaceEnabled {
+		if testing.Short() || buildconst.Race {
 			big = 3000
 		}
 		u := func(i int) uint64 { return uint64(i)*0x9e3779b97f4a7c15 + 1 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -255,7 +256,7 @@ type mapPadded struct {
 type mapBig [100]byte
 
 func mapSteps(long, short int) int {
-	if testing.Short() || mapInvariants {
+	if testing.Short() || buildconst.Invariants {
 		return short
 	}
 	return long
@@ -783,7 +784,7 @@ func TestMapCapacity(t *testing.T) {
 
 // TestMapNoAllocs: Get and Put of fixed-size types allocate nothing.
 func TestMapNoAllocs(t *testing.T) {
-	if mapInvariants {
+	if buildconst.Invariants {
 		t.Skip("invariants builds allocate in their checks")
 	}
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {

@@ -19,8 +19,8 @@ import (
 //	govram   Map with its default hot tier (on the Vulkan backend)
 //	notier   Map with WithHostCache(0)
 //
-// Sizes: 1e6 by default, GOVRAM_BENCH_SIZES sets them (uint64 keys);
-// GOVRAM_BENCH_STR_SIZES sets the string-key sizes (default 1e5). hit%
+// Sizes: 1e6 by default, VMEM_BENCH_SIZES sets them (uint64 keys);
+// VMEM_BENCH_STR_SIZES sets the string-key sizes (default 1e5). hit%
 // is the tier's hit rate over the timed loop; hostB/entry the tier's bytes
 // per entry.
 func init() {
@@ -57,11 +57,11 @@ func BenchmarkMapTier(b *testing.B) {
 // BenchmarkMapTierInsert: Puts of new keys into a map filled to the
 // capacity it was made with.
 //
-// Sizes: GOVRAM_BENCH_INSERT_SIZES (default 1e6): each run builds its maps
+// Sizes: VMEM_BENCH_INSERT_SIZES (default 1e6): each run builds its maps
 // anew.
 func BenchmarkMapTierInsert(b *testing.B) {
 	sizes := []int{1e6}
-	if env := os.Getenv("GOVRAM_BENCH_INSERT_SIZES"); env != "" {
+	if env := os.Getenv("VMEM_BENCH_INSERT_SIZES"); env != "" {
 		v, err := strconv.ParseFloat(env, 64)
 		if err != nil {
 			b.Fatal(err)
@@ -272,13 +272,13 @@ func tierBenchReport(b *testing.B, before CacheStats, st MapStats) {
 }
 
 func tierBenchStrSizes(b *testing.B) []int {
-	env := os.Getenv("GOVRAM_BENCH_STR_SIZES")
+	env := os.Getenv("VMEM_BENCH_STR_SIZES")
 	if env == "" {
 		return []int{1e5}
 	}
 	v, err := strconv.ParseFloat(env, 64)
 	if err != nil {
-		b.Fatalf("GOVRAM_BENCH_STR_SIZES: %v", err)
+		b.Fatalf("VMEM_BENCH_STR_SIZES: %v", err)
 	}
 	return []int{int(v)}
 }

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -193,7 +194,7 @@ func relOOMRun(t *testing.T, d *vmem.Device, k relKind, n int64) {
 // script, then loses the device between steps with Faults.LoseDevice.
 // Device loss is sticky, so every run gets a fresh device.
 func TestFaultsDeviceLost(t *testing.T) {
-	if btInvariants {
+	if buildconst.Invariants {
 		// The invariants build's checks read the containers back by DMA:
 		// those reads are submissions too, so the Nth one would land in a
 		// check instead of in the operation under test.
@@ -241,9 +242,9 @@ func TestFaultsDeviceLost(t *testing.T) {
 func relMaxRuns(b vmem.Backend) int {
 	host := b == vmem.BackendHost
 	switch {
-	case relRace && host:
+	case buildconst.Race && host:
 		return 12
-	case relRace:
+	case buildconst.Race:
 		return 4
 	case testing.Short() && host:
 		return 40

@@ -59,7 +59,7 @@ package collections
 // from staging. Eight uint64s share a line, so one refill of about 1 µs
 // serves 64 pops, and a consumer that keeps up with the producer reads
 // staging only and never waits for VRAM. PopBatch and All move long runs
-// by DMA (Device.Read, 50 GB/s on an H200) straight into the caller's
+// by DMA (Device.Read, at the link's speed) straight into the caller's
 // buffer, which reaches full speed when that buffer lies in a vmem.Host
 // block (pinned: no staging copy); short runs use streaming loads.
 //
@@ -164,24 +164,6 @@ type ringConfig struct {
 // ErrorWhenFull).
 func WithPolicy(p RingPolicy) RingOption { return func(c *ringConfig) { c.policy = p } }
 
-// ringWithSegmentLines caps a segment at n lines (rounded down to a power
-// of two): tests use tiny segments to cover segment boundaries.
-func ringWithSegmentLines(n uint64) RingOption {
-	return func(c *ringConfig) { c.segLines = n }
-}
-
-// ringWithParallelMin lowers the run length from which PushBatch stores
-// from several goroutines, so tests cover that path.
-func ringWithParallelMin(n uint64) RingOption {
-	return func(c *ringConfig) { c.parallelMin = n }
-}
-
-// ringWithStageLines sets the number of staging slots: tests use 2 or 4 so
-// that slot reuse, and the announce handshake guarding it, happen often.
-func ringWithStageLines(n uint64) RingOption {
-	return func(c *ringConfig) { c.stageLines = n }
-}
-
 const (
 	ringLine = 64
 	// ringStageLines: staging slots by default. 64 lines (4 KiB) let the
@@ -204,10 +186,6 @@ const (
 	// reach the link's limit for CPU writes; four leave room for the source
 	// reads from the Go heap.
 	ringStoreWorkers = 4
-	// ringPubEvery: Push publishes at least once per this many elements
-	// (see "Publishing" above): the XCHG of a publish then costs about 1 ns
-	// a push.
-	ringPubEvery = 16
 	// ringAllChunk: All reads this much per DMA; the 22 µs round trip is
 	// then small against the transfer.
 	ringAllChunk = 16 << 20
@@ -215,9 +193,10 @@ const (
 
 // Bulk reads (PopBatch) of at least 2*ringDMAPiece bytes are split into
 // pieces of ringDMAPiece, read by ringDMAWorkers goroutines at once: a DMA
-// costs 22-50 µs to submit and wait for, and moves only 31 GB/s alone at
-// 16 MiB on an H200; several in flight keep the copy engine busy (50 GB/s),
-// and for a destination outside pinned memory the staging copies of one
+// has a fixed cost to submit and wait for, and one alone at 16 MiB moves
+// well below the link's speed; several in flight keep the copy engine busy
+// (docs/ring.md has the H200's figures, BenchmarkRingPopBatch measures
+// them), and for a destination outside pinned memory the staging copies of one
 // piece run on the CPUs while the next pieces move. Variables, not
 // constants, so that a benchmark can tune them on new hardware.
 var (

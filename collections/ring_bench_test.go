@@ -20,10 +20,10 @@ import (
 // indexes published with an atomic store per operation).
 //
 // Sizes are element counts (uint64 elements) or byte sizes in MiB. The
-// default is 1e5; set GOVRAM_BENCH_SIZES=1e6,1e7,64MiB,256MiB for the large
+// default is 1e5; set VMEM_BENCH_SIZES=1e6,1e7,64MiB,256MiB for the large
 // runs (the PopBatch target is stated for runs of 64 MiB and more; sizes in
 // MiB skip the naive and channel baselines, which take seconds there).
-// GOVRAM_RING_DMA=piece_MiB,workers overrides how PopBatch splits long DMA
+// VMEM_RING_DMA=piece_MiB,workers overrides how PopBatch splits long DMA
 // reads (default 16,3), to tune it on new hardware.
 
 type ringBenchSize struct {
@@ -34,7 +34,7 @@ type ringBenchSize struct {
 
 func ringBenchSizes(b *testing.B) []ringBenchSize {
 	ringBenchDMAKnobs(b)
-	env := os.Getenv("GOVRAM_BENCH_SIZES")
+	env := os.Getenv("VMEM_BENCH_SIZES")
 	if env == "" {
 		return []ringBenchSize{{n: 1e5, name: "1e5"}}
 	}
@@ -44,23 +44,23 @@ func ringBenchSizes(b *testing.B) []ringBenchSize {
 		if mib, ok := strings.CutSuffix(f, "MiB"); ok {
 			v, err := strconv.Atoi(mib)
 			if err != nil || v < 1 {
-				b.Fatalf("GOVRAM_BENCH_SIZES: bad size %q", f)
+				b.Fatalf("VMEM_BENCH_SIZES: bad size %q", f)
 			}
 			out = append(out, ringBenchSize{n: v << 20 / 8, name: f, big: true})
 			continue
 		}
 		v, err := strconv.ParseFloat(f, 64)
 		if err != nil || v < 1 {
-			b.Fatalf("GOVRAM_BENCH_SIZES: bad size %q", f)
+			b.Fatalf("VMEM_BENCH_SIZES: bad size %q", f)
 		}
 		out = append(out, ringBenchSize{n: int(v), name: ringSizeName(int(v))})
 	}
 	return out
 }
 
-// ringBenchDMAKnobs applies GOVRAM_RING_DMA.
+// ringBenchDMAKnobs applies VMEM_RING_DMA.
 func ringBenchDMAKnobs(b *testing.B) {
-	env := os.Getenv("GOVRAM_RING_DMA")
+	env := os.Getenv("VMEM_RING_DMA")
 	if env == "" {
 		return
 	}
@@ -68,7 +68,7 @@ func ringBenchDMAKnobs(b *testing.B) {
 	p, err1 := strconv.Atoi(piece)
 	w, err2 := strconv.Atoi(workers)
 	if !ok || err1 != nil || err2 != nil || p < 1 || w < 1 {
-		b.Fatalf("GOVRAM_RING_DMA: want piece_MiB,workers, got %q", env)
+		b.Fatalf("VMEM_RING_DMA: want piece_MiB,workers, got %q", env)
 	}
 	ringDMAPiece, ringDMAWorkers = uint64(p)<<20, w
 }

@@ -55,7 +55,7 @@ func (r *Ring[T]) Peek() (v T, ok bool) {
 
 // PopBatch removes up to len(dst) of the oldest elements into dst, oldest
 // first, and returns how many. Long runs are read by DMA straight into dst:
-// at full speed (about 50 GB/s on an H200) when dst lies in a vmem.Host
+// at the link's full speed when dst lies in a vmem.Host
 // block, through a staging copy otherwise. On error (ErrDeviceLost) nothing
 // is removed. After Close it returns ErrClosed.
 func (r *Ring[T]) PopBatch(dst []T) (int, error) {

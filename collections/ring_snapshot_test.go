@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/snapfmt"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
@@ -71,7 +72,7 @@ func snapRingRoundTrip[T any](t *testing.T, d *vmem.Device, capacity, pushes int
 func TestRingSnapshotRoundTrip(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		big := 200000
-		if testing.Short() || mapRaceEnabled {
+		if testing.Short() || buildconst.Race {
 			big = 20000
 		}
 		u := func(i int) uint64 { return uint64(i) * 11 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -304,7 +305,7 @@ func ringDiff[T comparable](t *testing.T, cfg ringDiffConfig, gen func(uint64) T
 		if r.Len() != len(m.items()) || r.Cap() != cfg.capacity || r.tail.Load() != uint64(m.pub) {
 			t.Fatalf("op %d (%s): Len %d Cap %d published %d, model %d %d %d", op, what, r.Len(), r.Cap(), r.tail.Load(), len(m.items()), cfg.capacity, m.pub)
 		}
-		if ringInvariants {
+		if buildconst.Invariants {
 			if err := r.check(); err != nil {
 				t.Fatalf("op %d (%s): %v", op, what, err)
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/lineio"
 )
 
@@ -322,7 +323,7 @@ func TestNewBatcherErrors(t *testing.T) {
 }
 
 func TestBatcherAllocationFree(t *testing.T) {
-	if invariants {
+	if buildconst.Invariants {
 		t.Skip("the invariant walk allocates")
 	}
 	mem := mapRegion(t, 1024*LineSize)

@@ -44,19 +44,9 @@
 //
 // # What the batcher costs, and when to use it
 //
-// Measured on the H200 machine with this code on 1 GiB of mapped VRAM, one
-// thread, 1M random lines:
-//
-//	direct NT store of a whole line (lineio.Store)    35 ns a line
-//	the same, lines pre-sorted (dense: 4 to a page)     6-10 ns
-//	direct, inside a 64 MiB window                     11 ns
-//	three 8-byte plain stores to one line (a record)   36 ns (they combine)
-//	Batcher.Put of a whole line                        20-40 ns
-//	Batcher, Put + Flush, whole lines                  37-65 ns
-//	Batcher.Get of 8 bytes (one streaming load)        about 500 ns
-//	lineio.Load of a random line, back to back         190-310 ns
-//
-// The CPU work of a batch (hashing, copying, sorting) costs as much as the
+// BenchmarkRandomStore and BenchmarkRandomLoad measure the batcher against
+// direct stores and loads on 1 GiB of memory (docs/layout.md has the H200's
+// figures). The CPU work of a batch (hashing, copying, sorting) costs as much as the
 // stores it saves, so the batcher does not make random stores faster than
 // writing them directly; its worth is elsewhere. Use it where stores to a
 // line are spread over time (they merge into one write), where code must
@@ -103,4 +93,7 @@
 //     (DMA, GPU kernels, other batchers, plain reads): Flush first.
 //   - Plain Go loads of VRAM are correct but about ten times slower than
 //     streaming loads; use Batcher.Get or lineio.
+//
+// With the invariants build tag the batcher walks its table after every
+// operation.
 package layout

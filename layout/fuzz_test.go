@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/govram/govram/internal/buildconst"
 )
 
 // FuzzBatcher decodes the input into a batch size and a list of
@@ -47,7 +49,7 @@ func FuzzBatcher(f *testing.F) {
 			case 5:
 				m.put(off&^(LineSize-1), payload(LineSize))
 			}
-			if invariants {
+			if buildconst.Invariants {
 				m.b.check()
 			}
 		}

@@ -3,17 +3,17 @@ package layout
 import "math/bits"
 
 // Flush's order. What sorting buys is locality for the CPU's page walks,
-// and on the H200 machine (docs/physics.md, and a probe of this code on mapped
-// VRAM) it buys less than it seems:
+// and on mapped VRAM it buys less than it seems (docs/layout.md has the
+// H200's figures):
 //
-//   - a full-line NT store to a random line of 1 GiB costs 35 ns; the same
-//     stores in address order cost 9.5 ns, but only when dense (1M lines
-//     over 1 GiB, four to a page);
-//   - random stores inside a 64 MiB window already cost 12 ns, and sorted
-//     stores 128 KiB apart gain nothing;
+//   - stores in address order are several times cheaper than random ones,
+//     but only when dense (several lines to a page);
+//   - random stores inside a 64 MiB window already cost little more than
+//     sorted ones, and sorted stores 128 KiB apart gain nothing;
 //   - visiting the slots in address order reads the line images at
 //     random, which is slow once the batch outgrows L2;
-//   - a full radix sort costs 15-20 ns a line on that CPU.
+//   - a full radix sort costs about as much a line as the stores it
+//     would speed up.
 //
 // So Flush sorts only large, dense batches, and only coarsely: lines are
 // ordered by bucket of sortBucketLines lines (256 KiB, 64 pages, few enough
@@ -21,9 +21,9 @@ import "math/bits"
 // were stored in within a bucket, which is one radix pass for a batch
 // spread over up to 1 GiB. A batch that spans less than sortMinSpan bytes,
 // or holds fewer than one line per sortDensity bytes of its span, is
-// written in the order it was stored. Measured end to end, the sorted
-// flush won by about a fifth with 65536 lines over 1 GiB and lost
-// elsewhere; these thresholds keep it to the first case.
+// written in the order it was stored. Measured end to end on the H200
+// (docs/layout.md, BenchmarkRandomStore), the sorted flush won only for
+// large dense batches; these thresholds keep it to that case.
 
 const (
 	sortBucketShift = 12 // log2 of sortBucketLines

@@ -21,7 +21,7 @@ package vmem
 //	err = kb.Run()                   // one submission, one fence wait
 //
 // Everything recorded between two Runs is one command buffer: one round
-// trip (22-35 µs on an H200) however many uploads, dispatches and copies.
+// trip (docs/physics.md) however many uploads, dispatches and copies.
 // Staging and scratch buffers stay valid until Close, across Runs, so an
 // operation of several round trips (look up, decide on the CPU, apply)
 // keeps its uploaded keys on the device.
@@ -40,7 +40,7 @@ import (
 
 // ErrNoKernels is returned by NewKernelBatch (and by Run, when a kernel's
 // pipeline cannot be built before anything was submitted) on devices that
-// run no compute kernels: the host backend, GOVRAM_KERNELS=0, a device
+// run no compute kernels: the host backend, VMEM_KERNELS=0, a device
 // without buffer device addresses. The caller then takes its CPU path.
 var ErrNoKernels = errKernUnavailable
 

@@ -120,7 +120,7 @@ var batchFill = vmem.NewKernel("fill", batchFillPush{})
 // and download started back to back (on a GPU with copy engines: three
 // queues ordered by semaphores) give what one queue gives, whether each
 // round is waited for or several are in flight on separate buffers. With
-// GOVRAM_COPY_QUEUES=1 a device without copy engines (lavapipe) submits
+// VMEM_COPY_QUEUES=1 a device without copy engines (lavapipe) submits
 // the three parts too, on its one queue.
 func TestKernelBatchCopyQueues(t *testing.T) {
 	for _, env := range []string{"default", "1"} {

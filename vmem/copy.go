@@ -42,8 +42,8 @@ func memcpy(dst, src unsafe.Pointer, n uint64) {
 
 // wcParallelMin: copies to or from write-combining VRAM of at least this
 // many bytes are split over goroutines in parts of at least a quarter of
-// it. One core's non-temporal stores reach about 9 GB/s over PCIe (an
-// H200's Append of 1 MiB batches ran at 8.8 GB/s), the link takes 30.
+// it. One core's non-temporal stores reach about a third of what the link
+// takes (docs/physics.md; BenchmarkSliceBulk measures it).
 const wcParallelMin = 1 << 20
 
 // wcCopy copies to or from write-combining VRAM with whole-line streaming

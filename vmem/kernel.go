@@ -4,7 +4,7 @@ package vmem
 //
 // Why kernels: data in VRAM sits next to a processor that moves 2 TB/s,
 // while the CPU reaches it at 0.3-50 GB/s and each GPU round trip costs
-// 22-35 µs (PHYSICS.md). Whole-slice passes (sort, fill, sum) and scattered
+// 22-35 µs (docs/physics.md). Whole-slice passes (sort, fill, sum) and scattered
 // reads (gather) therefore run as kernels, and each operation is recorded
 // into one command buffer so that it pays one round trip (a sort two), not
 // one per step.
@@ -145,14 +145,14 @@ var (
 
 // EnvKernels is the environment variable that, set to 0, keeps every
 // operation on its CPU path (for comparisons and for ruling kernels out).
-const EnvKernels = "GOVRAM_KERNELS"
+const EnvKernels = "VMEM_KERNELS"
 
 // EnvCopyQueues, set to 0, keeps each kernel batch on the compute queue
 // alone instead of moving its leading and trailing copies to the copy
 // engines' queues (for comparisons). Set to 1 on a device without copy
 // engines of their own (lavapipe), it submits the three parts all the same,
 // one after the other on the compute queue, so that tests run that path.
-const EnvCopyQueues = "GOVRAM_COPY_QUEUES"
+const EnvCopyQueues = "VMEM_COPY_QUEUES"
 
 // kernState is a device's kernel machinery: lazily made pipelines, idle
 // compute streams, and kept scratch buffers.
@@ -199,7 +199,7 @@ const (
 var errKernUnavailable = errors.New("vmem: compute kernels are not available on this device")
 
 // kern returns the device's kernel state, or nil when kernels cannot run
-// (host backend, missing features, GOVRAM_KERNELS=0).
+// (host backend, missing features, VMEM_KERNELS=0).
 func (d *Device) kern() *kernState {
 	if d.vk == nil {
 		return nil

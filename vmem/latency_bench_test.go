@@ -174,10 +174,10 @@ func gatherLatency(b *testing.B, g int, idx []int, addr func(int) unsafe.Pointer
 	sink = sum
 }
 
-// latencyWindows are the window sizes probed: GOVRAM_LAT_MIB (a comma
+// latencyWindows are the window sizes probed: VMEM_LAT_MIB (a comma
 // list of MiB), else 16 MiB and the Slice benchmarks' working set.
 func latencyWindows() []int {
-	v := os.Getenv("GOVRAM_LAT_MIB")
+	v := os.Getenv("VMEM_LAT_MIB")
 	if v == "" {
 		return []int{16 << 20, benchBytes()}
 	}
@@ -199,11 +199,11 @@ func bitsLen(x int) int {
 }
 
 // TestMappedPageSize logs the page size the kernel uses for mapped device
-// memory (GOVRAM_PROBE=1): with 4 KiB pages every random line read in a
+// memory (VMEM_PROBE=1): with 4 KiB pages every random line read in a
 // large window also pays a page walk.
 func TestMappedPageSize(t *testing.T) {
-	if os.Getenv("GOVRAM_PROBE") != "1" {
-		t.Skip("GOVRAM_PROBE=1 to run")
+	if os.Getenv("VMEM_PROBE") != "1" {
+		t.Skip("VMEM_PROBE=1 to run")
 	}
 	for _, be := range []vmem.Backend{vmem.BackendVulkan, vmem.BackendHost} {
 		d, err := vmem.Open(vmem.Options{Backend: be})

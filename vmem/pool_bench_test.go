@@ -6,7 +6,7 @@ package vmem_test
 // and says nothing of GPU speed.
 //
 //	VMEM_POOL_CAPACITY=1 VMEM_POOL_CAPACITY_MIN_GIB=270 go test -run TestPoolCapacity -v -timeout 20m ./vmem
-//	GOVRAM_BENCH_SIZES=1e8,1e9 go test -run X -bench BenchmarkPoolSliceCopy ./vmem
+//	VMEM_BENCH_SIZES=1e8,1e9 go test -run X -bench BenchmarkPoolSliceCopy ./vmem
 
 import (
 	"errors"
@@ -200,7 +200,7 @@ func BenchmarkPoolSliceCopy(b *testing.B) {
 				b.Fatal(err)
 			}
 			// Touch every page once: the first stores into freshly mapped
-			// VRAM fault page by page (PHYSICS.md), which is not the
+			// VRAM fault page by page (docs/physics.md), which is not the
 			// bandwidth being compared.
 			if err := s.CopyFrom(buf, 0); err != nil {
 				b.Fatal(err)

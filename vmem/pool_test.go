@@ -19,6 +19,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -404,7 +405,7 @@ func poolSteps(b vmem.Backend) int {
 	if b == vmem.BackendVulkan {
 		n /= 2
 	}
-	if poolRace {
+	if buildconst.Race {
 		n /= 3
 	}
 	return n

@@ -228,13 +228,9 @@ func (s *Slice[T]) Err() error { return s.err.get() }
 
 func (s *Slice[T]) segCap() int { return 1 << s.shift }
 
-// allocSeg allocates a segment of k elements, in s.tier or, when a mapped
-// segment does not fit, in the private tier.
-func (s *Slice[T]) allocSeg(k int) (segment, error) {
-	return s.allocSegWith(k, false)
-}
-
-// allocSegWith is allocSeg; untouched: see Device.alloc.
+// allocSegWith allocates a segment of k elements, in s.tier or, when a
+// mapped segment does not fit, in the private tier; untouched: see
+// Device.alloc.
 func (s *Slice[T]) allocSegWith(k int, untouched bool) (segment, error) {
 	size := s.bytesFor(k)
 	b, err := s.dev.alloc(s.tier, size, 0, untouched)

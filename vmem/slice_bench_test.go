@@ -13,9 +13,9 @@ import (
 )
 
 // benchBytes is the working set of the Slice benchmarks: 64 MiB by
-// default, GOVRAM_BENCH_BIG=1 for 1 GiB (the H200 runs).
+// default, VMEM_BENCH_BIG=1 for 1 GiB (the H200 runs).
 func benchBytes() int {
-	if os.Getenv("GOVRAM_BENCH_BIG") == "1" {
+	if os.Getenv("VMEM_BENCH_BIG") == "1" {
 		return 1 << 30
 	}
 	return 64 << 20

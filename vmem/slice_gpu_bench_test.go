@@ -14,7 +14,7 @@ import (
 
 // kernBenchSizes are the element counts of the kernel benchmarks: 1e6 by
 // default (1e5 on a software Vulkan device, whose kernels run on the CPU
-// and whose figures mean nothing), GOVRAM_BENCH_SIZES=1e6,1e7,1e8 for more
+// and whose figures mean nothing), VMEM_BENCH_SIZES=1e6,1e7,1e8 for more
 // (the H200 runs).
 func kernBenchSizes(b *testing.B, d *vmem.Device) []int {
 	if d.Info().Type == "cpu" {

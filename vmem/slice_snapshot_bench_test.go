@@ -11,15 +11,15 @@ import (
 )
 
 // snapBenchBytes is the Slice size of BenchmarkSliceSnapshot: 64 MiB, or
-// GOVRAM_BENCH_SNAPSHOT_GIB gibibytes (fractions allowed).
+// VMEM_BENCH_SNAPSHOT_GIB gibibytes (fractions allowed).
 func snapBenchBytes(b *testing.B) uint64 {
-	v := os.Getenv("GOVRAM_BENCH_SNAPSHOT_GIB")
+	v := os.Getenv("VMEM_BENCH_SNAPSHOT_GIB")
 	if v == "" {
 		return 64 << 20
 	}
 	gib, err := strconv.ParseFloat(v, 64)
 	if err != nil || gib <= 0 {
-		b.Fatalf("GOVRAM_BENCH_SNAPSHOT_GIB=%q: want a positive number", v)
+		b.Fatalf("VMEM_BENCH_SNAPSHOT_GIB=%q: want a positive number", v)
 	}
 	return uint64(gib*(1<<30)) &^ 7
 }
@@ -91,7 +91,7 @@ func (p *pinnedBuf) free() {
 // BenchmarkSliceSnapshot saves a Slice[uint64] to io.Discard and loads it
 // back from a snapshot in pinned host memory (no copy by the reader), with
 // throughput in GB/s of element bytes. The H200 target is 10 GB/s each way
-// for 10 GiB (GOVRAM_BENCH_SNAPSHOT_GIB=10). alloc is NewSlice and Close of
+// for 10 GiB (VMEM_BENCH_SNAPSHOT_GIB=10). alloc is NewSlice and Close of
 // the same size: the part of a load spent allocating segments.
 func BenchmarkSliceSnapshot(b *testing.B) {
 	nbytes := snapBenchBytes(b)

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/snapfmt"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
@@ -115,7 +116,7 @@ func TestSliceSnapshotRoundTrip(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		// Full size: several blocks, stages and 64 KiB segments.
 		big, many, seg := 9000, 300000, vmem.WithSegmentBytes(64<<10)
-		if testing.Short() || snapRace {
+		if testing.Short() || buildconst.Race {
 			big, many = 600, 20000
 		}
 		snapRoundTrip[uint8](t, d, 0)
@@ -367,19 +368,19 @@ func snapSettle(t *testing.T, before int) {
 func TestSliceSnapshotLargeSegments(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		blocks := 2
-		if testing.Short() || snapRace {
+		if testing.Short() || buildconst.Race {
 			blocks = 1
 		}
 		t.Run("uint64", func(t *testing.T) {
 			snapLarge[uint64](t, d, blocks*snapBlockElems[uint64]()+12345, vmem.WithSegmentBytes(3<<20))
 		})
 		// Records spaced out (on Vulkan), blocks that end inside a line.
-		if !snapRace || d.Backend() == vmem.BackendVulkan {
+		if !buildconst.Race || d.Backend() == vmem.BackendVulkan {
 			t.Run("24B", func(t *testing.T) {
 				snapLarge[snap24](t, d, blocks*snapBlockElems[snap24]()+77, vmem.WithSegmentBytes(5<<20))
 			})
 		}
-		if !testing.Short() && !snapRace {
+		if !testing.Short() && !buildconst.Race {
 			t.Run("100B", func(t *testing.T) {
 				snapLarge[snap100](t, d, snapBlockElems[snap100]()+1000, vmem.WithSegmentBytes(1<<20))
 			})
@@ -433,7 +434,7 @@ func TestSliceSnapshotLateDamage(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		per := snapBlockElems[uint64]()
 		n := per + per/2
-		if !testing.Short() && !snapRace {
+		if !testing.Short() && !buildconst.Race {
 			n += per
 		}
 		s, _ := snapFillLarge[uint64](t, d, n)
@@ -535,7 +536,7 @@ func TestSliceSnapshotGPUCheck(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		per := snapBlockElems[uint64]()
 		n := per + 1001 // a full block and a short one of 8008 bytes
-		if !testing.Short() && !snapRace {
+		if !testing.Short() && !buildconst.Race {
 			n += per
 		}
 		blocks := (n + per - 1) / per

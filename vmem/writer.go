@@ -17,8 +17,8 @@ const DefaultWriterLines = 1 << 16
 // goroutines while Sets go on (the log's memory doubles): ordered by
 // address (whole-line records by 4 MiB window) and written by several
 // goroutines, each a range of addresses, a whole-line record with one
-// non-temporal store (ordered stores cost 5-11 ns a line on an H200,
-// against 35-72 ns for the same stores scattered over 1 GiB). Records
+// non-temporal store (ordered stores cost several times less than the
+// same stores scattered over 1 GiB: docs/layout.md). Records
 // over a line go through a layout.Batcher. Until Flush, a pending store may or
 // may not be visible to readers (on the host backend it is written at
 // once); after Flush it is. Do not change the same elements by other means

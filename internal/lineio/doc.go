@@ -24,20 +24,14 @@
 //	generic  plain Go loads and stores (other architectures, -tags purego,
 //	         or an amd64 without SSE4.1)
 //
-// Measured with this code on 1 GiB of mapped H200 VRAM (one thread,
-// random lines unless said):
+// The wider the registers, the fewer instructions a line and the more
+// lines in flight: each variant is faster than the next, and the generic
+// one, whose plain loads of mapped VRAM are not streaming, is slower by an
+// order of magnitude. BenchmarkLoad, BenchmarkGather, BenchmarkLoadLines,
+// BenchmarkStoreLines and BenchmarkCopy measure them; docs/layout.md has
+// the figures of each variant on the H200.
 //
-//	           Load, back to back   Gather, 64 lines   LoadLines, sequential
-//	avx512     190-310 ns a line    128 ns a line      0.85 GB/s
-//	avx2       480 ns               200 ns             0.68 GB/s
-//	sse41      570 ns               330 ns             0.50 GB/s
-//	generic    5,500 ns             5,400 ns           0.05 GB/s
-//
-// StoreLines writes 20 GB/s sequentially (6.4 GB/s on the first touch of
-// fresh pages); Copy from host memory 11 GB/s for 4 KiB and 19 GB/s for
-// 64 KiB, into host memory 0.8 GB/s (reads belong to DMA beyond a few KiB).
-//
-// [Kind] names the one in use. The environment variable GOVRAM_LINEIO may
+// [Kind] names the one in use. The environment variable VMEM_LINEIO may
 // name a lesser variant (for measurements); it cannot select one the CPU
 // lacks. [SetKind] does the same for tests and benchmarks.
 //

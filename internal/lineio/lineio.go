@@ -35,7 +35,7 @@ var Kind string
 
 func init() {
 	kind = bestKind()
-	if want := os.Getenv("GOVRAM_LINEIO"); want != "" {
+	if want := os.Getenv("VMEM_LINEIO"); want != "" {
 		// Only a variant the CPU supports can be chosen; anything else is
 		// ignored so that a stale setting never breaks a program.
 		_ = SetKind(want)

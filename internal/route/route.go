@@ -45,9 +45,9 @@ func Shard8(k, seed uint64, nd int) int {
 	return int((z >> 32) * uint64(nd) >> 32)
 }
 
-// vector reports whether the AVX-512 loops are in use; GOVRAM_ROUTE=go
+// vector reports whether the AVX-512 loops are in use; VMEM_ROUTE=go
 // (or SetVector(false) in tests) turns them off.
-var vector = hasVector && os.Getenv("GOVRAM_ROUTE") != "go"
+var vector = hasVector && os.Getenv("VMEM_ROUTE") != "go"
 
 // SetVector turns the vector loops on or off (where the CPU has them) and
 // returns the previous setting; tests use it to compare the two.

@@ -1,6 +1,22 @@
 package tlsf
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/govram/govram/internal/buildconst"
+)
+
+// checkInvariants runs Check after each mutation in builds with the
+// invariants tag and panics on the first broken invariant, so a test fails
+// at the operation that broke it. Without the tag it compiles to nothing.
+func (a *Allocator) checkInvariants() {
+	if !buildconst.Invariants {
+		return
+	}
+	if err := a.Check(); err != nil {
+		panic("tlsf: invariant broken: " + err.Error())
+	}
+}
 
 // Check walks every structure and returns an error describing the first
 // broken invariant, or nil. It costs O(blocks + classes) and allocates one
@@ -16,69 +32,13 @@ func (a *Allocator) Check() error {
 		return fmt.Errorf("sentinel node has state %d", s)
 	}
 	seen := make([]bool, len(a.nodes)) // reached from a region's physical list
-	var (
-		regions, allocs, freeBlocks int
-		capacity, used              uint64
-	)
+	var c checkCounts
 	for id := range a.regions {
-		r := &a.regions[id]
-		if !r.live {
-			if r.head != nilNode || r.size != 0 {
-				return fmt.Errorf("removed region %d keeps head %d size %d", id, r.head, r.size)
-			}
-			continue
-		}
-		regions++
-		capacity += r.size
-		var off uint64
-		prev := uint32(nilNode)
-		prevFree := false
-		steps := 0
-		for i := r.head; i != nilNode; i = a.nodes[i].nextPhys {
-			if uint64(i) >= uint64(len(a.nodes)) {
-				return fmt.Errorf("region %d: link to node %d out of range", id, i)
-			}
-			if seen[i] {
-				return fmt.Errorf("region %d: node %d reached twice", id, i)
-			}
-			seen[i] = true
-			steps++
-			n := &a.nodes[i]
-			switch {
-			case n.region != uint32(id):
-				return fmt.Errorf("region %d: node %d says region %d", id, i, n.region)
-			case n.prevPhys != prev:
-				return fmt.Errorf("region %d: node %d prevPhys %d, want %d", id, i, n.prevPhys, prev)
-			case n.off() != off:
-				return fmt.Errorf("region %d: node %d at %#x, want %#x (gap or overlap)", id, i, n.off(), off)
-			case n.size == 0 || n.size%Granule != 0:
-				return fmt.Errorf("region %d: node %d has size %#x", id, i, n.size)
-			case n.size > r.size-off:
-				return fmt.Errorf("region %d: node %d [%#x+%#x) runs past the end %#x", id, i, n.off(), n.size, r.size)
-			}
-			switch n.state() {
-			case stateFree:
-				if prevFree {
-					return fmt.Errorf("region %d: free nodes %d and %d are adjacent", id, prev, i)
-				}
-				freeBlocks++
-			case stateUsed:
-				used += n.size
-				allocs++
-			default:
-				return fmt.Errorf("region %d: node %d in physical list has state %d", id, i, n.state())
-			}
-			if n.gen == 0 {
-				return fmt.Errorf("node %d has generation 0", i)
-			}
-			prevFree = n.state() == stateFree
-			off += n.size
-			prev = i
-		}
-		if off != r.size {
-			return fmt.Errorf("region %d: blocks cover %#x of %#x bytes", id, off, r.size)
+		if err := a.checkRegion(id, seen, &c); err != nil {
+			return err
 		}
 	}
+	regions, allocs, freeBlocks, capacity, used := c.regions, c.allocs, c.freeBlocks, c.capacity, c.used
 	if regions != a.nRegions || capacity != a.capacity {
 		return fmt.Errorf("regions %d capacity %#x, counters say %d %#x", regions, capacity, a.nRegions, a.capacity)
 	}
@@ -97,6 +57,83 @@ func (a *Allocator) Check() error {
 		}
 	}
 
+	if err := a.checkClasses(seen, freeBlocks); err != nil {
+		return err
+	}
+	return a.checkPool(seen, allocs, freeBlocks)
+}
+
+// checkCounts is what Check's walk of the regions counts.
+type checkCounts struct {
+	regions, allocs, freeBlocks int
+	capacity, used              uint64
+}
+
+// checkRegion walks region id's physical list: the blocks tile the region
+// without gap or overlap, no two free blocks are adjacent, and every node
+// is reached once (seen).
+func (a *Allocator) checkRegion(id int, seen []bool, c *checkCounts) error {
+	r := &a.regions[id]
+	if !r.live {
+		if r.head != nilNode || r.size != 0 {
+			return fmt.Errorf("removed region %d keeps head %d size %d", id, r.head, r.size)
+		}
+		return nil
+	}
+	c.regions++
+	c.capacity += r.size
+	var off uint64
+	prev := uint32(nilNode)
+	prevFree := false
+	for i := r.head; i != nilNode; i = a.nodes[i].nextPhys {
+		if uint64(i) >= uint64(len(a.nodes)) {
+			return fmt.Errorf("region %d: link to node %d out of range", id, i)
+		}
+		if seen[i] {
+			return fmt.Errorf("region %d: node %d reached twice", id, i)
+		}
+		seen[i] = true
+		n := &a.nodes[i]
+		switch {
+		case n.region != uint32(id):
+			return fmt.Errorf("region %d: node %d says region %d", id, i, n.region)
+		case n.prevPhys != prev:
+			return fmt.Errorf("region %d: node %d prevPhys %d, want %d", id, i, n.prevPhys, prev)
+		case n.off() != off:
+			return fmt.Errorf("region %d: node %d at %#x, want %#x (gap or overlap)", id, i, n.off(), off)
+		case n.size == 0 || n.size%Granule != 0:
+			return fmt.Errorf("region %d: node %d has size %#x", id, i, n.size)
+		case n.size > r.size-off:
+			return fmt.Errorf("region %d: node %d [%#x+%#x) runs past the end %#x", id, i, n.off(), n.size, r.size)
+		}
+		switch n.state() {
+		case stateFree:
+			if prevFree {
+				return fmt.Errorf("region %d: free nodes %d and %d are adjacent", id, prev, i)
+			}
+			c.freeBlocks++
+		case stateUsed:
+			c.used += n.size
+			c.allocs++
+		default:
+			return fmt.Errorf("region %d: node %d in physical list has state %d", id, i, n.state())
+		}
+		if n.gen == 0 {
+			return fmt.Errorf("node %d has generation 0", i)
+		}
+		prevFree = n.state() == stateFree
+		off += n.size
+		prev = i
+	}
+	if off != r.size {
+		return fmt.Errorf("region %d: blocks cover %#x of %#x bytes", id, off, r.size)
+	}
+	return nil
+}
+
+// checkClasses checks the free lists of every size class against the
+// bitmaps and against the free blocks the region walk saw (seen).
+func (a *Allocator) checkClasses(seen []bool, freeBlocks int) error {
 	listed := 0
 	for fl := range flCount {
 		if a.slBitmap[fl] == 0 && a.heads[fl] == [slCount]uint32{} {
@@ -141,7 +178,12 @@ func (a *Allocator) Check() error {
 	if listed != freeBlocks {
 		return fmt.Errorf("%d blocks on class lists, %d free blocks in regions", listed, freeBlocks)
 	}
+	return nil
+}
 
+// checkPool checks the pool of unused nodes: none in use, no cycle, and
+// every node accounted for.
+func (a *Allocator) checkPool(seen []bool, allocs, freeBlocks int) error {
 	pooled := 0
 	for i := a.freeNode; i != nilNode; i = a.nodes[i].nextFree {
 		if uint64(i) >= uint64(len(a.nodes)) {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"unsafe"
+
+	"github.com/govram/govram/internal/buildconst"
 )
 
 // ---- the model -------------------------------------------------------------
@@ -641,7 +643,7 @@ func randomAlign(r *rand.Rand) uint64 {
 // model, adding and removing regions along the way.
 func TestDifferential(t *testing.T) {
 	ops := 20000
-	if testing.Short() || invariants || raceEnabled {
+	if testing.Short() || buildconst.Invariants || buildconst.Race {
 		ops = 4000
 	}
 	for seed := range uint64(4) {
@@ -693,7 +695,7 @@ func TestDifferential(t *testing.T) {
 // accounting must hold at every step and each region must end as one block.
 func TestFragmentation(t *testing.T) {
 	ops := 400000
-	if testing.Short() || invariants || raceEnabled {
+	if testing.Short() || buildconst.Invariants || buildconst.Race {
 		ops = 20000
 	}
 	a := New()

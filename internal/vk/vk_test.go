@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	vulkan "github.com/goki/vulkan"
+
+	"github.com/govram/govram/internal/buildconst"
 )
 
 func TestCopyFillUpdate(t *testing.T) {
@@ -161,7 +163,7 @@ func testDevices(t *testing.T) (*Instance, []PhysicalDevice) {
 // process must not grow with them (the bindings' create infos leaked about
 // 150 bytes of C memory an allocation, 15.6 MB per 100,000).
 func TestAllocateNoLeak(t *testing.T) {
-	if testing.Short() || raceOn {
+	if testing.Short() || buildconst.Race {
 		t.Skip("100,000 allocations; the race detector's own memory grows with them")
 	}
 	inst, pds := testDevices(t)

@@ -9,10 +9,10 @@ import (
 )
 
 // EnvBenchSizes lists the container sizes benchmarks run at.
-const EnvBenchSizes = "GOVRAM_BENCH_SIZES"
+const EnvBenchSizes = "VMEM_BENCH_SIZES"
 
 // BenchSizes returns the sizes of a benchmark: the counts in
-// GOVRAM_BENCH_SIZES (comma-separated, 1e6 notation allowed), or def when
+// VMEM_BENCH_SIZES (comma-separated, 1e6 notation allowed), or def when
 // it is not set. A count that does not parse fails the benchmark.
 func BenchSizes(tb testing.TB, def ...int) []int {
 	env := os.Getenv(EnvBenchSizes)

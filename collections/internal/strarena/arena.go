@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/vmem"
 )
@@ -173,7 +174,7 @@ func New(dev *vmem.Device, o Options) (*Arena, error) {
 		}
 	}
 	st := &state{dev: dev, tier: o.Tier, first: min(first, maxSeg), maxSeg: maxSeg}
-	if invariants {
+	if buildconst.Invariants {
 		st.liveSet = map[uint64]int{}
 	}
 	a := &Arena{st: st}
@@ -209,7 +210,7 @@ func (a *Arena) Put(b []byte) (Handle, error) {
 		st.freeOff(off, n)
 		return 0, err
 	}
-	if invariants {
+	if buildconst.Invariants {
 		st.mustCheck()
 	}
 	return makeHandle(off, n), nil
@@ -230,7 +231,7 @@ func (a *Arena) Free(h Handle) {
 		return
 	}
 	st.freeOff(h.Offset(), h.Len())
-	if invariants {
+	if buildconst.Invariants {
 		st.mustCheck()
 	}
 }
@@ -248,7 +249,7 @@ func (a *Arena) Reset() {
 	clear(st.nonEmp[:])
 	st.cur, st.bump = 0, 0
 	st.live, st.nlive, st.freeB, st.lost = 0, 0, 0, 0
-	if invariants {
+	if buildconst.Invariants {
 		clear(st.liveSet)
 		st.mustCheck()
 	}
@@ -497,7 +498,7 @@ func (st *state) alloc(n int) (uint64, error) {
 	}
 	st.live += size
 	st.nlive++
-	if invariants {
+	if buildconst.Invariants {
 		st.liveSet[off] = n
 	}
 	return off, nil
@@ -581,7 +582,7 @@ func (st *state) carve(off, n uint64) {
 
 func (st *state) freeOff(off uint64, n int) {
 	c := classOf((uint64(n) + Unit - 1) >> unitShift)
-	if invariants {
+	if buildconst.Invariants {
 		if m, ok := st.liveSet[off]; !ok || m != n {
 			panic(fmt.Sprintf("strarena: Free of offset %#x (%d bytes), which is not a live string", off, n))
 		}

@@ -49,4 +49,7 @@
 // Read, Equal, Compare, AppendTo and String may run in any number of
 // goroutines at once. Put, PutString, Free, Reset and Close change the
 // arena and must not overlap with any other call.
+//
+// With the invariants build tag the free lists are checked after every
+// change, and a record of the live strings catches double frees.
 package strarena

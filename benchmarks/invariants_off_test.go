@@ -1,5 +1,0 @@
-//go:build !invariants
-
-package main
-
-const invariantsEnabled = false

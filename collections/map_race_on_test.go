@@ -1,5 +1,0 @@
-//go:build race
-
-package collections
-
-const mapRaceEnabled = true

@@ -1,6 +1,0 @@
-//go:build !invariants
-
-package strarena
-
-// invariants is true in builds with the invariants tag.
-const invariants = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package tlsf
-
-const raceEnabled = false

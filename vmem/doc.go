@@ -1,0 +1,52 @@
+// Package vmem is the floor every govram container stands on: it opens a
+// device, hands out memory in tiers, moves bytes between them and the Go
+// heap by the cheapest path, runs GPU kernels over that memory, and offers
+// Slice[T], the primitive container.
+//
+// # Devices and backends
+//
+// Open picks a backend once: Vulkan when a GPU is present (internal/vk is
+// the only package that talks to the driver), else the host backend
+// (anonymous mmap, off the Go heap). VMEM_BACKEND=host|vulkan overrides the
+// choice; VMEM_REQUIRE_VULKAN=1 makes tests fail instead of skipping when no
+// Vulkan device is found. Code written against one backend runs on the
+// other: the Private tier's blocks have no CPU pointer on either.
+//
+// # Tiers and the allocator
+//
+// Mapped is VRAM the CPU can reach (whole-line streaming loads, stores that
+// are batched and sorted), Private is VRAM reached only by DMA and kernels,
+// Host is system memory (pinned on Vulkan, so DMA reaches it directly).
+// Each tier takes chunks from the driver and carves them with a TLSF
+// allocator (internal/tlsf): constant-time, bounded waste. Block is one
+// allocation; a Device frees every block still held when it closes.
+//
+// # Moving bytes
+//
+// Read, Write and Copy ask the access planner (layout.Planner) whether a
+// transfer is cheaper as streaming loads (a few lines, no fixed cost) or
+// as DMA (a fixed cost, then the link's bandwidth) and take that path. DMA
+// runs through pinned staging memory, pipelined; large host copies are
+// split over goroutines.
+//
+// # Kernels
+//
+// Whole-slice passes (sort, fill, sum, gather) and the containers' batch
+// operations run as SPIR-V kernels (package shaders), reaching memory
+// through buffer device addresses. Each operation is recorded into one
+// command buffer so that it pays one GPU round trip, not one per step;
+// VMEM_KERNELS=0 keeps every operation on its CPU path.
+//
+// # Containers
+//
+// Slice[T] is a growable array of pointer-free T in one tier, read by
+// streaming loads or DMA and written through SliceWriter (a store log
+// sorted by address before it is written). PoolSlice[T] spreads one array
+// over the devices of a Pool. Both save and load snapshots
+// (internal/snapfmt).
+//
+// The costs these choices follow are measured in docs/physics.md; the
+// design is described in docs/vmem.md and docs/gpu.md. With the invariants
+// build tag, kernels' results (a sort's order) and PoolSlice lengths are
+// checked after every operation.
+package vmem

@@ -1,5 +1,0 @@
-//go:build !race
-
-package vmem_test
-
-const poolRace = false
