@@ -492,6 +492,13 @@ func (s *Slice[T]) kernSortGPU(k *kernState, sp kernSortSpec) error {
 		}
 		b.dispatch(kernSortStore, k.groups(items), bytesOf(&p))
 	}
+	// Each pass reads the keys twice and writes them once (values alike),
+	// in kernels that loop over tiles: their dispatch counts understate it.
+	passBytes := n * kw * 4 * 3
+	if sp.byKey {
+		passBytes *= 3
+	}
+	b.work(satMul(passBytes, uint64(len(passes))))
 	return s.dev.kernRun(b)
 }
 
