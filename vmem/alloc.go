@@ -35,8 +35,13 @@ type tierState struct {
 // shares a line with another and whole-line I/O never touches a neighbour.
 const MinAlign = 64
 
-// Alloc returns a zeroed block of size bytes in tier t, aligned to align (a
-// power of two; values under 64 mean 64). It fails with ErrOutOfMemory when
+// maxAlign is the largest alignment Alloc takes: a chunk granule, more than
+// any buffer or kernel needs, and small enough that padding for it never
+// decides whether a block fits.
+const maxAlign = chunkGranule
+
+// Alloc returns a zeroed block of size bytes in tier t, aligned to align (0
+// or a power of two up to 64 KiB, else ErrRange; values under 64 mean 64). It fails with ErrOutOfMemory when
 // neither the chunks held nor the driver have room (nothing is allocated
 // then), and ErrTooLarge when size exceeds the tier's MaxBlock.
 func (d *Device) Alloc(t Tier, size, align uint64) (Block, error) {
@@ -63,12 +68,10 @@ func (d *Device) alloc(t Tier, size, align uint64, untouched bool) (Block, error
 	if size == 0 {
 		return Block{}, fmt.Errorf("vmem: Alloc: size 0: %w", ErrRange)
 	}
-	if align < MinAlign {
-		align = MinAlign
+	if align&(align-1) != 0 || align > maxAlign {
+		return Block{}, fmt.Errorf("vmem: Alloc: alignment %d (want 0 or a power of two up to %d): %w", align, maxAlign, ErrRange)
 	}
-	if align&(align-1) != 0 {
-		return Block{}, fmt.Errorf("vmem: Alloc: alignment %d is not a power of two", align)
-	}
+	align = max(align, MinAlign)
 	rounded := roundUp(size, tlsf.Granule)
 	if rounded+align-MinAlign > ts.maxChunk || rounded < size {
 		return Block{}, fmt.Errorf("%w: %d bytes in the %s tier (largest block %d)", ErrTooLarge, size, t, ts.maxChunk)

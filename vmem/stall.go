@@ -142,8 +142,8 @@ func init() { gpuFloorRate.Store(16 << 20) }
 // waitBound is the time a wait for work over volume bytes may take.
 func (d *Device) waitBound(volume uint64) time.Duration {
 	r := max(gpuFloorRate.Load(), 1)
-	extra := time.Duration(min(volume/r, uint64(1<<62)/uint64(time.Second))) * time.Second
-	return d.opts.Timeout + extra
+	extra := min(float64(volume)/float64(r)*float64(time.Second), float64(1<<62))
+	return d.opts.Timeout + time.Duration(extra)
 }
 
 // waitNs is waitBound in nanoseconds, for vk waits.
