@@ -111,10 +111,16 @@ func holesBlocks(d *vmem.Device) int {
 	return n
 }
 
-// panicWriter panics on its first Write.
-type panicWriter struct{}
+// panicWriter panics on its second Write: after the header, while the
+// entries are read.
+type panicWriter struct{ n int }
 
-func (panicWriter) Write([]byte) (int, error) { panic("writer panics") }
+func (w *panicWriter) Write(p []byte) (int, error) {
+	if w.n++; w.n == 2 {
+		panic("writer panics")
+	}
+	return len(p), nil
+}
 
 // TestPanicInScanLeavesNoBlocks: a loop body, callback or writer that
 // panics (and is recovered) leaves no block behind, for every scan of
@@ -122,7 +128,8 @@ func (panicWriter) Write([]byte) (int, error) { panic("writer panics") }
 func TestPanicInScanLeavesNoBlocks(t *testing.T) {
 	const rounds = 20
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		const n = 20000
+		// Enough entries that Save writes blocks while it scans.
+		const n = 100000
 		tr, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeExtentLeaves(4))
 		if err != nil {
 			t.Fatal(err)
@@ -150,6 +157,16 @@ func TestPanicInScanLeavesNoBlocks(t *testing.T) {
 		if err := tr.BulkLoad(keys, keys); err != nil {
 			t.Fatal(err)
 		}
+		// Entries of 64 bytes: Save writes its first block (4 MiB) while
+		// it still scans.
+		wide, err := NewBTreeOrdered[uint64, [56]byte](d, WithBTreeExtentLeaves(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wide.Close()
+		if err := wide.BulkLoad(keys, make([][56]byte, n)); err != nil {
+			t.Fatal(err)
+		}
 		if err := m.PutMany(keys, keys); err != nil {
 			t.Fatal(err)
 		}
@@ -170,13 +187,13 @@ func TestPanicInScanLeavesNoBlocks(t *testing.T) {
 			"BTree.DescendRange":    func() { tr.DescendRange(n-10, 10, holesPanicAfter[uint64, uint64]()) },
 			"BTree.AscendRuns":      func() { tr.AscendRuns(func([]uint64, []uint64) bool { panic("body panics") }) },
 			"BTree.AscendRangeRuns": func() { tr.AscendRangeRuns(10, n-10, func([]uint64, []uint64) bool { panic("body panics") }) },
-			"BTree.Save":            func() { tr.Save(panicWriter{}) },
+			"BTree.Save":            func() { wide.Save(&panicWriter{}) },
 			"Map.All":               func() { holesPanicSeq(m.All()) },
-			"Map.Save":              func() { m.Save(panicWriter{}) },
+			"Map.Save":              func() { m.Save(&panicWriter{}) },
 			"Ring.All":              func() { holesPanicSeq(rg.All()) },
-			"Ring.Save":             func() { rg.Save(panicWriter{}) },
+			"Ring.Save":             func() { rg.Save(&panicWriter{}) },
 			"Slice.All":             func() { holesPanicSeq(s.All()) },
-			"Slice.Save":            func() { s.Save(panicWriter{}) },
+			"Slice.Save":            func() { s.Save(&panicWriter{}) },
 		}
 		recovered := func(f func()) (p bool) {
 			defer func() { p = recover() != nil }()
