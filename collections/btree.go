@@ -178,29 +178,27 @@ func NewBTreeOrdered[K cmp.Ordered, V any](dev *vmem.Device, opts ...BTreeOption
 
 func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opts []BTreeOption) (*BTree[K, V], error) {
 	if dev == nil {
-		return nil, errors.New("collections: NewBTree: nil device")
+		return nil, fmt.Errorf("collections: NewBTree: nil device: %w", vmem.ErrNoDevice)
 	}
-	if ty := reflect.TypeFor[K](); layout.IsString(ty) {
-		return nil, fmt.Errorf("collections: NewBTree: %v: string keys are not supported yet: %w", ty, ErrPointerType)
+	if err := dev.Err(); err != nil {
+		return nil, fmt.Errorf("collections: NewBTree: %w", err)
 	}
-	if err := layout.Check[K](); err != nil {
-		return nil, fmt.Errorf("collections: NewBTree: key: %w", err)
+	if err := btCheckTypes[K, V](); err != nil {
+		return nil, fmt.Errorf("collections: NewBTree: %w", err)
 	}
 	strV := layout.IsString(reflect.TypeFor[V]())
-	if !strV {
-		if err := layout.Check[V](); err != nil {
-			return nil, fmt.Errorf("collections: NewBTree: value: %w", err)
-		}
-	}
 	cfg := btConfig{tier: vmem.Mapped, fan: btFan}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if cfg.tier != vmem.Mapped && cfg.tier != vmem.Private {
-		return nil, fmt.Errorf("collections: NewBTree: leaves go to the mapped or private tier, not %v", cfg.tier)
+		return nil, fmt.Errorf("collections: NewBTree: leaves go to the mapped or private tier, not %v: %w", cfg.tier, vmem.ErrRange)
 	}
 	if cfg.leafEntries != 0 && (cfg.leafEntries < 3 || cfg.leafEntries > btMaxLeaf) {
-		return nil, fmt.Errorf("collections: NewBTree: %d entries per leaf outside [3, %d]", cfg.leafEntries, btMaxLeaf)
+		return nil, fmt.Errorf("collections: NewBTree: %d entries per leaf outside [3, %d]: %w", cfg.leafEntries, btMaxLeaf, vmem.ErrRange)
+	}
+	if cfg.extent < 0 || cfg.extent > btMaxExtentLeaves {
+		return nil, fmt.Errorf("collections: NewBTree: WithBTreeExtentLeaves(%d) outside [0, %d]: %w", cfg.extent, btMaxExtentLeaves, vmem.ErrRange)
 	}
 	if cfg.fan < 4 || cfg.fan > btFan {
 		cfg.fan = btFan
@@ -228,6 +226,23 @@ func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opt
 	t.lv.init(dev, t.mem, &t.g, cfg.tier, cfg.naive)
 	t.unreg = lcAtClose(dev, t, (*BTree[K, V]).Close)
 	return t, nil
+}
+
+// btCheckTypes checks that a tree can hold K and V: no pointers, and no
+// string keys (string values are stored in an arena).
+func btCheckTypes[K, V any]() error {
+	if ty := reflect.TypeFor[K](); layout.IsString(ty) {
+		return fmt.Errorf("%v: string keys are not supported yet: %w", ty, ErrPointerType)
+	}
+	if err := layout.Check[K](); err != nil {
+		return fmt.Errorf("key: %w", err)
+	}
+	if !layout.IsString(reflect.TypeFor[V]()) {
+		if err := layout.Check[V](); err != nil {
+			return fmt.Errorf("value: %w", err)
+		}
+	}
+	return nil
 }
 
 // btHeld is what the leak backstop frees if a tree is collected without

@@ -266,13 +266,15 @@ func (t *BTree[K, V]) scanWith(desc bool, lo, hi *K, emit func(s *btScan, first 
 	if !w.start(t, desc, lo, hi) {
 		return
 	}
+	// Every exit gives the windows back, a panic in the caller's function
+	// included (the reads in flight are waited for first).
+	defer w.stop()
 	for first := true; ; first = false {
 		s := w.window()
 		if s == nil {
 			return
 		}
 		if !emit(s, first, w.near, w.far) {
-			w.stop()
 			return
 		}
 	}
@@ -534,8 +536,15 @@ func (t *BTree[K, V]) leafRun(s *btScan, w btWin, first bool, near, far *K, vbuf
 // btRuns is an ascending scan handed out a leaf's run at a time by next,
 // for the sequences (All, Range) that the compiler inlines with their loop
 // body: the body then runs in a plain loop over each run.
+//
+// A sequence with a defer is not inlined, so these cannot stop their walk
+// in a deferred call when the loop body panics. The walk lives apart from
+// the btRuns instead, and a cleanup attached to the btRuns stops it once
+// the btRuns is unreachable: the windows of a scan abandoned by a panic
+// return to the tree at the next garbage collection. Callers that may
+// panic and can afford the call (Save) defer stop themselves.
 type btRuns[K, V any] struct {
-	w     btWalk[K, V]
+	w     *btWalk[K, V]
 	s     *btScan // the window being handed out
 	i     int     // its next leaf
 	first bool    // the next leaf is the scan's first
@@ -578,6 +587,23 @@ func (r *btRuns[K, V]) next() ([]K, []V) {
 	return nil, nil
 }
 
+// seq hands out r's entries one by one (a method value is a Seq2).
+func (r *btRuns[K, V]) seq(yield func(K, V) bool) {
+	for {
+		keys, vals := r.next()
+		if keys == nil {
+			return
+		}
+		vals = vals[:len(keys)]
+		for i, k := range keys {
+			if !yield(k, vals[i]) {
+				r.stop()
+				return
+			}
+		}
+	}
+}
+
 // stop ends the scan early: the reads in flight are waited for.
 func (r *btRuns[K, V]) stop() {
 	if !r.done {
@@ -588,10 +614,12 @@ func (r *btRuns[K, V]) stop() {
 
 // ascend starts an ascending scan of [lo, hi) (nil: open) for btRuns.
 func (t *BTree[K, V]) ascend(lo, hi *K) *btRuns[K, V] {
-	r := &btRuns[K, V]{first: true}
+	r := &btRuns[K, V]{first: true, w: &btWalk[K, V]{}}
 	if !r.w.start(t, false, lo, hi) {
 		r.done = true
+		return r
 	}
+	runtime.AddCleanup(r, (*btWalk[K, V]).stop, r.w)
 	return r
 }
 

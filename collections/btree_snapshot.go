@@ -39,7 +39,9 @@ func (t *BTree[K, V]) Save(w io.Writer) error {
 
 func (t *BTree[K, V]) btSave(w io.Writer) error {
 	h := snapfmt.Header{Kind: snapfmt.KindBTree, Fingerprint: btSnapFingerprint[K, V]()}
-	return snapSaveEntries(w, h, t.Len(), t.All(), t.Err)
+	r := t.ascend(nil, nil)
+	defer r.stop() // a writer that panics leaves no window behind
+	return snapSaveEntries(w, h, t.Len(), r.seq, t.Err)
 }
 
 // LoadBTree reads a snapshot written by BTree.Save into a new tree on dev
@@ -50,6 +52,9 @@ func (t *BTree[K, V]) btSave(w io.Writer) error {
 // are not strictly ascending under less (a snapshot saved under another
 // order). On any error the new tree is closed.
 func LoadBTree[K, V any](dev *vmem.Device, r io.Reader, less func(a, b K) bool, opts ...BTreeOption) (*BTree[K, V], error) {
+	if less == nil {
+		return nil, fmt.Errorf("collections: LoadBTree: nil less function: %w", vmem.ErrRange)
+	}
 	sr, err := btLoadHeader[K, V](dev, r)
 	if err != nil {
 		return nil, err
@@ -78,6 +83,14 @@ func LoadBTreeOrdered[K cmp.Ordered, V any](dev *vmem.Device, r io.Reader, opts 
 // btLoadHeader checks the header and the first block before a tree is
 // made.
 func btLoadHeader[K, V any](dev *vmem.Device, r io.Reader) (*snapfmt.Reader, error) {
+	if err := loadArgs("LoadBTree", dev, r); err != nil {
+		return nil, err
+	}
+	// A type the tree cannot hold is named as such, not as a snapshot of
+	// another type.
+	if err := btCheckTypes[K, V](); err != nil {
+		return nil, fmt.Errorf("collections: LoadBTree: %w", err)
+	}
 	sr, err := snapfmt.NewReader(r, snapfmt.KindBTree, btSnapFingerprint[K, V]())
 	if err == nil && sr.Header().Aux != [3]uint64{} {
 		err = fmt.Errorf("%w: tree header has aux fields set", snapfmt.ErrCorrupt)

@@ -13,6 +13,7 @@ var (
 	ErrOutOfMemory  = vmem.ErrOutOfMemory
 	ErrPointerType  = vmem.ErrPointerType
 	ErrDeviceLost   = vmem.ErrDeviceLost
+	ErrTimeout      = vmem.ErrTimeout
 	ErrCorrupt      = vmem.ErrCorrupt
 	ErrTypeMismatch = vmem.ErrTypeMismatch
 	// ErrFull: a Ring with the ErrorWhenFull policy has no room.

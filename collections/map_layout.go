@@ -350,8 +350,10 @@ func (m *Map[K, V]) encStr(f unsafe.Pointer, w uintptr, s string) error {
 		return nil
 	}
 	pre := mapStrPrefix(w)
-	if n-pre > strarena.MaxLen {
-		return fmt.Errorf("collections: Map: a string of %d bytes (at most %d): %w", n, strarena.MaxLen+pre, vmem.ErrTooLarge)
+	// Both bounds: the arena's, and the snapshot's, so that whatever Put
+	// takes, Save writes and LoadMap reads back.
+	if n-pre > strarena.MaxLen || n > snapMaxString {
+		return fmt.Errorf("collections: Map: a string of %d bytes (at most %d): %w", n, min(strarena.MaxLen+pre, snapMaxString), vmem.ErrTooLarge)
 	}
 	h, err := m.arena.PutString(s[pre:])
 	if err != nil {

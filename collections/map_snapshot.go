@@ -53,6 +53,9 @@ func (m *Map[K, V]) mapSave(w io.Writer) error {
 // arrive, so a forged count costs nothing. On any error the new map is
 // closed.
 func LoadMap[K comparable, V any](dev *vmem.Device, r io.Reader, opts ...MapOption) (*Map[K, V], error) {
+	if err := loadArgs("LoadMap", dev, r); err != nil {
+		return nil, err
+	}
 	m, err := mapLoad[K, V](dev, r, opts)
 	if err != nil {
 		return nil, fmt.Errorf("collections: LoadMap: %w", snapErr(err))
@@ -74,6 +77,11 @@ func mapLoad[K comparable, V any](dev *vmem.Device, r io.Reader, opts []MapOptio
 	}
 	if err := snapCountCheck(dev, h.Count, 1); err != nil {
 		return nil, err
+	}
+	// The keys are distinct: a type with few values (struct{}, a byte)
+	// bounds the count, which no amount of reading need disprove.
+	if most, ok := distinctBound[K](); ok && h.Count > most {
+		return nil, fmt.Errorf("%w: %d entries, but %v has only %d distinct values", snapfmt.ErrCorrupt, h.Count, reflect.TypeFor[K](), most)
 	}
 	if err := sr.Prefetch(); err != nil {
 		return nil, err
@@ -109,6 +117,11 @@ func (m *Map[K, V]) mapLoadBody(sr *snapfmt.Reader, count int) error {
 			return err
 		}
 		done += k
+		// A repeated key is corruption: say so at the batch that holds
+		// it, so that a forged count costs no more than the bytes present.
+		if m.Len() != done {
+			return fmt.Errorf("%w: a key repeats among entries %d to %d", snapfmt.ErrCorrupt, done-k, done)
+		}
 	}
 	if err := sr.End(); err != nil {
 		return err

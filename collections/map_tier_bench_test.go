@@ -24,7 +24,7 @@ import (
 // is the tier's hit rate over the timed loop; hostB/entry the tier's bytes
 // per entry.
 func init() {
-	if v, err := strconv.Atoi(os.Getenv("GOVRAM_TIER_EXP")); err == nil {
+	if v, err := strconv.Atoi(os.Getenv("VMEM_TIER_EXP")); err == nil {
 		tierExp = v
 	}
 }

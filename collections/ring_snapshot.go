@@ -84,6 +84,9 @@ func (r *Ring[T]) ringSave(w io.Writer) error {
 // forged capacity costs nothing unless the stream checks out. On any
 // error the new ring is closed.
 func LoadRing[T any](dev *vmem.Device, r io.Reader, opts ...RingOption) (*Ring[T], error) {
+	if err := loadArgs("LoadRing", dev, r); err != nil {
+		return nil, err
+	}
 	g, err := ringLoad[T](dev, r, opts)
 	if err != nil {
 		return nil, fmt.Errorf("collections: LoadRing: %w", snapErr(err))

@@ -146,7 +146,9 @@ func snapSaveEntries[K, V any](w io.Writer, h snapfmt.Header, n int, all iter.Se
 			return err
 		}
 	}
-	if err := errf(); err != nil && err != prev {
+	// An error older than this Save counts too when entries are missing:
+	// a sticky error (a lost device) keeps its identity on every retry.
+	if err := errf(); err != nil && (err != prev || seen != n) {
 		return err
 	}
 	if seen != n {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/tlsf"
 )
 
@@ -34,8 +35,13 @@ type tierState struct {
 // shares a line with another and whole-line I/O never touches a neighbour.
 const MinAlign = 64
 
-// Alloc returns a zeroed block of size bytes in tier t, aligned to align (a
-// power of two; values under 64 mean 64). It fails with ErrOutOfMemory when
+// maxAlign is the largest alignment Alloc takes: a chunk granule, more than
+// any buffer or kernel needs, and small enough that padding for it never
+// decides whether a block fits.
+const maxAlign = chunkGranule
+
+// Alloc returns a zeroed block of size bytes in tier t, aligned to align (0
+// or a power of two up to 64 KiB, else ErrRange; values under 64 mean 64). It fails with ErrOutOfMemory when
 // neither the chunks held nor the driver have room (nothing is allocated
 // then), and ErrTooLarge when size exceeds the tier's MaxBlock.
 func (d *Device) Alloc(t Tier, size, align uint64) (Block, error) {
@@ -62,12 +68,10 @@ func (d *Device) alloc(t Tier, size, align uint64, untouched bool) (Block, error
 	if size == 0 {
 		return Block{}, fmt.Errorf("vmem: Alloc: size 0: %w", ErrRange)
 	}
-	if align < MinAlign {
-		align = MinAlign
+	if align&(align-1) != 0 || align > maxAlign {
+		return Block{}, fmt.Errorf("vmem: Alloc: alignment %d (want 0 or a power of two up to %d): %w", align, maxAlign, ErrRange)
 	}
-	if align&(align-1) != 0 {
-		return Block{}, fmt.Errorf("vmem: Alloc: alignment %d is not a power of two", align)
-	}
+	align = max(align, MinAlign)
 	rounded := roundUp(size, tlsf.Granule)
 	if rounded+align-MinAlign > ts.maxChunk || rounded < size {
 		return Block{}, fmt.Errorf("%w: %d bytes in the %s tier (largest block %d)", ErrTooLarge, size, t, ts.maxChunk)
@@ -126,6 +130,15 @@ func (d *Device) grow(ts *tierState, need uint64, untouched bool) error {
 		}
 	}
 	for {
+		if room := d.room(ts); size > room {
+			// The driver or the kernel would hand out what it cannot back
+			// (lavapipe and anonymous mmap both overcommit): refuse here,
+			// where nothing is taken yet.
+			if need > room {
+				return fmt.Errorf("%w: %d bytes more in the %s tier, %d left to take", ErrOutOfMemory, need, ts.tier, room)
+			}
+			size = roundUp(need, MinAlign)
+		}
 		if ts.limit > 0 && ts.reserved+size > ts.limit && ts.spare >= 0 {
 			d.dropChunk(ts, uint32(ts.spare))
 			ts.spare = -1
@@ -145,6 +158,7 @@ func (d *Device) grow(ts *tierState, need uint64, untouched bool) error {
 			}
 			ts.chunks[c.region] = c
 			ts.reserved += size
+			d.heapReserved[ts.heap].Add(size)
 			return nil
 		}
 		if errors.Is(err, ErrOutOfMemory) && ts.spare >= 0 {
@@ -208,6 +222,16 @@ func (d *Device) free(b Block) error {
 	return nil
 }
 
+// live reports whether b is still allocated: its handle names a live
+// allocation (generations differ once it was freed) at b's place.
+func (d *Device) live(b Block) bool {
+	ts := &d.tiers[b.c.tier]
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	region, off, _, ok := ts.a.Lookup(b.h)
+	return ok && int(region) < len(ts.chunks) && ts.chunks[region] == b.c && off == b.off
+}
+
 // dropChunk returns an empty chunk to the driver. ts.mu is held.
 func (d *Device) dropChunk(ts *tierState, region uint32) {
 	c := ts.chunks[region]
@@ -216,6 +240,7 @@ func (d *Device) dropChunk(ts *tierState, region uint32) {
 	}
 	ts.chunks[region] = nil
 	ts.reserved -= c.size
+	d.heapReserved[ts.heap].Add(-c.size)
 	d.releaseChunk(c)
 }
 
@@ -243,4 +268,69 @@ func (d *Device) enterClosedOnly() error {
 		return ErrClosed
 	}
 	return nil
+}
+
+// room is how many more bytes tier ts may take from the driver or the
+// kernel in new chunks: on the host backend what the machine can still
+// back (hostmem.Room), on Vulkan what the tier's heap holds less what every
+// tier on that heap has already taken.
+func (d *Device) room(ts *tierState) uint64 {
+	used := d.heapReserved[ts.heap].Load()
+	if d.vk == nil {
+		if r, ok := hostmem.Room(); ok {
+			return r
+		}
+	}
+	if ts.capacity == 0 {
+		return ^uint64(0) // the heap did not say: the driver decides
+	}
+	return ts.capacity - min(ts.capacity, used)
+}
+
+// canHold reports whether tier t (and, for a mapped request on a GPU, the
+// private tier it spills into) could hold need more bytes: free space
+// inside its chunks plus room for new ones, within its limit. It is an
+// upper bound, for refusing at once what could never fit before anything
+// is taken; the allocation itself may still fail.
+func (d *Device) canHold(t Tier, need uint64) bool {
+	free := func(t Tier) (inChunks, fresh uint64) {
+		ts := &d.tiers[t]
+		if !ts.available {
+			return 0, 0
+		}
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		inChunks = ts.reserved - ts.inUse
+		fresh = d.room(ts)
+		if ts.limit > 0 {
+			fresh = min(fresh, ts.limit-min(ts.limit, ts.reserved))
+		}
+		return inChunks, fresh
+	}
+	in, fresh := free(t)
+	total := satAdd(in, fresh)
+	if t == Mapped && d.vk != nil && d.tiers[Private].available {
+		pin, pfresh := free(Private)
+		total = satAdd(total, pin)
+		if d.tiers[Private].heap != d.tiers[Mapped].heap {
+			total = satAdd(total, pfresh)
+		}
+	}
+	return need <= total
+}
+
+// satAdd and satMul are size arithmetic that saturates instead of
+// wrapping, so an absurd request stays absurd rather than becoming small.
+func satAdd(a, b uint64) uint64 {
+	if a+b < a {
+		return ^uint64(0)
+	}
+	return a + b
+}
+
+func satMul(a, b uint64) uint64 {
+	if b != 0 && a > ^uint64(0)/b {
+		return ^uint64(0)
+	}
+	return a * b
 }

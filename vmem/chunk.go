@@ -36,7 +36,7 @@ func (d *Device) newChunk(t Tier, size uint64, touch bool) (*chunk, error) {
 		clear(hostmem.Bytes(c.ptr, size))
 	default:
 		if err := d.run([]vk.Op{{Kind: vk.OpFill, Dst: m, Size: size}}, nil); err != nil {
-			d.vk.dev.Free(m)
+			d.vkFree(m)
 			return nil, err
 		}
 		if c.ptr != nil && touch {
@@ -71,7 +71,7 @@ func (d *Device) releaseChunk(c *chunk) {
 		if c.ptr != nil {
 			d.vk.unregisterCPU(c)
 		}
-		d.vk.dev.Free(c.mem)
+		d.vkFree(c.mem)
 	}
 	c.ptr, c.mem = nil, nil
 }

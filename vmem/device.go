@@ -32,6 +32,10 @@ type Device struct {
 	closed atomic.Bool
 	lost   atomic.Bool
 	faults faultState
+	stall  stallState // GPU work whose wait timed out (stall.go)
+	// heapReserved: bytes of chunks held per memory heap (tiers that share
+	// a heap share its capacity; the host backend's tiers are all heap 0).
+	heapReserved [maxHeaps]atomic.Uint64
 
 	// owners are the containers open on the device (see AtClose); Close
 	// closes them before it frees what is left.
@@ -175,6 +179,9 @@ func (d *Device) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
+	if d.vk != nil {
+		d.drainStalls() // nothing is freed under work still running
+	}
 	var blocks int
 	var bytes uint64
 	for t := range d.tiers {
@@ -191,6 +198,7 @@ func (d *Device) Close() error {
 		}
 		ts.chunks = nil
 		ts.a = tlsf.New()
+		d.heapReserved[ts.heap].Add(-ts.reserved)
 		ts.blocks, ts.inUse, ts.reserved, ts.spare = 0, 0, 0, -1
 		ts.traces = nil
 		ts.mu.Unlock()
@@ -280,6 +288,12 @@ func (d *Device) enter() error {
 		d.mu.RUnlock()
 		return ErrDeviceLost
 	}
+	if d.stall.on.Load() {
+		if err := d.settle(); err != nil {
+			d.mu.RUnlock()
+			return err
+		}
+	}
 	return nil
 }
 
@@ -298,5 +312,8 @@ func (d *Device) Backend() Backend { return d.backend }
 
 // timeoutNs is the GPU wait bound.
 func (d *Device) timeoutNs() uint64 { return uint64(d.opts.Timeout / time.Nanosecond) }
+
+// maxHeaps is Vulkan's VK_MAX_MEMORY_HEAPS.
+const maxHeaps = 16
 
 func roundUp(x, a uint64) uint64 { return (x + a - 1) &^ (a - 1) }

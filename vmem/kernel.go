@@ -427,7 +427,7 @@ func (d *Device) kernDropScratch() bool {
 	}
 	k.mu.Unlock()
 	for _, m := range drop {
-		d.vk.dev.Free(m)
+		d.vkFree(m)
 	}
 	return len(drop) > 0
 }
@@ -459,7 +459,7 @@ func (d *Device) kernPutScratch(kind int, m *vk.Memory) {
 	}
 	k.mu.Unlock()
 	if drop != nil {
-		d.vk.dev.Free(drop)
+		d.vkFree(drop)
 	}
 }
 
@@ -475,6 +475,11 @@ type kernBatch struct {
 	data []byte // push constants and inline updates
 	n    int    // dispatches
 	err  error  // the first error met while recording
+	// volume is the bytes the batch works through, which bounds its wait
+	// (waitBound): copies count their size, dispatches a nominal 8 bytes
+	// an invocation, and operations that loop inside their kernels add
+	// what they touch with work.
+	volume uint64
 	// copyQueues: submit the leading and trailing copies on the copy
 	// engines' queues where the device has them (kernSubmitChain).
 	copyQueues bool
@@ -500,7 +505,11 @@ func (b *kernBatch) dispatch(kn *kernel, groups uint32, push []byte) {
 	b.ops = append(b.ops, vk.Op{Kind: vk.OpDispatch, Pipeline: p, Groups: [3]uint32{groups, 1, 1},
 		DataOff: off, Size: uint64(len(push))})
 	b.n++
+	b.work(uint64(groups) * kernWG * 8)
 }
+
+// work adds n bytes to the batch's volume.
+func (b *kernBatch) work(n uint64) { b.volume = satAdd(b.volume, n) }
 
 // put appends p to the batch's data at an 8-byte boundary.
 func (b *kernBatch) put(p []byte) uint64 {
@@ -519,6 +528,7 @@ func (b *kernBatch) barrier() { b.ops = append(b.ops, vk.Op{Kind: vk.OpBarrier})
 func (b *kernBatch) copy(dst *vk.Memory, dstOff uint64, src *vk.Memory, srcOff, n uint64) {
 	if n > 0 {
 		b.ops = append(b.ops, vk.Op{Kind: vk.OpCopy, Src: src, SrcOff: srcOff, Dst: dst, DstOff: dstOff, Size: n})
+		b.work(n)
 	}
 }
 
@@ -563,6 +573,8 @@ type kernFlight struct {
 	s    []*vk.Stream // one, or the copy-in, kernel and copy-out streams
 	sems []*vk.Semaphore
 	n    int
+	// volume: the batch's, for the wait bound.
+	volume uint64
 }
 
 // kernSubmit submits the batch without waiting, so that the CPU can work
@@ -590,9 +602,9 @@ func (d *Device) kernSubmit(b *kernBatch) (*kernFlight, error) {
 	}
 	if err := s.Submit(b.ops, b.data); err != nil {
 		b.k.putStream(s)
-		return nil, d.gpuErr(err)
+		return nil, d.gpuErr(err, b.volume)
 	}
-	return &kernFlight{d: d, k: b.k, s: []*vk.Stream{s}, n: b.n}, nil
+	return &kernFlight{d: d, k: b.k, s: []*vk.Stream{s}, n: b.n, volume: b.volume}, nil
 }
 
 // kernSplitCopies cuts ops into the copies before the first dispatch, the
@@ -643,7 +655,7 @@ func kernSplitCopies(ops []vk.Op) (in, mid, out []vk.Op, ok bool) {
 // engines that a single queue would use one after the other.
 func (d *Device) kernSubmitChain(b *kernBatch, in, mid, out []vk.Op) (*kernFlight, error) {
 	k, dev := b.k, d.vk.dev
-	f := &kernFlight{d: d, k: k, n: b.n}
+	f := &kernFlight{d: d, k: k, n: b.n, volume: b.volume}
 	type part struct {
 		q   int
 		ops []vk.Op
@@ -652,13 +664,8 @@ func (d *Device) kernSubmitChain(b *kernBatch, in, mid, out []vk.Op) (*kernFligh
 	// fail waits for the parts already submitted (they still run) and
 	// drops the semaphores, whose signals nothing will wait for now.
 	fail := func(err error) (*kernFlight, error) {
-		for _, s := range f.s {
-			s.Wait(d.timeoutNs())
-			k.putStream(s)
-		}
-		for _, m := range f.sems {
-			m.Destroy()
-		}
+		// Semaphores signalled for a part never submitted cannot be kept.
+		f.settle(nil, false)
 		return nil, d.noteErr(err)
 	}
 	var wait *vk.Semaphore
@@ -687,7 +694,7 @@ func (d *Device) kernSubmitChain(b *kernBatch, in, mid, out []vk.Op) (*kernFligh
 			if signal != nil {
 				k.putSem(signal)
 			}
-			return fail(d.gpuErr(err))
+			return fail(d.gpuErr(err, b.volume))
 		}
 		f.s = append(f.s, s)
 		if signal != nil {
@@ -703,23 +710,46 @@ func (d *Device) kernSubmitChain(b *kernBatch, in, mid, out []vk.Op) (*kernFligh
 
 func (f *kernFlight) wait() error {
 	var err error
+	f.settle(&err, true)
+	if err == nil {
+		f.k.dispatches.Add(int64(f.n))
+	}
+	return f.d.gpuErr(err, f.volume)
+}
+
+// settle waits for the flight's streams and returns them and its
+// semaphores to their pools; the first wait error goes to *errp (nil:
+// ignored); semaphores are kept only if keepSems and every wait succeeded.
+// Where a wait timed out, the streams and semaphores are parked
+// until the work ends (stall.go), since they cannot be reused before.
+func (f *kernFlight) settle(errp *error, keepSems bool) {
+	var err error
+	stuck := false
 	for _, s := range f.s {
-		if e := s.Wait(f.d.timeoutNs()); err == nil {
+		e := s.Wait(f.d.waitNs(f.volume))
+		stuck = stuck || isTimeout(e)
+		if err == nil {
 			err = e
 		}
 	}
-	for _, s := range f.s {
-		f.k.putStream(s)
+	if errp != nil {
+		*errp = err
 	}
-	if err == nil {
-		for _, m := range f.sems {
-			f.k.putSem(m)
+	release := func() {
+		for _, s := range f.s {
+			f.k.putStream(s)
 		}
-		f.k.dispatches.Add(int64(f.n))
-	} else {
 		for _, m := range f.sems {
-			m.Destroy()
+			if err == nil && keepSems {
+				f.k.putSem(m)
+			} else {
+				m.Destroy()
+			}
 		}
 	}
-	return f.d.gpuErr(err)
+	if stuck {
+		f.d.park(f.s, release)
+		return
+	}
+	release()
 }

@@ -21,8 +21,11 @@ type Options struct {
 	ChunkSize uint64
 	// Limits caps the bytes reserved per tier (0: only the device limits).
 	Limits [NumTiers]uint64
-	// Timeout bounds one wait for the GPU (default 60 s); a wait that times
-	// out reports ErrDeviceLost.
+	// Timeout bounds one wait for the GPU (default 60 s), plus an allowance
+	// that grows with the bytes the waited-for work goes through, so that a
+	// large sort on a slow device is not cut short. A wait that still runs
+	// out returns ErrTimeout; the device is not lost: calls return
+	// ErrTimeout until the work ends, then work as before.
 	Timeout time.Duration
 	// Planner chooses between streaming loads, DMA and GPU gathers for
 	// reads of mapped VRAM. The zero value uses thresholds derived from

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"math/bits"
 	"runtime"
 	"sync"
@@ -133,6 +134,12 @@ const maxSegment = 1 << 30
 // NewSlice makes a Slice of n zero elements. T must hold no pointers
 // (ErrPointerType names the field that does).
 func NewSlice[T any](dev *Device, n int, opts ...SliceOption) (*Slice[T], error) {
+	if dev == nil {
+		return nil, fmt.Errorf("vmem: NewSlice: nil Device: %w", ErrNoDevice)
+	}
+	if err := dev.Err(); err != nil {
+		return nil, fmt.Errorf("vmem: NewSlice: %w", err)
+	}
 	if err := layout.Check[T](); err != nil {
 		return nil, fmt.Errorf("vmem: NewSlice: %w", err)
 	}
@@ -143,8 +150,15 @@ func NewSlice[T any](dev *Device, n int, opts ...SliceOption) (*Slice[T], error)
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.tier == Host || cfg.tier < 0 || cfg.tier >= NumTiers {
-		cfg.tier = Mapped
+	if cfg.tier < 0 || cfg.tier >= NumTiers {
+		return nil, fmt.Errorf("vmem: NewSlice: InTier(%d): no such tier: %w", int(cfg.tier), ErrRange)
+	}
+	if cfg.capacity < 0 {
+		return nil, fmt.Errorf("vmem: NewSlice: WithCapacity(%d): %w", cfg.capacity, ErrRange)
+	}
+	cfg.capacity = max(cfg.capacity, n)
+	if cfg.tier == Host {
+		cfg.tier = Mapped // a Slice is device memory; Host is for indexes and staging
 	}
 	var zero T
 	s := &Slice[T]{dev: dev, size: unsafe.Sizeof(zero), tier: cfg.tier}
@@ -295,6 +309,14 @@ func (s *Slice[T]) reserveWith(c int, untouched bool) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
+	if cur := s.Cap(); c > cur {
+		// Refuse at once what the device could never hold, before a
+		// segment is taken (and before the segment list itself grows).
+		need := satMul((uint64(c-cur)+uint64(s.perLine)-1)/uint64(s.perLine), uint64(s.group))
+		if !s.dev.canHold(s.tier, need) {
+			return fmt.Errorf("vmem: Slice: room for %d more elements (%d bytes): %w", c-cur, need, ErrOutOfMemory)
+		}
+	}
 	s.inflight.Wait() // the first segment may move
 	full := s.segCap()
 	for cur := s.Cap(); cur < c; cur = s.Cap() {
@@ -336,6 +358,9 @@ func (s *Slice[T]) reserveWith(c int, untouched bool) error {
 func (s *Slice[T]) Grow(n int) error {
 	if n < 0 {
 		return fmt.Errorf("vmem: Slice.Grow(%d): %w", n, ErrRange)
+	}
+	if n > math.MaxInt-s.n {
+		return fmt.Errorf("vmem: Slice.Grow(%d): Len %d + %d overflows: %w", n, s.n, n, ErrTooLarge)
 	}
 	return s.reserve(s.n + n)
 }
@@ -480,6 +505,9 @@ func bytesOf[T any](v *T) []byte {
 // Append adds vs at the end, growing the Slice as needed. On error the
 // Slice is unchanged.
 func (s *Slice[T]) Append(vs ...T) error {
+	if len(vs) > math.MaxInt-s.n {
+		return fmt.Errorf("vmem: Slice.Append of %d: %w", len(vs), ErrTooLarge)
+	}
 	if err := s.reserve(s.n + len(vs)); err != nil {
 		return err
 	}

@@ -270,6 +270,15 @@ func (d *Device) sliceSnapMaxBytes() uint64 {
 // copy, each finished before the next is asked for; a bytes.Buffer over
 // the memory of a vmem.Host block is the fastest source there is.
 func LoadSlice[T any](dev *Device, r io.Reader, opts ...SliceOption) (*Slice[T], error) {
+	if dev == nil {
+		return nil, fmt.Errorf("vmem: LoadSlice: nil Device: %w", ErrNoDevice)
+	}
+	if err := dev.Err(); err != nil {
+		return nil, fmt.Errorf("vmem: LoadSlice: %w", err)
+	}
+	if r == nil {
+		return nil, fmt.Errorf("vmem: LoadSlice: nil io.Reader: %w", ErrRange)
+	}
 	if err := layout.Check[T](); err != nil {
 		return nil, fmt.Errorf("vmem: LoadSlice: %w", err)
 	}

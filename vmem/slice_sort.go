@@ -367,6 +367,13 @@ func (s *Slice[T]) kernSortGPU(k *kernState, sp kernSortSpec) error {
 		kin, kout, vin, vout = kout, kin, vout, vin
 	}
 	s.kernSortWriteBack(b, k, sp, spans, segBytes, image, kin, vin)
+	// Each pass reads the keys twice and writes them once (values alike),
+	// in kernels that loop over tiles: their dispatch counts understate it.
+	passBytes := n * kw * 4 * 3
+	if sp.byKey {
+		passBytes *= 3
+	}
+	b.work(satMul(passBytes, uint64(len(passes))))
 	return s.dev.kernRun(b)
 }
 

@@ -26,6 +26,11 @@ func (d *Device) checkRange(b Block, off, n uint64) error {
 	if b.c.ptr == nil && b.c.mem == nil {
 		return fmt.Errorf("%w: its chunk was freed", ErrInvalidBlock)
 	}
+	if !d.live(b) {
+		// Its memory may belong to another block now: the handle's
+		// generation no longer matches.
+		return fmt.Errorf("%w: already freed", ErrInvalidBlock)
+	}
 	if off > b.size || n > b.size-off {
 		return fmt.Errorf("%w: [%d, %d) in a block of %d bytes", ErrRange, off, off+n, b.size)
 	}

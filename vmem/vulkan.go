@@ -276,19 +276,27 @@ func (d *Device) run(ops []vk.Op, data []byte) error {
 	if err != nil {
 		return d.noteErr(err)
 	}
-	err = l.s[0].Run(ops, data, d.timeoutNs())
-	d.vk.putLane(l)
-	return d.gpuErr(err)
+	var volume uint64
+	for _, o := range ops {
+		volume = satAdd(volume, o.Size)
+	}
+	err = l.s[0].Run(ops, data, d.waitNs(volume))
+	if isTimeout(err) {
+		d.park([]*vk.Stream{l.s[0]}, func() { d.vk.putLane(l) })
+	} else {
+		d.vk.putLane(l)
+	}
+	return d.gpuErr(err, volume)
 }
 
-// gpuErr converts a stream error; a wait that times out means the GPU is
-// not answering, which is handled as device loss.
-func (d *Device) gpuErr(err error) error {
+// gpuErr converts a stream error. A wait that times out is ErrTimeout, not
+// a lost device: the work may only be slow (see stall.go).
+func (d *Device) gpuErr(err error, volume uint64) error {
 	if err == nil {
 		return nil
 	}
 	if ce, ok := err.(*vk.CallError); ok && ce.Result == vk.Timeout {
-		return d.noteErr(fmt.Errorf("%w: %s timed out after %v", ErrDeviceLost, ce.Call, d.opts.Timeout))
+		return fmt.Errorf("%w: %s: no answer within %v", ErrTimeout, ce.Call, d.waitBound(volume))
 	}
 	return d.noteErr(wrapVk(err))
 }
@@ -307,10 +315,15 @@ func (d *Device) staged(n uint64, read bool, gpu func(piece, k int, off, size ui
 	pieces := int((n + stageSize - 1) / stageSize)
 	var pending [laneDepth]bool
 	var firstErr error
+	var stuck []*vk.Stream // waits that timed out: their work still runs
 	wait := func(k int) {
 		if pending[k] {
 			pending[k] = false
-			if err := l.s[k].Wait(d.timeoutNs()); err != nil && firstErr == nil {
+			err := l.s[k].Wait(d.waitNs(stageSize))
+			if isTimeout(err) {
+				stuck = append(stuck, l.s[k])
+			}
+			if err != nil && firstErr == nil {
 				firstErr = err
 			}
 		}
@@ -364,8 +377,12 @@ func (d *Device) staged(n uint64, read bool, gpu func(piece, k int, off, size ui
 	for k := range laneDepth {
 		wait(k)
 	}
-	d.vk.putLane(l)
-	return d.gpuErr(firstErr)
+	if len(stuck) > 0 {
+		d.park(stuck, func() { d.vk.putLane(l) })
+	} else {
+		d.vk.putLane(l)
+	}
+	return d.gpuErr(firstErr, stageSize)
 }
 
 // registerCPU and unregisterCPU keep cpuChunks in step with chunk life.

@@ -29,10 +29,24 @@ func NewWriter(w io.Writer, h Header) (*Writer, error) {
 		return nil, fmt.Errorf("snapfmt: block size %d outside [1, %d]", h.BlockSize, MaxBlockSize)
 	}
 	hb := h.Encode()
-	if _, err := w.Write(hb[:]); err != nil {
+	if err := writeAll(w, hb[:]); err != nil {
 		return nil, err
 	}
 	return &Writer{w: w, h: h}, nil
+}
+
+// writeAll writes p to w. A writer that takes less than p without saying
+// why breaks io.Writer's contract; the snapshot would be cut short, so it
+// is an error (io.ErrShortWrite), as in io.Copy.
+func writeAll(w io.Writer, p []byte) error {
+	n, err := w.Write(p)
+	if err != nil {
+		return err
+	}
+	if n != len(p) {
+		return fmt.Errorf("snapfmt: the writer took %d of %d bytes: %w", n, len(p), io.ErrShortWrite)
+	}
+	return nil
 }
 
 // BlockSize returns the header's block size.
@@ -65,7 +79,7 @@ func (w *Writer) WriteBlock(crc uint32, parts ...[]byte) error {
 	// The caller's writer runs now, on parts that may lie in a
 	// container's memory: a test hook checks the container stays alive.
 	waithook.Run()
-	if _, err := w.w.Write(fh[:]); err != nil {
+	if err := writeAll(w.w, fh[:]); err != nil {
 		w.err = err
 		return err
 	}
@@ -73,7 +87,7 @@ func (w *Writer) WriteBlock(crc uint32, parts ...[]byte) error {
 		if len(p) == 0 {
 			continue
 		}
-		if _, err := w.w.Write(p); err != nil {
+		if err := writeAll(w.w, p); err != nil {
 			w.err = err
 			return err
 		}
@@ -138,7 +152,7 @@ func (w *Writer) Close() error {
 	le.PutUint64(tr[16:], w.body)
 	le.PutUint32(tr[24:], w.crcs)
 	le.PutUint32(tr[28:], Sum(tr[:28]))
-	if _, err := w.w.Write(t[:]); err != nil {
+	if err := writeAll(w.w, t[:]); err != nil {
 		w.err = err
 	}
 	return w.err

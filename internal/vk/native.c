@@ -288,6 +288,12 @@ int32_t gv_wait(gv_device* d, uint64_t fence, uint64_t timeout_ns) {
 	return d->WaitForFences(d->device, 1, &fence, 1, timeout_ns - el);
 }
 
+// gv_fence_status is vkGetFenceStatus: VK_SUCCESS once signalled,
+// VK_NOT_READY before, an error if the device was lost.
+int32_t gv_fence_status(gv_device* d, uint64_t fence) {
+	return d->GetFenceStatus(d->device, fence);
+}
+
 // Allocation is made here rather than through the Go bindings, which copy
 // each create info into C memory they never free (about 170 bytes an
 // allocation).

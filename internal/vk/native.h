@@ -102,4 +102,5 @@ int32_t gv_submit(gv_device* d, int q, int transfer_only, void* queue, void* cmd
                   const gv_op* ops, int n, const void* data,
                   uint64_t wait_sem, uint32_t wait_stage, uint64_t signal_sem);
 int32_t gv_wait(gv_device* d, uint64_t fence, uint64_t timeout_ns);
+int32_t gv_fence_status(gv_device* d, uint64_t fence);
 #endif

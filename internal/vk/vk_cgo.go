@@ -548,6 +548,16 @@ func (s *Stream) Wait(timeoutNs uint64) error {
 	return check("vkWaitForFences", Result(r))
 }
 
+// Done reports, without waiting, whether the last Submit has completed;
+// an error means the device was lost.
+func (s *Stream) Done() (bool, error) {
+	r := Result(C.gv_fence_status(s.d.native, C.uint64_t(uintptr(unsafe.Pointer(s.fence)))))
+	if r == NotReady {
+		return false, nil
+	}
+	return r == Success, check("vkGetFenceStatus", r)
+}
+
 // Run submits ops and waits for them.
 func (s *Stream) Run(ops []Op, data []byte, timeoutNs uint64) error {
 	if err := s.Submit(ops, data); err != nil {

@@ -64,6 +64,7 @@ func (s *Stream) SubmitWith([]Op, []byte, *Semaphore, uint32, *Semaphore) error 
 }
 func (s *Stream) Submit([]Op, []byte) error      { return errNoCgo }
 func (s *Stream) Wait(uint64) error              { return errNoCgo }
+func (s *Stream) Done() (bool, error)            { return true, errNoCgo }
 func (s *Stream) Run([]Op, []byte, uint64) error { return errNoCgo }
 
 // Pipeline is a compute pipeline; this build cannot create one.
