@@ -160,6 +160,11 @@ type mapGPUVal12 struct{ X, Y, Z uint32 }
 
 func TestMapBatchDifferential(t *testing.T) {
 	steps := mapSteps(120, 40)
+	// Every GetBatch on the kernels, whatever its size (small batches
+	// cover the kernel's boundaries; the path choice is tested apart).
+	oldMin := mapBatchGPUMin
+	mapBatchGPUMin = 1
+	defer func() { mapBatchGPUMin = oldMin }()
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		before := d.KernelDispatches()
 		t.Run("u64", func(t *testing.T) {
