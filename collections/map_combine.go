@@ -157,16 +157,32 @@ func (m *Map[K, V]) combGet(t *mapTable, hmode uint32, keys []K, vals []V, found
 	if len(keys) > min(mapCombJoinMax, roundMax) {
 		return m.gpuGet(t, hmode, keys, vals, found)
 	}
+	r, pipelined := m.combJoin(keys, vals, found, roundMax)
+	if r == nil {
+		// Deferred: a panic in the round (a WithHasher function's) must
+		// still free the flight.
+		defer m.combNext()
+		return m.gpuGetRound(t, hmode, keys, vals, found, pipelined)
+	}
+	<-r.wake
+	if r.lead != nil {
+		m.combRound(t, hmode, r)
+	}
+	return m.combCollect(r)
+}
+
+// combJoin takes a flight for a lone round (nil; pipelined: another round
+// is in flight), or queues a request and returns it: a round is then in
+// flight on every flight (nobody queues otherwise), and a leader will
+// answer the request or hand it the next round.
+func (m *Map[K, V]) combJoin(keys []K, vals []V, found []bool, roundMax int) (*mapCombReq, bool) {
 	c := &m.gpu.comb
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for {
 		if c.active < mapCombFlights && len(c.queue) == 0 {
 			c.active++
-			pipelined := c.active > 1
-			c.mu.Unlock()
-			err := m.gpuGetRound(t, hmode, keys, vals, found, pipelined)
-			m.combNext()
-			return err
+			return nil, c.active > 1
 		}
 		if c.queued+len(keys) <= max(mapCombQueueMax, roundMax) {
 			break
@@ -176,8 +192,6 @@ func (m *Map[K, V]) combGet(t *mapTable, hmode uint32, keys []K, vals []V, found
 		}
 		c.room.Wait()
 	}
-	// A round is in flight on every flight (nobody queues otherwise): wait
-	// for a leader to answer, or to hand over the next round.
 	r := mapCombReqs.Get().(*mapCombReq)
 	r.keys, r.vals, r.n = unsafe.Pointer(&keys[0]), unsafe.Pointer(&vals[0]), len(keys)
 	if found != nil {
@@ -185,12 +199,7 @@ func (m *Map[K, V]) combGet(t *mapTable, hmode uint32, keys []K, vals []V, found
 	}
 	c.queue = append(c.queue, r)
 	c.queued += len(keys)
-	c.mu.Unlock()
-	<-r.wake
-	if r.lead != nil {
-		m.combRound(t, hmode, r)
-	}
-	return m.combCollect(r)
+	return r, false
 }
 
 // combNext ends a leader's turn: the flight goes to the first waiter,
