@@ -332,12 +332,16 @@ func TestMapBatchDeviceLost(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer m.Close()
-		ks := []uint64{1, 2, 3}
+		// Enough keys for the GPU path (fewer take line loads, no submission).
+		ks := make([]uint64, max(mapBatchGPUMin, 3))
+		for i := range ks {
+			ks[i] = uint64(i)
+		}
 		if err := m.PutBatch(ks, ks); err != nil {
 			t.Fatal(err)
 		}
 		d.InjectFaults(vmem.Faults{FailSubmit: 1})
-		if err := m.GetBatch(ks, make([]uint64, 3), nil); !errors.Is(err, vmem.ErrDeviceLost) {
+		if err := m.GetBatch(ks, make([]uint64, len(ks)), nil); !errors.Is(err, vmem.ErrDeviceLost) {
 			t.Fatalf("GetBatch on a lost device: %v", err)
 		}
 		if err := m.PutBatch(ks, ks); !errors.Is(err, vmem.ErrDeviceLost) {
