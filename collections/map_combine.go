@@ -45,6 +45,8 @@ package collections
 
 import (
 	"errors"
+	"math"
+	"os"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -69,6 +71,16 @@ var (
 	// mapCombQueueMax: keys waiting at most; later callers wait for room.
 	mapCombQueueMax = 4 << 18
 )
+
+// envCombine, set to 0, turns combining off: every batch lookup runs its
+// own rounds at once, as before combining (for comparisons in one binary).
+const envCombine = "GOVRAM_COMBINE"
+
+func init() {
+	if os.Getenv(envCombine) == "0" {
+		mapCombFlights = math.MaxInt
+	}
+}
 
 // mapBatchStats counts how batch lookups were answered, for Stats.
 type mapBatchStats struct {

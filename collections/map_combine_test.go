@@ -17,6 +17,7 @@ import (
 func mapCombSmall(t *testing.T, gpuMin int) {
 	oldR, oldJ, oldQ, oldF, oldMin := mapCombRoundMax, mapCombJoinMax, mapCombQueueMax, mapCombFlights, mapBatchGPUMin
 	mapCombRoundMax, mapCombJoinMax, mapCombQueueMax, mapBatchGPUMin = 3000, 1500, 6000, gpuMin
+	mapCombFlights = 2 // whatever GOVRAM_COMBINE says
 	t.Cleanup(func() {
 		mapCombRoundMax, mapCombJoinMax, mapCombQueueMax, mapCombFlights, mapBatchGPUMin = oldR, oldJ, oldQ, oldF, oldMin
 	})
