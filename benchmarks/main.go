@@ -56,6 +56,7 @@ type config struct {
 	buildBudget time.Duration
 	from        string
 	list        bool
+	goroutines  []int // the map suite's concurrency axis (suite_map_conc.go)
 }
 
 // Defaults, and the -short ones (a smoke run: every case once, tiny).
@@ -91,6 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	buildBudget := fs.Duration("build-budget", defaultBuildBudget, "build a govram container one entry at a time for at most this long, then bulk-load the rest (0: no limit)")
 	from := fs.String("from", "", "redraw report.md and the plots from this results.json; run nothing")
 	list := fs.Bool("list", false, "print the cases that would run, and exit")
+	goroutines := fs.String("goroutines", defaultGoroutines, "map suite: lookups from this many goroutines at once, comma-separated (Get one at a time, GetBatch of 64, 4096 and 1e6 keys; aggregate keys/s)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -115,6 +117,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		if !set["build-budget"] {
 			*buildBudget = shortBuildBudget
 		}
+		if !set["goroutines"] {
+			*goroutines = shortGoroutines
+		}
 	}
 	c := &config{short: *short, out: *out, format: *format, capHost: *capHost, deadline: *deadline, groupBudget: *groupBudget, buildBudget: *buildBudget,
 		from: *from, list: *list, count: *count, timeFlag: *tm, backendSet: set["backend"]}
@@ -123,6 +128,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, err
 	}
 	if c.sizes, err = parseSizes(*sizes); err != nil {
+		return nil, err
+	}
+	if c.goroutines, err = parseGoroutines(*goroutines); err != nil {
 		return nil, err
 	}
 	if c.target, c.iters, err = parseTime(*tm); err != nil {

@@ -25,10 +25,11 @@ func mapSuite() *suite {
 			"32-byte string values. Containers are sized for the entries up front (WithCapacity, make(map, n)).",
 		Ops: []opDoc{
 			{"build", "insert the entries one by one into the empty container (measured once, per entry)"},
-			{"get-hit", "look up a present key, random order (govram/batch: GetMany of 4096 keys)"},
+			{"get-hit", "look up a present key, random order (govram/batch: GetMany of 4096 keys; govram/g<n>: Get from n goroutines at once, aggregate time per key)"},
 			{"get-miss", "look up an absent key"},
 			{"put", "overwrite the value of a present key (govram/batch: PutMany of 4096 keys)"},
 			{"delete", "delete a present key (batches of 4096, put back untimed)"},
+			{"batch-64, batch-4096, batch-1e6", "govram/g<n>: GetBatch calls of that many present keys from n goroutines at once (-goroutines), each with its own keys; one operation is one key, Mkeys/s the rate of all goroutines together"},
 		},
 		Groups: func(e *env, n int) []*group {
 			return []*group{
@@ -174,7 +175,7 @@ func deleteOp(batch int, del func(j int) bool, putBack func(j int) error) benchF
 
 func mapGovram(e *env, n int) *impl {
 	return &impl{
-		Name: "govram", Role: RoleGovram, Ops: govramMapOps,
+		Name: "govram", Role: RoleGovram, Ops: append(govramMapOps[:len(govramMapOps):len(govramMapOps)], concOpNames(e)...),
 		Need: func() (uint64, uint64) { return uint64(n) * 4, uint64(n) * 48 },
 		Setup: func() (*fixture, error) {
 			m, err := collections.NewMap[uint64, uint64](e.dev, collections.WithCapacity(n))
@@ -201,6 +202,7 @@ func mapGovram(e *env, n int) *impl {
 				vals[i] = uint64(i)
 			}
 			manyOps(fx, m, p.hit, vals)
+			concOps(e, fx, m, p.hit)
 			return fx, nil
 		},
 	}

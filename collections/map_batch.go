@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/govram/govram/internal/buildconst"
@@ -39,8 +40,15 @@ type mapLines struct {
 // GetMany looks up every key: vals[i] gets the value of keys[i] (the zero
 // value if absent) and, when found is not nil, found[i] whether it is
 // there. It returns the number found. vals and found must be at least as
-// long as keys. Large batches are spread over GOMAXPROCS goroutines. It
-// panics if the map is closed or a write is in progress.
+// long as keys. It panics if the map is closed or a write is in progress.
+//
+// It picks its path as GetBatch does: on a GPU, a batch large enough to
+// pay for a round (or one whose keys would cost the CPU DMA round trips,
+// in private VRAM) is looked up by a kernel, in a round shared with
+// concurrent callers; otherwise, and wherever the kernels cannot run,
+// by line loads on the CPU, large batches spread over GOMAXPROCS
+// goroutines. A GPU failure leaves the batch to the CPU path; a lost
+// device is also kept for Err.
 func (m *Map[K, V]) GetMany(keys []K, vals []V, found []bool) int {
 	if m.pending.Load() {
 		m.flushForRead()
@@ -52,6 +60,45 @@ func (m *Map[K, V]) GetMany(keys []K, vals []V, found []bool) int {
 	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
 		panic(fmt.Sprintf("collections: GetMany: %d keys, %d values, %d found flags", len(keys), len(vals), len(found)))
 	}
+	if hmode, ok := m.batchGPU(t, len(keys)); ok {
+		f := found
+		var fp *[]bool
+		if f == nil {
+			// The count needs the flags.
+			fp = mapFoundPool.Get().(*[]bool)
+			if cap(*fp) < len(keys) {
+				*fp = make([]bool, len(keys))
+			}
+			f = (*fp)[:len(keys)]
+		}
+		err := m.combGet(t, hmode, keys, vals, f)
+		n := 0
+		if err == nil {
+			for _, ok := range f[:len(keys)] {
+				if ok {
+					n++
+				}
+			}
+		}
+		if fp != nil {
+			mapFoundPool.Put(fp)
+		}
+		if err == nil {
+			m.gpu.stats.gpuPath.Add(1)
+			return n
+		}
+		if errIsDeviceLost(err) {
+			m.setErr(err)
+		}
+	}
+	m.gpu.stats.cpuPath.Add(1)
+	return m.getManyCPU(t, keys, vals, found)
+}
+
+var mapFoundPool = sync.Pool{New: func() any { return new([]bool) }}
+
+// getManyCPU is GetMany by CPU line loads.
+func (m *Map[K, V]) getManyCPU(t *mapTable, keys []K, vals []V, found []bool) int {
 	total := 0
 	m.spread(len(keys), func(lo, hi int) int {
 		var f []bool

@@ -49,6 +49,9 @@ type mapGPU struct {
 	ver    uint64       // Map.version the mirror is in step with
 	inStep bool         // the mirror holds t's control bytes as of ver
 	mirror []vmem.Block // per segment of t
+
+	comb  mapComb       // lookups waiting for a shared round (map_combine.go)
+	stats mapBatchStats // how batch lookups were answered
 }
 
 // Push constants of map_get.comp and map_put.comp (same names, same
@@ -191,6 +194,9 @@ func (m *Map[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
 		return fmt.Errorf("collections: GetBatch: %d keys, %d values, %d found flags: %w", len(keys), len(vals), len(found), vmem.ErrRange)
 	}
+	if err := m.dev.Err(); err != nil {
+		return err // a lost device, whichever path the batch would take
+	}
 	if m.pending.Load() {
 		m.flushForRead()
 	}
@@ -201,14 +207,16 @@ func (m *Map[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	if hmode, ok := m.gpuMode(); ok {
-		err := m.gpuGet(t, hmode, keys, vals, found)
+	if hmode, ok := m.batchGPU(t, len(keys)); ok {
+		err := m.combGet(t, hmode, keys, vals, found)
 		if !errors.Is(err, vmem.ErrNoKernels) {
+			m.gpu.stats.gpuPath.Add(1)
 			return err
 		}
 	}
+	m.gpu.stats.cpuPath.Add(1)
 	before := m.Err()
-	m.GetMany(keys, vals, found)
+	m.getManyCPU(t, keys, vals, found)
 	if err := m.Err(); err != nil && before == nil {
 		return err
 	}
@@ -260,6 +268,12 @@ func (m *Map[K, V]) gpuGetPart(t *mapTable, hmode uint32, keys []K, vals []V, fo
 		return err
 	}
 	defer j.close()
+	return j.lookup(keys, vals, found)
+}
+
+// lookup runs rounds of j's size over keys, copying each round's keys in
+// and its answers out.
+func (j *mapGetJob[K, V]) lookup(keys []K, vals []V, found []bool) error {
 	for lo := 0; lo < len(keys); lo += j.c {
 		hi := min(lo+j.c, len(keys))
 		n := hi - lo
@@ -299,6 +313,13 @@ type mapGetJob[K comparable, V any] struct {
 // gpuGetBegin brings the mirror of the control bytes in step and takes
 // the memory of rounds of up to c keys against table t.
 func (m *Map[K, V]) gpuGetBegin(t *mapTable, hmode uint32, c int) (*mapGetJob[K, V], error) {
+	return m.gpuGetBeginQ(t, hmode, c, true)
+}
+
+// gpuGetBeginQ is gpuGetBegin; copyQ puts each round's copies on the copy
+// engines (rounds that follow or run beside others gain; a lone round
+// pays two more submissions for nothing).
+func (m *Map[K, V]) gpuGetBeginQ(t *mapTable, hmode uint32, c int, copyQ bool) (*mapGetJob[K, V], error) {
 	kb, err := m.dev.NewKernelBatch()
 	if err != nil {
 		return nil, err
@@ -342,8 +363,11 @@ func (m *Map[K, V]) gpuGetBegin(t *mapTable, hmode uint32, c int) (*mapGetJob[K,
 		return nil, err
 	}
 	// Rounds follow each other (GetBatch's parts, ShardedMap's queued
-	// rounds): one's upload and another's download overlap a kernel.
-	kb.UseCopyQueues()
+	// rounds, combined rounds): one's upload and another's download
+	// overlap a kernel.
+	if copyQ {
+		kb.UseCopyQueues()
+	}
 	m.gpuSegs(t, j.st.Ptr)
 	return j, nil
 }
@@ -374,6 +398,8 @@ func (j *mapGetJob[K, V]) run(n int, wantFound bool) error {
 // start is run without the wait: the Flight's Wait ends it.
 func (j *mapGetJob[K, V]) start(n int, wantFound bool) (*vmem.Flight, error) {
 	m, t, nn := j.m, j.t, uint64(n)
+	m.gpu.stats.rounds.Add(1)
+	m.gpu.stats.keys.Add(nn)
 	in := j.offK + nn*j.ks
 	if j.hmode == 0 {
 		ks := j.keys(n)

@@ -160,6 +160,11 @@ type mapGPUVal12 struct{ X, Y, Z uint32 }
 
 func TestMapBatchDifferential(t *testing.T) {
 	steps := mapSteps(120, 40)
+	// Every GetBatch on the kernels, whatever its size (small batches
+	// cover the kernel's boundaries; the path choice is tested apart).
+	oldMin := mapBatchGPUMin
+	mapBatchGPUMin = 1
+	defer func() { mapBatchGPUMin = oldMin }()
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		before := d.KernelDispatches()
 		t.Run("u64", func(t *testing.T) {
@@ -327,12 +332,16 @@ func TestMapBatchDeviceLost(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer m.Close()
-		ks := []uint64{1, 2, 3}
+		// Enough keys for the GPU path (fewer take line loads, no submission).
+		ks := make([]uint64, max(mapBatchGPUMin, 3))
+		for i := range ks {
+			ks[i] = uint64(i)
+		}
 		if err := m.PutBatch(ks, ks); err != nil {
 			t.Fatal(err)
 		}
 		d.InjectFaults(vmem.Faults{FailSubmit: 1})
-		if err := m.GetBatch(ks, make([]uint64, 3), nil); !errors.Is(err, vmem.ErrDeviceLost) {
+		if err := m.GetBatch(ks, make([]uint64, len(ks)), nil); !errors.Is(err, vmem.ErrDeviceLost) {
 			t.Fatalf("GetBatch on a lost device: %v", err)
 		}
 		if err := m.PutBatch(ks, ks); !errors.Is(err, vmem.ErrDeviceLost) {
