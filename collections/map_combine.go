@@ -74,7 +74,7 @@ var (
 
 // envCombine, set to 0, turns combining off: every batch lookup runs its
 // own rounds at once, as before combining (for comparisons in one binary).
-const envCombine = "GOVRAM_COMBINE"
+const envCombine = "VMEM_COMBINE"
 
 func init() {
 	if os.Getenv(envCombine) == "0" {

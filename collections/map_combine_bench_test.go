@@ -14,13 +14,13 @@ import (
 // BenchmarkMapGetBatchParallel: g goroutines at once, each calling
 // GetBatch (or Get, batch 1) with its own keys, one call after another, as
 // the goroutines of a server do. Metric Mkeys/s: keys answered per second
-// by all goroutines together. Sizes: GOVRAM_BENCH_SIZES (default 1e6);
-// goroutines: GOVRAM_BENCH_GOROUTINES (default 1,16,256); batches:
-// GOVRAM_BENCH_BATCHES (default 1,64,4096; 1e6 is worth adding on a GPU).
+// by all goroutines together. Sizes: VMEM_BENCH_SIZES (default 1e6);
+// goroutines: VMEM_BENCH_GOROUTINES (default 1,16,256); batches:
+// VMEM_BENCH_BATCHES (default 1,64,4096; 1e6 is worth adding on a GPU).
 // b.N counts calls of all goroutines together.
 func BenchmarkMapGetBatchParallel(b *testing.B) {
-	gs := mapBenchInts(b, "GOVRAM_BENCH_GOROUTINES", 1, 16, 256)
-	bs := mapBenchInts(b, "GOVRAM_BENCH_BATCHES", 1, 64, 4096)
+	gs := mapBenchInts(b, "VMEM_BENCH_GOROUTINES", 1, 16, 256)
+	bs := mapBenchInts(b, "VMEM_BENCH_BATCHES", 1, 64, 4096)
 	for _, n := range vmemtest.BenchSizes(b, 1e6) {
 		b.Run(vmemtest.SizeName(n), func(b *testing.B) {
 			s := mapGPUBenchBuild(b, n)

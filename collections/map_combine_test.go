@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -17,7 +18,7 @@ import (
 func mapCombSmall(t *testing.T, gpuMin int) {
 	oldR, oldJ, oldQ, oldF, oldMin := mapCombRoundMax, mapCombJoinMax, mapCombQueueMax, mapCombFlights, mapBatchGPUMin
 	mapCombRoundMax, mapCombJoinMax, mapCombQueueMax, mapBatchGPUMin = 3000, 1500, 6000, gpuMin
-	mapCombFlights = 2 // whatever GOVRAM_COMBINE says
+	mapCombFlights = 2 // whatever VMEM_COMBINE says
 	t.Cleanup(func() {
 		mapCombRoundMax, mapCombJoinMax, mapCombQueueMax, mapCombFlights, mapBatchGPUMin = oldR, oldJ, oldQ, oldF, oldMin
 	})
@@ -102,7 +103,7 @@ func mapCombReaders(t *testing.T, m *Map[uint64, uint64], model map[uint64]uint6
 func TestMapCombineConcurrent(t *testing.T) {
 	const keySpace = 30000
 	phases, ops := 4, 12
-	if testing.Short() || mapInvariants {
+	if testing.Short() || buildconst.Invariants {
 		phases, ops = 2, 6
 	}
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
