@@ -38,7 +38,8 @@ type mapLines struct {
 // GetMany looks up every key: vals[i] gets the value of keys[i] (the zero
 // value if absent) and, when found is not nil, found[i] whether it is
 // there. It returns the number found. vals and found must be at least as
-// long as keys. Large batches are spread over GOMAXPROCS goroutines. It
+// long as keys: GetMany panics if they are shorter (it has no error
+// result; GetBatch returns an error matching ErrRange). Large batches are spread over GOMAXPROCS goroutines. It
 // panics if the map is closed or a write is in progress.
 func (m *Map[K, V]) GetMany(keys []K, vals []V, found []bool) int {
 	if m.pending.Load() {
