@@ -21,14 +21,15 @@ import (
 // Leaves are filled completely and written sequentially, in fresh extents,
 // with non-temporal stores on mapped VRAM and by DMA on private VRAM; the
 // index is appended at its right edge. It returns ErrUnsorted (and changes
-// nothing) when the keys are out of order, and ErrOutOfMemory (changing
-// nothing) when memory runs out.
+// nothing) when the keys are out of order, an error matching ErrRange when
+// keys and vals differ in length, and ErrOutOfMemory (changing nothing)
+// when memory runs out.
 func (t *BTree[K, V]) BulkLoad(keys []K, vals []V) error {
 	if err := t.btUsable(); err != nil {
 		return err
 	}
 	if len(keys) != len(vals) {
-		return fmt.Errorf("collections: BTree.BulkLoad: %d keys but %d values", len(keys), len(vals))
+		return fmt.Errorf("collections: BTree.BulkLoad: %d keys but %d values: %w", len(keys), len(vals), vmem.ErrRange)
 	}
 	if len(keys) == 0 {
 		return nil

@@ -16,6 +16,12 @@ var (
 	ErrTimeout      = vmem.ErrTimeout
 	ErrCorrupt      = vmem.ErrCorrupt
 	ErrTypeMismatch = vmem.ErrTypeMismatch
+	// ErrRange: a length or value out of range (slices of different
+	// lengths given to a batch call, a capacity below 1).
+	ErrRange = vmem.ErrRange
+	// ErrTooLarge: an element, string or container larger than the
+	// device or the container's format holds.
+	ErrTooLarge = vmem.ErrTooLarge
 	// ErrFull: a Ring with the ErrorWhenFull policy has no room.
 	ErrFull = errors.New("collections: ring is full")
 )

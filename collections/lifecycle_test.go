@@ -184,6 +184,7 @@ func TestLifecycleMap(t *testing.T) {
 			{"Stats", func() error { st := m.Stats(); return lcWant(st.Len == 0 && st.Cache.Bytes == 0, "Stats") }, lcQuiet},
 			{"Err", func() error { return m.Err() }, lcQuiet},
 			{"Get", func() error { m.Get(1); return nil }, lcPanic},
+			{"Has", func() error { m.Has(1); return nil }, lcPanic},
 			{"GetMany", func() error { m.GetMany(ks, vs, found); return nil }, lcPanic},
 			{"GetBatch", func() error { return m.GetBatch(ks, vs, found) }, lcErr},
 			{"Put", func() error { return m.Put(1, 1) }, lcErr},
@@ -243,6 +244,8 @@ func TestLifecycleBTree(t *testing.T) {
 			{"DescendGreaterThan", func() error { tr.DescendGreaterThan(0, yes); return nil }, lcPanic},
 			{"All", func() error { return lcEmpty(tr.All()) }, lcPanic},
 			{"Backward", func() error { return lcEmpty(tr.Backward()) }, lcPanic},
+			{"Keys", func() error { return lcEmpty1(tr.Keys()) }, lcPanic},
+			{"Values", func() error { return lcEmpty1(tr.Values()) }, lcPanic},
 			{"Range", func() error { return lcEmpty(tr.Range(0, 9)) }, lcPanic},
 			{"Close", tr.Close, lcQuiet},
 		})
@@ -272,6 +275,7 @@ func TestLifecycleRing(t *testing.T) {
 			{"PopBatch", func() error { _, err := r.PopBatch(buf); return err }, lcErr},
 			{"Pop", func() error { r.Pop(); return nil }, lcPanic},
 			{"Peek", func() error { r.Peek(); return nil }, lcPanic},
+			{"Clear", func() error { r.Clear(); return nil }, lcPanic},
 			{"Reset", func() error { r.Reset(); return nil }, lcPanic},
 			{"All", func() error {
 				if err := lcEmpty(r.All()); err != nil {

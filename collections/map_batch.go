@@ -40,7 +40,9 @@ type mapLines struct {
 // GetMany looks up every key: vals[i] gets the value of keys[i] (the zero
 // value if absent) and, when found is not nil, found[i] whether it is
 // there. It returns the number found. vals and found must be at least as
-// long as keys. It panics if the map is closed or a write is in progress.
+// long as keys: GetMany panics if they are shorter (it has no error
+// result; GetBatch returns an error matching ErrRange). It panics if the
+// map is closed or a write is in progress.
 //
 // It picks its path as GetBatch does: on a GPU, a batch large enough to
 // pay for a round (or one whose keys would cost the CPU DMA round trips,

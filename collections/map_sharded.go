@@ -346,7 +346,8 @@ func (s *ShardedMap[K, V]) plan(keys []K, sc *shScratch[K, V]) *shPlan {
 // GetMany looks up every key: vals[i] gets the value of keys[i] (the zero
 // value if absent) and, when found is not nil, found[i] whether it is
 // there. It returns the number found. vals and found must be at least as
-// long as keys. The keys are split by shard and every shard looks up its
+// long as keys: GetMany panics if they are shorter (it has no error
+// result; GetBatch returns an error matching ErrRange). The keys are split by shard and every shard looks up its
 // part at once (Map.GetMany: streaming loads on all cores). It panics if
 // the map is closed or a write is in progress.
 func (s *ShardedMap[K, V]) GetMany(keys []K, vals []V, found []bool) int {

@@ -223,7 +223,7 @@ const ringTSO = runtime.GOARCH == "amd64" || runtime.GOARCH == "386"
 // Concurrency: one goroutine may push (Push, PushBatch, Flush) while another
 // pops (Pop, PopBatch, Peek, All, Err), without locks; Len and Cap may be called
 // from any goroutine. Several producers, or several consumers, need the
-// caller's lock around that side. Reset and Close must not overlap any
+// caller's lock around that side. Clear and Close must not overlap any
 // other call. See docs/ring.md for the memory-ordering argument.
 type Ring[T any] struct {
 	// Set by NewRing, then only read (Close sets closed and segs, with no
@@ -438,8 +438,13 @@ func (r *Ring[T]) dropFloor(t uint64) uint64 {
 	return lo
 }
 
-// Reset empties the ring. It must not overlap any other call.
-func (r *Ring[T]) Reset() {
+// Reset empties the ring.
+//
+// Deprecated: use Clear, the name every container uses.
+func (r *Ring[T]) Reset() { r.Clear() }
+
+// Clear empties the ring. It must not overlap any other call.
+func (r *Ring[T]) Clear() {
 	r.mustOpen()
 	r.tail.Store(0)
 	r.durable.Store(0)
@@ -454,7 +459,7 @@ func (r *Ring[T]) Reset() {
 
 // Close frees the ring's memory. It is idempotent, and must not overlap any
 // other call. The ring is invalid afterwards: Push, PushBatch and PopBatch
-// return ErrClosed, Pop, Peek and Reset panic, Len returns 0.
+// return ErrClosed, Pop, Peek and Clear panic, Len returns 0.
 func (r *Ring[T]) Close() error {
 	if r.closed {
 		return nil

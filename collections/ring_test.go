@@ -288,8 +288,8 @@ func ringDiff[T comparable](t *testing.T, cfg ringDiffConfig, gen func(uint64) T
 				t.Fatalf("op %d All: %d elements, model %d", op, len(got), len(mi))
 			}
 		case k < 97:
-			what = "Reset"
-			r.Reset()
+			what = "Clear"
+			r.Clear()
 			m.reset()
 		default:
 			what = "All-break"

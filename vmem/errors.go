@@ -23,7 +23,8 @@ var (
 	ErrClosed = errors.New("vmem: closed")
 	// ErrInvalidBlock: a Block that this device did not hand out, or that was freed.
 	ErrInvalidBlock = errors.New("vmem: invalid block")
-	// ErrRange: an offset or length outside the block.
+	// ErrRange: an offset or length outside the block, or a value that
+	// does not fit its type (a Sum larger than the element type holds).
 	ErrRange = errors.New("vmem: out of range")
 	// ErrNoTier: the device has no memory for the tier.
 	ErrNoTier = errors.New("vmem: tier not available")

@@ -314,12 +314,16 @@ func ExampleSum() {
 	if err := s.Append(200, 100, 1); err != nil {
 		log.Fatal(err)
 	}
-	total, err := vmem.Sum(s) // integers wrap, as with +
+	_, err = vmem.Sum(s) // 301 does not fit in a uint8
+	fmt.Println(errors.Is(err, vmem.ErrRange))
+	total, err := vmem.SumAs[int](s)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(total)
-	// Output: 45
+	// Output:
+	// true
+	// 301
 }
 
 func ExampleParseBackend() {

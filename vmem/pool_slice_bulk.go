@@ -192,7 +192,8 @@ const poolGetManyPar = 1024
 // indices are grouped by device and each device's group is read with its
 // part's GetMany (streaming loads interleaved); large batches read every
 // device's group at once, one goroutine each. It panics on an index out of
-// range.
+// range and when dst is shorter than idx (it has no error result; Gather
+// returns an error matching ErrRange).
 func (s *PoolSlice[T]) GetMany(idx []int, dst []T) {
 	if len(dst) < len(idx) {
 		panic("vmem: PoolSlice.GetMany: dst shorter than idx")

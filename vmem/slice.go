@@ -924,7 +924,8 @@ const getManyBatch = 64
 // three times more from several cores). A Slice with segments in private
 // VRAM is read by a kernel that gathers the batch in one round trip (as
 // Gather); a device error is then kept for Err. It panics on an index out
-// of range.
+// of range and when dst is shorter than idx (it has no error result;
+// Gather returns an error matching ErrRange).
 func (s *Slice[T]) GetMany(idx []int, dst []T) {
 	if len(dst) < len(idx) {
 		panic("vmem: GetMany: dst shorter than idx")

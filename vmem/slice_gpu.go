@@ -11,12 +11,10 @@ package vmem
 
 import (
 	"errors"
-	"math"
 	"reflect"
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/vk"
 	"github.com/govram/govram/layout"
 )
@@ -272,120 +270,4 @@ func kernLCM(a, b uint64) uint64 {
 		x, y = y, x%y
 	}
 	return a / x * b
-}
-
-// Sum returns the sum of the elements. Integer sums wrap as Go's + does,
-// so they are exact and the same on every backend. Float sums are added
-// in a different order on a GPU (a tree) than on the CPU (a loop), so they
-// may differ in the last bits; a GPU without 64-bit float support sums
-// float64 Slices on the CPU.
-func Sum[T Number](s *Slice[T]) (T, error) {
-	var total T
-	if err := s.usable(); err != nil {
-		return total, err
-	}
-	if s.n == 0 {
-		return total, nil
-	}
-	size, kind := kernNumInfo[T]()
-	if k := s.dev.kern(); k != nil && (kind != kernFloat || size == 4 || k.f64) {
-		total, err := kernSum(s, k, size, kind)
-		if !errors.Is(err, errKernUnavailable) {
-			return total, err
-		}
-	}
-	if s.dev.vk == nil {
-		if err := s.dev.enter(); err != nil {
-			return total, err
-		}
-		defer s.dev.exit()
-		for i := range s.segs {
-			first := i << s.shift
-			if first >= s.n {
-				break
-			}
-			for _, v := range unsafe.Slice((*T)(s.segs[i].base), min(s.n-first, s.segs[i].cap)) {
-				total += v
-			}
-		}
-		return total, nil
-	}
-	for _, run := range s.Chunks() {
-		for _, v := range run {
-			total += v
-		}
-	}
-	return total, s.err.get()
-}
-
-// kernSumGroups bounds the partial sums of one segment.
-const kernSumGroups = 256
-
-func kernSum[T Number](s *Slice[T], k *kernState, size, kind uint32) (T, error) {
-	var total T
-	rk := uint32(0)
-	switch {
-	case kind == kernFloat && size == 4:
-		rk = 2
-	case kind == kernFloat:
-		rk = 3
-	case size == 8:
-		rk = 1
-	case size == 2:
-		rk = 5
-	case size == 1:
-		rk = 4
-	}
-	kn := kernReduce
-	if rk == 3 {
-		kn = kernReduceF64
-	}
-	type span struct {
-		blk   Block
-		n     uint64
-		slots uint32
-	}
-	var spans []span
-	slots := uint32(0)
-	for i := range s.segs {
-		first := i << s.shift
-		if first >= s.n {
-			break
-		}
-		n := uint64(min(s.n-first, s.segs[i].cap))
-		gr := uint32(min((n+kernWG*16-1)/(kernWG*16), kernSumGroups))
-		spans = append(spans, span{s.segs[i].blk, n, gr})
-		slots += gr
-	}
-	if err := s.dev.enter(); err != nil {
-		return total, err
-	}
-	defer s.dev.exit()
-	host, err := s.dev.kernTakeScratch(kernScratchHost, uint64(slots+1)*8)
-	if err != nil {
-		return total, err
-	}
-	defer s.dev.kernPutScratch(kernScratchHost, host)
-	b := s.dev.newKernBatch(k)
-	at := uint32(0)
-	for _, sn := range spans {
-		p := kernReducePush{src: sn.blk.kaddr(0), dst: host.Addr, n: uint32(sn.n), kind: rk, slot: at}
-		b.dispatch(kn, sn.slots, bytesOf(&p))
-		at += sn.slots
-	}
-	b.barrier()
-	final := map[uint32]uint32{0: 6, 1: 6, 4: 6, 5: 6, 2: 7, 3: 3}[rk]
-	p := kernReducePush{src: host.Addr, dst: host.Addr, n: slots, kind: final, slot: slots}
-	b.dispatch(kn, 1, bytesOf(&p))
-	if err := s.dev.kernRunHeld(b); err != nil {
-		return total, err
-	}
-	r := *(*uint64)(hostmem.Add(host.Ptr, uint64(slots)*8))
-	switch rk {
-	case 2:
-		return T(math.Float32frombits(uint32(r))), nil
-	case 3:
-		return T(math.Float64frombits(r)), nil
-	}
-	return T(r), nil
 }

@@ -446,32 +446,7 @@ func testSum[T vmem.Number](t *testing.T, d *vmem.Device) {
 				vals = randNumbers[T](rng, n, 0)
 			}
 			for _, opts := range [][]vmem.SliceOption{nil, {vmem.WithSegmentBytes(4096)}} {
-				s := newFilled(t, d, vals, opts...)
-				got, err := vmem.Sum(s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var want T
-				var abs float64
-				for _, v := range vals {
-					want += v
-					abs += math.Abs(float64(v))
-				}
-				switch any(zero).(type) {
-				case float32:
-					if math.Abs(float64(got-want)) > 1e-5*abs+1e-6 {
-						t.Fatalf("n=%d: sum %v, want %v", n, got, want)
-					}
-				case float64:
-					if math.Abs(float64(got-want)) > 1e-12*abs+1e-12 {
-						t.Fatalf("n=%d: sum %v, want %v", n, got, want)
-					}
-				default:
-					if got != want {
-						t.Fatalf("n=%d: sum %v, want %v", n, got, want)
-					}
-				}
-				s.Close()
+				sumCheck(t, d, vals, opts...)
 			}
 		}
 	})
@@ -593,16 +568,20 @@ func FuzzSliceKernels(f *testing.F) {
 					t.Fatalf("Gather: element %d differs", i)
 				}
 			}
-			sum, err := vmem.Sum(s)
+			sum, err := vmem.SumAs[int64](s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var want int16
+			var want int64
 			for _, v := range vals {
-				want += v
+				want += int64(v)
 			}
 			if sum != want {
 				t.Fatalf("Sum %d, want %d", sum, want)
+			}
+			if s16, err := vmem.Sum(s); want == int64(int16(want)) && (err != nil || s16 != int16(want)) ||
+				want != int64(int16(want)) && !errors.Is(err, vmem.ErrRange) {
+				t.Fatalf("Sum as int16 %d (%v), want %d", s16, err, want)
 			}
 			if err := vmem.Sort(s); err != nil {
 				t.Fatal(err)
@@ -650,17 +629,7 @@ func TestSliceKernelsMixedTiers(t *testing.T) {
 			t.Fatalf("Gather: element %d differs", i)
 		}
 	}
-	sum, err := vmem.Sum(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want uint64
-	for _, v := range vals {
-		want += v
-	}
-	if sum != want {
-		t.Fatalf("Sum %d, want %d", sum, want)
-	}
+	sumCheck(t, d, vals)
 	if err := vmem.Sort(s); err != nil {
 		t.Fatal(err)
 	}
@@ -695,9 +664,9 @@ func TestSliceKernelsConcurrentReaders(t *testing.T) {
 		rng := rand.New(rand.NewPCG(4, 4))
 		vals := randNumbers[uint32](rng, 5000, 0)
 		s := newFilled(t, d, vals, vmem.WithSegmentBytes(8192))
-		var want uint32
+		var want uint64
 		for _, v := range vals {
-			want += v
+			want += uint64(v)
 		}
 		errs := make(chan error, 4)
 		for g := range 4 {
@@ -719,7 +688,7 @@ func TestSliceKernelsConcurrentReaders(t *testing.T) {
 							return
 						}
 					}
-					if sum, err := vmem.Sum(s); err != nil || sum != want {
+					if sum, err := vmem.SumAs[uint64](s); err != nil || sum != want {
 						errs <- fmt.Errorf("goroutine %d: Sum %d (%v), want %d", g, sum, err, want)
 						return
 					}

@@ -1,0 +1,213 @@
+package collections
+
+// Snapshots of the sharded containers. A ShardedMap's snapshot is a Map
+// snapshot of all its entries and a ShardedBTree's a BTree snapshot, in
+// the same format (internal/snapfmt), so either loads as the other: a
+// map saved from one GPU loads over a pool of any size, and back. The
+// entries are spread again on load (a ShardedMap's shard of a key depends
+// on a hash seed of the process, so shards could not be reloaded as
+// they were).
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+
+	"github.com/govram/govram/internal/snapfmt"
+	"github.com/govram/govram/vmem"
+)
+
+// Save writes the map's entries to w as a snapshot (docs/snapshots.md),
+// in the format of Map.Save: LoadShardedMap or LoadMap reads it back. Save
+// is a reader: it may run alongside Get and other readers, not alongside a
+// write.
+func (s *ShardedMap[K, V]) Save(w io.Writer) error {
+	if s.closed {
+		return ErrClosed
+	}
+	defer runtime.KeepAlive(s) // w runs while the shards' memory is read
+	h := snapfmt.Header{Kind: snapfmt.KindMap, Fingerprint: mapSnapFingerprint[K, V]()}
+	if err := snapSaveEntries(w, h, s.Len(), s.All(), s.Err); err != nil {
+		return fmt.Errorf("collections: ShardedMap.Save: %w", err)
+	}
+	return nil
+}
+
+// LoadShardedMap reads a snapshot written by ShardedMap.Save or Map.Save
+// into a new map over pool (opts as for NewShardedMap), checking it as
+// LoadMap does; damage gives an error matching ErrCorrupt, another key or
+// value layout ErrTypeMismatch. On any error the new map is closed.
+func LoadShardedMap[K comparable, V any](pool *vmem.Pool, r io.Reader, opts ...MapOption) (*ShardedMap[K, V], error) {
+	s, err := shMapLoad[K, V](pool, r, opts)
+	if err != nil {
+		return nil, fmt.Errorf("collections: LoadShardedMap: %w", snapErr(err))
+	}
+	return s, nil
+}
+
+func shMapLoad[K comparable, V any](pool *vmem.Pool, r io.Reader, opts []MapOption) (*ShardedMap[K, V], error) {
+	if pool == nil || pool.Len() == 0 {
+		return nil, errors.New("nil or empty pool")
+	}
+	if _, _, err := mapCheckTypes[K, V](); err != nil {
+		return nil, err
+	}
+	sr, err := snapfmt.NewReader(r, snapfmt.KindMap, mapSnapFingerprint[K, V]())
+	if err != nil {
+		return nil, err
+	}
+	h := sr.Header()
+	if h.Aux != [3]uint64{} {
+		return nil, fmt.Errorf("%w: map header has aux fields set", snapfmt.ErrCorrupt)
+	}
+	// Keys spread evenly over the shards: each device holds its share.
+	nd := uint64(pool.Len())
+	if err := snapCountCheck(pool.Device(0), (h.Count+nd-1)/nd, 1); err != nil {
+		return nil, err
+	}
+	if err := sr.Prefetch(); err != nil {
+		return nil, err
+	}
+	count := int(h.Count)
+	// Size the tables for what a first batch proves, not for the count.
+	s, err := NewShardedMap[K, V](pool, append([]MapOption{WithCapacity(min(count, snapBatch))}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	err = snapLoadEntries(sr, count, s.PutMany)
+	if err == nil && s.Len() != count {
+		err = fmt.Errorf("%w: %d entries declared, %d distinct keys", snapfmt.ErrCorrupt, count, s.Len())
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// snapLoadEntries reads count key/value entries and hands them to put in
+// batches of snapBatch, then checks the end of the snapshot.
+func snapLoadEntries[K, V any](sr *snapfmt.Reader, count int, put func(keys []K, vals []V) error) error {
+	kc, vc := snapCodecFor[K](), snapCodecFor[V]()
+	keys := make([]K, min(count, snapBatch))
+	vals := make([]V, len(keys))
+	for done := 0; done < count; {
+		k := min(len(keys), count-done)
+		for i := range k {
+			if err := kc.read(sr, &keys[i]); err != nil {
+				return err
+			}
+			if err := vc.read(sr, &vals[i]); err != nil {
+				return err
+			}
+		}
+		if err := put(keys[:k], vals[:k]); err != nil {
+			return err
+		}
+		done += k
+	}
+	return sr.End()
+}
+
+// Save writes the tree's entries to w as a snapshot (docs/snapshots.md),
+// in ascending key order and in the format of BTree.Save:
+// LoadShardedBTree or LoadBTree reads it back. Save is a reader: it may
+// run alongside other readers, not alongside a change.
+func (t *ShardedBTree[K, V]) Save(w io.Writer) error {
+	if t.closed {
+		return ErrClosed
+	}
+	defer runtime.KeepAlive(t) // w runs while the shards' memory is read
+	h := snapfmt.Header{Kind: snapfmt.KindBTree, Fingerprint: btSnapFingerprint[K, V]()}
+	if err := snapSaveEntries(w, h, t.Len(), t.All(), t.Err); err != nil {
+		return fmt.Errorf("collections: ShardedBTree.Save: %w", err)
+	}
+	return nil
+}
+
+// LoadShardedBTree reads a snapshot written by ShardedBTree.Save or
+// BTree.Save into a new tree over pool ordered by less (opts as for
+// NewShardedBTree), checking it as LoadBTree does. Without WithSplits the
+// entries are divided evenly over the shards by count, the splits being
+// the first key of each shard's share; with it, each entry goes to the
+// shard its splits give. On any error the new tree is closed.
+func LoadShardedBTree[K, V any](pool *vmem.Pool, r io.Reader, less func(a, b K) bool, opts ...ShardedBTreeOption) (*ShardedBTree[K, V], error) {
+	return shBTLoad(r, func() (*ShardedBTree[K, V], error) { return NewShardedBTree[K, V](pool, less, opts...) })
+}
+
+// LoadShardedBTreeOrdered is LoadShardedBTree for a tree ordered by <, as
+// made by NewShardedBTreeOrdered.
+func LoadShardedBTreeOrdered[K cmp.Ordered, V any](pool *vmem.Pool, r io.Reader, opts ...ShardedBTreeOption) (*ShardedBTree[K, V], error) {
+	return shBTLoad(r, func() (*ShardedBTree[K, V], error) { return NewShardedBTreeOrdered[K, V](pool, opts...) })
+}
+
+func shBTLoad[K, V any](r io.Reader, mk func() (*ShardedBTree[K, V], error)) (*ShardedBTree[K, V], error) {
+	t, err := mk()
+	if err != nil {
+		return nil, fmt.Errorf("collections: LoadShardedBTree: %w", err)
+	}
+	if err := t.shLoadBody(r); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("collections: LoadShardedBTree: %w", snapErr(err))
+	}
+	return t, nil
+}
+
+func (t *ShardedBTree[K, V]) shLoadBody(r io.Reader) error {
+	sr, err := snapfmt.NewReader(r, snapfmt.KindBTree, btSnapFingerprint[K, V]())
+	if err != nil {
+		return err
+	}
+	h := sr.Header()
+	if h.Aux != [3]uint64{} {
+		return fmt.Errorf("%w: tree header has aux fields set", snapfmt.ErrCorrupt)
+	}
+	nd := uint64(len(t.shards))
+	if err := snapCountCheck(t.pool.Device(0), (h.Count+nd-1)/nd, 1); err != nil {
+		return err
+	}
+	if err := sr.Prefetch(); err != nil {
+		return err
+	}
+	count := int(h.Count)
+	put := t.BulkLoad
+	if len(t.splits) == 0 && nd > 1 && count >= int(nd) {
+		// Shard d gets the entries [d*count/nd, (d+1)*count/nd), none of
+		// them empty: the splits are set as the stream reaches each
+		// share's first key. Fewer entries than shards stay on shard 0.
+		done := 0
+		put = func(keys []K, vals []V) error {
+			for len(keys) > 0 {
+				d := len(t.splits)
+				end := count
+				if d+1 < int(nd) {
+					end = (d + 1) * count / int(nd)
+				}
+				if done == end && d+1 < int(nd) {
+					if mk, _, ok := t.shards[d].Max(); ok && !t.less(mk, keys[0]) {
+						return fmt.Errorf("%w: keys not strictly ascending under the tree's order near entry %d", snapfmt.ErrCorrupt, done)
+					}
+					t.splits = append(t.splits, keys[0])
+					continue
+				}
+				n := min(len(keys), end-done)
+				if err := t.shards[d].BulkLoad(keys[:n], vals[:n]); err != nil {
+					return err
+				}
+				keys, vals, done = keys[n:], vals[n:], done+n
+			}
+			return nil
+		}
+	}
+	err = snapLoadEntries(sr, count, func(keys []K, vals []V) error {
+		err := put(keys, vals)
+		if errors.Is(err, ErrUnsorted) {
+			return fmt.Errorf("%w: keys not strictly ascending under the tree's order: %v", snapfmt.ErrCorrupt, err)
+		}
+		return err
+	})
+	t.wrote()
+	return err
+}

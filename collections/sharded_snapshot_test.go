@@ -1,0 +1,179 @@
+package collections
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/govram/govram/vmem"
+)
+
+// TestShardedSnapshots: ShardedMap and ShardedBTree snapshots round-trip,
+// load as a Map or BTree on one device and back (the formats are the
+// same), spread a tree's entries evenly when no splits are given, and
+// report damage and other types as ErrCorrupt and ErrTypeMismatch.
+func TestShardedSnapshots(t *testing.T) {
+	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
+		for _, n := range []int{0, 1, 5000, 3*snapBatch + 17} {
+			t.Run(fmt.Sprint(n), func(t *testing.T) {
+				want := map[string]int{}
+				for i := range n {
+					want[fmt.Sprintf("https://example.org/%d/%x", i, i*7919)] = i
+				}
+				keys := slices.Sorted(maps.Keys(want))
+				vals := make([]int, len(keys))
+				for i, k := range keys {
+					vals[i] = want[k]
+				}
+				checkMap := func(what string, got func(func(string, int) bool), l int) {
+					t.Helper()
+					m := maps.Collect(got)
+					if l != n || !maps.Equal(m, want) {
+						t.Fatalf("%s: %d entries (Len %d), want %d", what, len(m), l, n)
+					}
+				}
+				// BTrees take fixed-size keys.
+				tkeys := make([]int64, n)
+				for i := range tkeys {
+					tkeys[i] = int64(i)*7919 - 1e6
+				}
+				checkTree := func(what string, gotK func(func(int64) bool), gotV func(func(int) bool)) {
+					t.Helper()
+					if k, v := slices.Collect(gotK), slices.Collect(gotV); !slices.Equal(k, tkeys) || !slices.Equal(v, vals) {
+						t.Fatalf("%s: %d keys and %d values, want %d in order", what, len(k), len(v), n)
+					}
+				}
+
+				sm, err := NewShardedMap[string, int](p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sm.Close()
+				if err := sm.PutMany(keys, vals); err != nil {
+					t.Fatal(err)
+				}
+				var b bytes.Buffer
+				if err := sm.Save(&b); err != nil {
+					t.Fatal(err)
+				}
+				snap := bytes.Clone(b.Bytes())
+				sm2, err := LoadShardedMap[string, int](p, bytes.NewReader(snap))
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkMap("ShardedMap round trip", sm2.All(), sm2.Len())
+				sm2.Close()
+				m, err := LoadMap[string, int](p.Device(0), bytes.NewReader(snap))
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkMap("ShardedMap loaded as a Map", m.All(), m.Len())
+				b.Reset()
+				if err := m.Save(&b); err != nil {
+					t.Fatal(err)
+				}
+				m.Close()
+				sm3, err := LoadShardedMap[string, int](p, &b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkMap("Map loaded as a ShardedMap", sm3.All(), sm3.Len())
+				sm3.Close()
+
+				st, err := NewShardedBTreeOrdered[int64, int](p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer st.Close()
+				if err := st.BulkLoad(tkeys, vals); err != nil {
+					t.Fatal(err)
+				}
+				b.Reset()
+				if err := st.Save(&b); err != nil {
+					t.Fatal(err)
+				}
+				snap = bytes.Clone(b.Bytes())
+				st2, err := LoadShardedBTreeOrdered[int64, int](p, bytes.NewReader(snap))
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkTree("ShardedBTree round trip", st2.Keys(), st2.Values())
+				if lens := st2.ShardLens(); n >= p.Len() {
+					for _, l := range lens {
+						if l < n/p.Len() || l > n/p.Len()+1 {
+							t.Fatalf("shards hold %v entries: not an even spread of %d", lens, n)
+						}
+					}
+				}
+				for i, k := range tkeys[:min(n, 50)] {
+					if v, ok := st2.Get(k); !ok || v != vals[i] {
+						t.Fatalf("Get(%d) = %d, %v after load", k, v, ok)
+					}
+				}
+				st2.Close()
+				if n > 2 && p.Len() > 1 {
+					st3, err := LoadShardedBTreeOrdered[int64, int](p, bytes.NewReader(snap), WithSplits(tkeys[n/3:n/3+p.Len()-1]...))
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkTree("ShardedBTree loaded with splits", st3.Keys(), st3.Values())
+					if got := st3.Splits(); !slices.Equal(got, tkeys[n/3:n/3+p.Len()-1]) {
+						t.Fatalf("splits %v after a load with splits", got)
+					}
+					st3.Close()
+				}
+				bt, err := LoadBTreeOrdered[int64, int](p.Device(0), bytes.NewReader(snap))
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkTree("ShardedBTree loaded as a BTree", bt.Keys(), bt.Values())
+				b.Reset()
+				if err := bt.Save(&b); err != nil {
+					t.Fatal(err)
+				}
+				bt.Close()
+				st4, err := LoadShardedBTree[int64, int](p, &b, func(a, b int64) bool { return a < b })
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkTree("BTree loaded as a ShardedBTree", st4.Keys(), st4.Values())
+				st4.Close()
+
+				if n == 0 {
+					return
+				}
+				bad := bytes.Clone(snap)
+				bad[len(bad)/2] ^= 1
+				if _, err := LoadShardedBTreeOrdered[int64, int](p, bytes.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("LoadShardedBTree of a damaged snapshot: %v", err)
+				}
+				if _, err := LoadShardedBTreeOrdered[int64, int64](p, bytes.NewReader(snap)); !errors.Is(err, ErrTypeMismatch) {
+					t.Fatalf("LoadShardedBTree of other types: %v", err)
+				}
+				if _, err := LoadShardedMap[int64, int](p, bytes.NewReader(snap)); !errors.Is(err, ErrTypeMismatch) {
+					t.Fatalf("LoadShardedMap of a tree's snapshot: %v", err)
+				}
+				b.Reset()
+				if err := sm.Save(&b); err != nil {
+					t.Fatal(err)
+				}
+				bad = bytes.Clone(b.Bytes())
+				bad[len(bad)/2] ^= 1
+				if _, err := LoadShardedMap[string, int](p, bytes.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("LoadShardedMap of a damaged snapshot: %v", err)
+				}
+			})
+		}
+		sm, err := NewShardedMap[int, int](p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sm.Close()
+		if err := sm.Save(&bytes.Buffer{}); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Save after Close: %v", err)
+		}
+	})
+}
