@@ -311,10 +311,9 @@ func (d *Device) canHold(t Tier, need uint64) bool {
 	total := satAdd(in, fresh)
 	if t == Mapped && d.vk != nil && d.tiers[Private].available {
 		pin, pfresh := free(Private)
-		total = satAdd(total, pin)
-		if d.tiers[Private].heap != d.tiers[Mapped].heap {
-			total = satAdd(total, pfresh)
-		}
+		// Both tiers may draw on one heap: counting its room twice keeps
+		// this an upper bound, which is all it must be.
+		total = satAdd(satAdd(total, pin), pfresh)
 	}
 	return need <= total
 }

@@ -17,9 +17,9 @@ import (
 // A new public package needs an entry. Counted so when issue 24 was
 // filed: collections 147, layout 63, vmem 170, vmem/shaders 1.
 var exportBudget = map[string]int{
-	"collections":  166,
+	"collections":  167,
 	"layout":       63,
-	"vmem":         171,
+	"vmem":         172,
 	"vmem/shaders": 1,
 }
 
