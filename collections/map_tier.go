@@ -391,7 +391,7 @@ func (m *Map[K, V]) tierAdmit(c *tierCore, p unsafe.Pointer, s uint64, k *K, h u
 
 // tierPut keeps the tier coherent with a Put of v for k: a copy there is
 // updated (or dropped if the new value does not fit). Keys not in the tier
-// are left out: admission is by reads.
+// are left out: admission is by reads. A nil v drops k's copy (Delete).
 func (m *Map[K, V]) tierPut(k *K, h uint64, v *V) {
 	c := m.tier
 	s := tierSpread(h)
@@ -400,26 +400,14 @@ func (m *Map[K, V]) tierPut(k *K, h uint64, v *V) {
 		return
 	}
 	seq := c.lockWait(p)
-	if w := m.tierFind(c, p, s, k, h); w >= 0 && !m.tierEncode(c, c.slotAt(p, w), k, h, v) {
+	if w := m.tierFind(c, p, s, k, h); w >= 0 && (v == nil || !m.tierEncode(c, c.slotAt(p, w), k, h, v)) {
 		c.drop(p, w)
 	}
 	c.unlock(p, seq)
 }
 
 // tierDelete drops k's copy, if any.
-func (m *Map[K, V]) tierDelete(k *K, h uint64) {
-	c := m.tier
-	s := tierSpread(h)
-	p := c.set(s)
-	if c.candidates(p, tierTag(s), c.gen.Load()) == 0 {
-		return
-	}
-	seq := c.lockWait(p)
-	if w := m.tierFind(c, p, s, k, h); w >= 0 {
-		c.drop(p, w)
-	}
-	c.unlock(p, seq)
-}
+func (m *Map[K, V]) tierDelete(k *K, h uint64) { m.tierPut(k, h, nil) }
 
 // tierWriteMany keeps the tier coherent with a batch write of keys: each
 // key's copy is dropped, or, for a large batch, the whole tier.
