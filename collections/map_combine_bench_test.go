@@ -50,14 +50,21 @@ func mapBenchParallelGets(b *testing.B, s *mapGPUBenchSet, g, batch int) {
 	}
 	ws := make([]worker, g)
 	for w := range ws {
-		ws[w] = worker{ks: mapGPUBenchKeys(s.n, batch, uint64(w)*7919+1), vs: make([]uint64, batch), found: make([]bool, batch)}
+		nk := batch
+		if batch == 1 {
+			nk = 1 << 16 // single Gets walk random keys of their own
+		}
+		ws[w] = worker{ks: mapGPUBenchKeys(s.n, nk, uint64(w)*7919+1), vs: make([]uint64, nk), found: make([]bool, nk)}
 	}
 	run := func(w *worker) error {
 		if batch == 1 {
-			v, ok := s.m.Get(w.ks[0])
-			w.vs[0], w.found[0] = v, ok
+			i := w.calls & (1<<16 - 1)
+			w.calls++
+			v, ok := s.m.Get(w.ks[i])
+			w.vs[i], w.found[i] = v, ok
 			return nil
 		}
+		w.calls++
 		return s.m.GetBatch(w.ks, w.vs, w.found)
 	}
 	// The first batch brings the control bytes over.
@@ -67,9 +74,10 @@ func mapBenchParallelGets(b *testing.B, s *mapGPUBenchSet, g, batch int) {
 	var wg sync.WaitGroup
 	per := (b.N + g - 1) / g
 	for w := range ws {
-		ws[w].calls = max(min(per, b.N-w*per), 0)
+		calls := max(min(per, b.N-w*per), 0)
+		ws[w].calls = 0
 		wg.Go(func() {
-			for range ws[w].calls {
+			for range calls {
 				if err := run(&ws[w]); err != nil {
 					errOnce.Do(func() { firstErr = err })
 					return
@@ -84,7 +92,11 @@ func mapBenchParallelGets(b *testing.B, s *mapGPUBenchSet, g, batch int) {
 	}
 	b.ReportMetric(float64(batch)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mkeys/s")
 	for w := range ws {
-		for i := 0; i < batch && ws[w].calls > 0; i += 61 {
+		checked := batch
+		if batch == 1 {
+			checked = min(ws[w].calls, 1<<16)
+		}
+		for i := 0; i < checked && ws[w].calls > 0; i += 61 {
 			if want, ok := s.gomap[ws[w].ks[i]]; !ws[w].found[i] || ws[w].vs[i] != want || !ok {
 				b.Fatalf("goroutine %d key %d: %d, %v; want %d", w, i, ws[w].vs[i], ws[w].found[i], want)
 			}

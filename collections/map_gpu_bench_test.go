@@ -70,7 +70,11 @@ func mapGPUBenchBuild(b *testing.B, n int) *mapGPUBenchSet {
 		return s
 	}
 	d := mapBenchDevice(b)
-	m, err := NewMap[uint64, uint64](d, WithCapacity(n))
+	opts := []MapOption{WithCapacity(n)}
+	if os.Getenv("VMEM_BENCH_NOTIER") == "1" {
+		opts = append(opts, WithHostCache(0)) // lookups as the device path alone serves them
+	}
+	m, err := NewMap[uint64, uint64](d, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
