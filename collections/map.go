@@ -574,10 +574,13 @@ func (m *Map[K, V]) Put(k K, v V) error {
 	m.writing = true
 	behind, err := m.putBehind(&k, &v)
 	if !behind && err == nil {
-		err = m.put(&k, &v, m.hash(&k))
+		h := m.hash(&k)
+		err = m.put(&k, &v, h)
 		m.version++
-	}
-	if m.tier != nil && err == nil {
+		if m.tier != nil && err == nil {
+			m.tierPut(&k, h, &v)
+		}
+	} else if m.tier != nil && err == nil {
 		m.tierPut(&k, m.hash(&k), &v)
 	}
 	m.writing = false

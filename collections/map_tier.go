@@ -37,10 +37,6 @@ const (
 // work of an admission on every miss made a miss cost twice as much).
 var tierAdmitSample uint32 = 4 // a variable: tests admit on every miss
 
-// tierExp switches parts of a tiered Get off, for measurements: 1 skips
-// the lookup, 2 the admission.
-var tierExp = 0
-
 type tierPair[K comparable, V any] struct {
 	k K
 	v V
@@ -191,14 +187,12 @@ func (m *Map[K, V]) getTiered(k *K, h uint64) (V, bool) {
 	}
 	s := tierSpread(h)
 	p := c.set(s)
-	if tierExp&1 == 0 {
-		if v, ok := m.tierGet(c, p, s, k, h); ok {
-			return v, true
-		}
+	if v, ok := m.tierGet(c, p, s, k, h); ok {
+		return v, true
 	}
 	c.count(s, cntMisses, 1)
 	v, ok := m.get(k, h)
-	if ok && tierExp&2 == 0 && rand.Uint32()%tierAdmitSample == 0 {
+	if ok && rand.Uint32()%tierAdmitSample == 0 {
 		m.tierAdmit(c, p, s, k, h, &v)
 	}
 	return v, ok

@@ -23,12 +23,6 @@ import (
 // VMEM_BENCH_STR_SIZES sets the string-key sizes (default 1e5). hit%
 // is the tier's hit rate over the timed loop; hostB/entry the tier's bytes
 // per entry.
-func init() {
-	if v, err := strconv.Atoi(os.Getenv("VMEM_TIER_EXP")); err == nil {
-		tierExp = v
-	}
-}
-
 func BenchmarkMapTier(b *testing.B) {
 	for _, n := range vmemtest.BenchSizes(b, 1e6) {
 		for _, dist := range []string{"uniform", "zipf0.99", "zipf1.1"} {

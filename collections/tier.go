@@ -377,12 +377,6 @@ func (c *tierCore) stats() CacheStats {
 	}
 }
 
-// admitOver reports whether a key of spread hash s, just missed, should
-// replace an entry of spread hash vs.
-func (c *tierCore) admitOver(s, vs uint64) bool {
-	return c.sk.estimate(s) > c.sk.estimate(vs)
-}
-
 // tierLoad copies n bytes from a slot (padded to whole words) to dst with
 // word loads that are ordered with the set's sequence reads on every
 // architecture.

@@ -318,18 +318,6 @@ func (d *Device) canHold(t Tier, need uint64) bool {
 	return need <= total
 }
 
-// satAdd and satMul are size arithmetic that saturates instead of
-// wrapping, so an absurd request stays absurd rather than becoming small.
-func satAdd(a, b uint64) uint64 {
-	if a+b < a {
-		return ^uint64(0)
-	}
-	return a + b
-}
-
-func satMul(a, b uint64) uint64 {
-	if b != 0 && a > ^uint64(0)/b {
-		return ^uint64(0)
-	}
-	return a * b
-}
+// satAdd and satMul: hostmem's saturating size arithmetic.
+func satAdd(a, b uint64) uint64 { return hostmem.SatAdd(a, b) }
+func satMul(a, b uint64) uint64 { return hostmem.SatMul(a, b) }

@@ -90,7 +90,7 @@ func Available() (n uint64, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	n = satAdd(avail, f["SwapFree"])
+	n = SatAdd(avail, f["SwapFree"])
 	if mode, err := os.ReadFile("/proc/sys/vm/overcommit_memory"); err == nil && strings.TrimSpace(string(mode)) == "2" {
 		limit, committed := f["CommitLimit"], f["Committed_AS"]
 		n = min(n, limit-min(limit, committed))
@@ -115,7 +115,7 @@ func Room() (uint64, bool) {
 	if st, err := os.ReadFile("/proc/self/statm"); err == nil {
 		if fs := strings.Fields(string(st)); len(fs) > 1 {
 			if pages, err := strconv.ParseUint(fs[1], 10, 64); err == nil {
-				m -= min(m, satMul(pages, PageSize))
+				m -= min(m, SatMul(pages, PageSize))
 			}
 		}
 	}
@@ -139,7 +139,7 @@ func meminfo(b []byte) map[string]uint64 {
 			continue
 		}
 		if len(fs) > 1 && fs[1] == "kB" {
-			v = satMul(v, 1024)
+			v = SatMul(v, 1024)
 		}
 		f[name] = v
 	}
@@ -167,14 +167,16 @@ func cgroupRoom() (uint64, bool) {
 	return 0, false
 }
 
-func satAdd(a, b uint64) uint64 {
+// SatAdd and SatMul are size arithmetic that saturates instead of
+// wrapping, so an absurd request stays absurd rather than becoming small.
+func SatAdd(a, b uint64) uint64 {
 	if a+b < a {
 		return ^uint64(0)
 	}
 	return a + b
 }
 
-func satMul(a, b uint64) uint64 {
+func SatMul(a, b uint64) uint64 {
 	if b != 0 && a > ^uint64(0)/b {
 		return ^uint64(0)
 	}
