@@ -100,30 +100,20 @@ func mapLoad[K comparable, V any](dev *vmem.Device, r io.Reader, opts []MapOptio
 }
 
 func (m *Map[K, V]) mapLoadBody(sr *snapfmt.Reader, count int) error {
-	kc, vc := snapCodecFor[K](), snapCodecFor[V]()
-	keys := make([]K, min(count, snapBatch))
-	vals := make([]V, len(keys))
-	for done := 0; done < count; {
-		k := min(len(keys), count-done)
-		for i := range k {
-			if err := kc.read(sr, &keys[i]); err != nil {
-				return err
-			}
-			if err := vc.read(sr, &vals[i]); err != nil {
-				return err
-			}
-		}
-		if err := m.PutMany(keys[:k], vals[:k]); err != nil {
+	done := 0
+	err := snapLoadEntries(sr, count, func(keys []K, vals []V) error {
+		if err := m.PutMany(keys, vals); err != nil {
 			return err
 		}
-		done += k
+		done += len(keys)
 		// A repeated key is corruption: say so at the batch that holds
 		// it, so that a forged count costs no more than the bytes present.
 		if m.Len() != done {
-			return fmt.Errorf("%w: a key repeats among entries %d to %d", snapfmt.ErrCorrupt, done-k, done)
+			return fmt.Errorf("%w: a key repeats among entries %d to %d", snapfmt.ErrCorrupt, done-len(keys), done)
 		}
-	}
-	if err := sr.End(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	if m.Len() != count {

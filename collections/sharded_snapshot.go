@@ -87,30 +87,6 @@ func shMapLoad[K comparable, V any](pool *vmem.Pool, r io.Reader, opts []MapOpti
 	return s, nil
 }
 
-// snapLoadEntries reads count key/value entries and hands them to put in
-// batches of snapBatch, then checks the end of the snapshot.
-func snapLoadEntries[K, V any](sr *snapfmt.Reader, count int, put func(keys []K, vals []V) error) error {
-	kc, vc := snapCodecFor[K](), snapCodecFor[V]()
-	keys := make([]K, min(count, snapBatch))
-	vals := make([]V, len(keys))
-	for done := 0; done < count; {
-		k := min(len(keys), count-done)
-		for i := range k {
-			if err := kc.read(sr, &keys[i]); err != nil {
-				return err
-			}
-			if err := vc.read(sr, &vals[i]); err != nil {
-				return err
-			}
-		}
-		if err := put(keys[:k], vals[:k]); err != nil {
-			return err
-		}
-		done += k
-	}
-	return sr.End()
-}
-
 // Save writes the tree's entries to w as a snapshot (docs/snapshots.md),
 // in ascending key order and in the format of BTree.Save:
 // LoadShardedBTree or LoadBTree reads it back. Save is a reader: it may

@@ -156,3 +156,27 @@ func snapSaveEntries[K, V any](w io.Writer, h snapfmt.Header, n int, all iter.Se
 	}
 	return sw.close()
 }
+
+// snapLoadEntries reads count key/value entries and hands them to put in
+// batches of snapBatch, then checks the end of the snapshot.
+func snapLoadEntries[K, V any](sr *snapfmt.Reader, count int, put func(keys []K, vals []V) error) error {
+	kc, vc := snapCodecFor[K](), snapCodecFor[V]()
+	keys := make([]K, min(count, snapBatch))
+	vals := make([]V, len(keys))
+	for done := 0; done < count; {
+		k := min(len(keys), count-done)
+		for i := range k {
+			if err := kc.read(sr, &keys[i]); err != nil {
+				return err
+			}
+			if err := vc.read(sr, &vals[i]); err != nil {
+				return err
+			}
+		}
+		if err := put(keys[:k], vals[:k]); err != nil {
+			return err
+		}
+		done += k
+	}
+	return sr.End()
+}
