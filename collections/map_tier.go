@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/hostmem"
+	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/vmem"
 )
 
@@ -30,8 +31,8 @@ const (
 	tierBatchDrop = 256
 )
 
-// tierAdmitSample: one miss in this many is counted and offered to the
-// tier. Every key is sampled alike, so the sketch still ranks keys by
+// tierAdmitSample: one miss in this many (a power of two) is counted and
+// offered to the tier (fewer while offers fail: tierCore.admitMask). Every key is sampled alike, so the sketch still ranks keys by
 // frequency; and the misses not sampled stay short, which lets the CPU
 // keep the device loads of consecutive lookups in flight together (the
 // work of an admission on every miss made a miss cost twice as much).
@@ -187,15 +188,30 @@ func (m *Map[K, V]) getTiered(k *K, h uint64) (V, bool) {
 	}
 	s := tierSpread(h)
 	p := c.set(s)
+	if tierPrefetch {
+		m.prefetchHome(h)
+	}
 	if v, ok := m.tierGet(c, p, s, k, h); ok {
 		return v, true
 	}
 	c.count(s, cntMisses, 1)
 	v, ok := m.get(k, h)
-	if ok && rand.Uint32()%tierAdmitSample == 0 {
+	if ok && rand.Uint32()&c.admitMask(s) == 0 {
 		m.tierAdmit(c, p, s, k, h, &v)
 	}
 	return v, ok
+}
+
+var tierPrefetch = true
+
+// prefetchHome starts the cache miss of k's home control bytes (host
+// memory) before the tier's set is read, so that on a miss of the tier the
+// two misses overlap instead of adding up before the device load.
+func (m *Map[K, V]) prefetchHome(h uint64) {
+	t := m.t
+	b := mapHome(h, t.nb)
+	sg := &t.segs[b>>t.shift]
+	lineio.Prefetch(unsafe.Add(sg.fp, uintptr(b&t.mask)*uintptr(m.r.p)))
 }
 
 // tierGet looks k up in the set at p without a lock (see tier.go).
@@ -354,6 +370,7 @@ func (m *Map[K, V]) tierAdmit(c *tierCore, p unsafe.Pointer, s uint64, k *K, h u
 		// without taking the set's lock (a locked instruction here would
 		// cost the next lookup's device load; see tierCore.count).
 		c.count(s, cntRejects, 1)
+		c.offered(s, false)
 		return
 	}
 	seq, ok := c.lock(p)
@@ -367,8 +384,10 @@ func (m *Map[K, V]) tierAdmit(c *tierCore, p unsafe.Pointer, s uint64, k *K, h u
 	w, evict := c.victim(p)
 	if evict && c.sk.estimate(tierSpread(m.tierHashAt(c.slotAt(p, w)))) >= est {
 		c.count(s, cntRejects, 1)
+		c.offered(s, false)
 		return
 	}
+	c.offered(s, true)
 	if evict {
 		c.drop(p, w)
 	}

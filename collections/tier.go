@@ -124,11 +124,51 @@ const (
 	cntEvicts
 	cntRejects
 	cntSketch // the sketch's increments since it last aged (stripe 0)
+	cntWon    // recent offers to the tier that were admitted (see admitMask)
+	cntLost   // and those rejected
 )
 
 // count adds n to counter f of the stripe of spread hash s.
 func (c *tierCore) count(s uint64, f int, n uint64) {
-	*(*uint64)(unsafe.Add(c.cnt, uintptr(s>>8&(tierStripes-1))*64+uintptr(f)*8)) += n
+	*c.stripe(s, f) += n
+}
+
+// stripe returns counter f of the stripe of spread hash s.
+func (c *tierCore) stripe(s uint64, f int) *uint64 {
+	return (*uint64)(unsafe.Add(c.cnt, uintptr(s>>8&(tierStripes-1))*64+uintptr(f)*8))
+}
+
+// admitMask returns the mask of the misses of spread hash s's stripe
+// that are offered to the tier (offered when rand&mask is 0): one in
+// tierAdmitSample, or tierAdmitSparse times fewer while most recent offers
+// of the stripe were rejected (a uniform stream; a hot set already in).
+// An offer reads two lines of the sketch, which the next lookup's device
+// load then waits behind; offers that are rejected buy nothing.
+func (c *tierCore) admitMask(s uint64) uint32 {
+	if tierAdmitSample <= 1 {
+		return 0
+	}
+	if lost := *c.stripe(s, cntLost); lost > 8*(*c.stripe(s, cntWon))+32 {
+		return tierAdmitSample*tierAdmitSparse - 1
+	}
+	return tierAdmitSample - 1
+}
+
+// tierAdmitSparse: how much sparser offers are while they are rejected.
+var tierAdmitSparse uint32 = 8
+
+// offered records an offer's outcome for admitMask; the counts are halved
+// as they grow, so that they follow the last few hundred offers.
+func (c *tierCore) offered(s uint64, won bool) {
+	w, l := c.stripe(s, cntWon), c.stripe(s, cntLost)
+	if won {
+		*w++
+	} else {
+		*l++
+	}
+	if *w+*l >= 512 {
+		*w, *l = *w/2, *l/2
+	}
 }
 
 // total sums counter f over the stripes.
