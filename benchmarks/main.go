@@ -57,6 +57,11 @@ type config struct {
 	from        string
 	list        bool
 	goroutines  []int // the map suite's concurrency axis (suite_map_conc.go)
+	// dists are the key distributions of the map and btree suites
+	// (dist.go); distSet: -dist was given, so govram's cases report the
+	// hot tier's hit rate and the report shows it.
+	dists   []keyDist
+	distSet bool
 }
 
 // Defaults, and the -short ones (a smoke run: every case once, tiny).
@@ -93,6 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	from := fs.String("from", "", "redraw report.md and the plots from this results.json; run nothing")
 	list := fs.Bool("list", false, "print the cases that would run, and exit")
 	goroutines := fs.String("goroutines", defaultGoroutines, "map suite: lookups from this many goroutines at once, comma-separated (Get one at a time, GetBatch of 64, 4096 and 1e6 keys; aggregate keys/s)")
+	dist := fs.String("dist", defaultDists, "map and btree suites: key distributions of lookups and overwrites of present keys, comma-separated: uniform, zipf<s> (zipf0.99, zipf1.1; rank 0 the hottest, ranks spread over the keys by a fixed permutation); cases of a distribution other than uniform are named op@dist, and govram's report the hot tier's hit rate")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -133,6 +139,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.goroutines, err = parseGoroutines(*goroutines); err != nil {
 		return nil, err
 	}
+	if c.dists, err = parseDists(*dist); err != nil {
+		return nil, err
+	}
+	c.distSet = set["dist"]
 	if c.target, c.iters, err = parseTime(*tm); err != nil {
 		return nil, err
 	}
@@ -217,8 +227,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	res := newResults(dev, cfg, args)
 	fmt.Fprintf(stdout, "govram benchmarks: %s", dev.Info())
-	fmt.Fprintf(stdout, "cpu: %s, %d cores; suites %s; sizes %s; -time %s -count %d\n", res.Machine.CPU,
-		res.Machine.Cores, strings.Join(cfg.suites, ","), sizesText(cfg.sizes), cfg.timeFlag, cfg.count)
+	fmt.Fprintf(stdout, "cpu: %s, %d cores; suites %s; sizes %s; -time %s -count %d%s\n", res.Machine.CPU,
+		res.Machine.Cores, strings.Join(cfg.suites, ","), sizesText(cfg.sizes), cfg.timeFlag, cfg.count, distText(res.Config.Dists))
 
 	spec := measureSpec{target: cfg.target, iters: cfg.iters, count: cfg.count}
 	guess := time.Duration(cfg.count)*cfg.target + cfg.target/2
@@ -310,11 +320,19 @@ func newResults(dev *vmem.Device, cfg *config, args []string) *Results {
 	if cfg.deadline > 0 {
 		res.Config.Deadline = cfg.deadline.String()
 	}
+	if cfg.distSet {
+		res.Config.Dists = distNames(cfg.dists)
+	}
 	for _, name := range cfg.suites {
 		s := suiteByName(name)
 		sd := SuiteDoc{Name: s.Name, About: s.About}
 		for _, o := range s.Ops {
 			sd.Ops = append(sd.Ops, OpDoc(o))
+		}
+		if s.Dist && cfg.distSet {
+			sd.Ops = append(sd.Ops, OpDoc{Op: "<op>@<dist>", What: "the operation with its keys drawn from -dist distribution <dist> " +
+				"(zipf<s>: Zipf ranks of exponent s spread over the present keys by a fixed permutation); without @, uniform. " +
+				"govram hit%: the share of govram's lookups its hot tier answered during the timed runs (empty where none was measured)"})
 		}
 		res.Suites = append(res.Suites, sd)
 	}

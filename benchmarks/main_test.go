@@ -7,13 +7,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/govram/govram/collections"
 	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
@@ -497,5 +500,114 @@ func TestMeasureSubNanosecond(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Errorf("a case measured once ran %d times", calls)
+	}
+}
+
+// TestDistRun runs the map and btree suites under two key distributions
+// and checks the report has the cases of both and the hit rate column.
+func TestDistRun(t *testing.T) {
+	t.Setenv(vmem.EnvBackend, os.Getenv(vmem.EnvBackend))
+	dir := t.TempDir()
+	args := []string{"-backend", "host", "-suites", "map,btree", "-sizes", "1e3", "-time", "200x", "-count", "1",
+		"-goroutines", "1", "-dist", "uniform,zipf1.1", "-out", dir}
+	var out, errs bytes.Buffer
+	if code := run(args, &out, &errs); code != 0 {
+		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errs.String())
+	}
+	res, err := readJSON(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(res.Config.Dists, ","); got != "uniform,zipf1.1" {
+		t.Errorf("results.json's dists = %q", got)
+	}
+	for _, c := range res.Cases {
+		if c.Status == StatusFailed {
+			t.Errorf("%s %s failed: %s", c.Name(), c.Impl, c.Note)
+		}
+	}
+	report := string(mustRead(t, filepath.Join(dir, "report.md")))
+	for _, want := range []string{
+		"| get-hit | 1e3 |", "| get-hit@zipf1.1 | 1e3 |", "| put | 1e3 |", "| put@zipf1.1 | 1e3 |",
+		"| get | 1e3 |", "| get@zipf1.1 | 1e3 |", "| range | 1e3 |", "| range@zipf1.1 | 1e3 |",
+		" govram hit% |", "-dist uniform,zipf1.1", "<op>@<dist>",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q\n%s", want, report)
+		}
+	}
+	// Variants follow their uniform operation.
+	if i, j, k := strings.Index(report, "| get-hit | 1e3"), strings.Index(report, "| get-hit@zipf1.1 | 1e3"),
+		strings.Index(report, "| get-miss | 1e3"); !(i < j && j < k) {
+		t.Errorf("get-hit, get-hit@zipf1.1 and get-miss out of order: %d %d %d", i, j, k)
+	}
+}
+
+// TestDist checks the parsing of -dist, the draws and the hit rate metric.
+func TestDist(t *testing.T) {
+	ds, err := parseDists("uniform, zipf0.99,zipf1.1,zipf1.1")
+	if err != nil || strings.Join(distNames(ds), ",") != "uniform,zipf0.99,zipf1.1" {
+		t.Fatalf("parseDists: %v, %v", distNames(ds), err)
+	}
+	for _, bad := range []string{"", "zipf", "zipf1", "zipf-2", "normal", "zipfx"} {
+		if _, err := parseDists(bad); err == nil {
+			t.Errorf("parseDists(%q) accepted", bad)
+		}
+	}
+	if got := distOps([]string{"build", "get", "put"}, ds, "get"); strings.Join(got, " ") != "build get get@zipf0.99 get@zipf1.1 put" {
+		t.Errorf("distOps = %v", got)
+	}
+	// Uniform draws are the suites' probes of old.
+	if a, b := drawIdx(1000, 100, 2, ds[0]), randomIdx(1000, 100, 2); !slices.Equal(a, b) {
+		t.Error("uniform draws differ from randomIdx")
+	}
+	const n = 100_000
+	for _, d := range ds[1:] {
+		idx := drawIdx(n, 1<<16, 7, d)
+		counts := map[int]int{}
+		for _, j := range idx {
+			if j < 0 || j >= n {
+				t.Fatalf("%s: index %d out of [0, %d)", d.name, j, n)
+			}
+			counts[j]++
+		}
+		// Skewed: far fewer distinct keys than draws, the hottest key drawn
+		// often; spread: the hottest keys are not the first ones.
+		hot := slices.SortedFunc(maps.Keys(counts), func(a, b int) int { return counts[b] - counts[a] })[:10]
+		if len(counts) > len(idx)/2 || counts[hot[0]] < len(idx)/100 {
+			t.Errorf("%s: %d distinct keys of %d draws, the hottest drawn %d times", d.name, len(counts), len(idx), counts[hot[0]])
+		}
+		if slices.Max(hot) < n/10 {
+			t.Errorf("%s: the hottest keys %v are all at the start", d.name, hot)
+		}
+	}
+	// The hot tier's hit rate of a loop of Gets.
+	dev, err := vmem.Open(vmem.Options{Backend: vmem.BackendHost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	m, err := collections.NewMap[uint64, uint64](dev, collections.WithHostCache(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for i := range 1000 {
+		if err := m.Put(key(i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hits := mapHits(&env{cfg: &config{distSet: true}}, m.Stats)
+	b := &B{N: 1000}
+	mk := hits.mark()
+	for i := range b.N {
+		m.Get(key(i % 4))
+	}
+	hits.report(b, mk)
+	if h, ok := b.metrics["hit%"]; !ok || h < 50 || h > 100 {
+		t.Errorf("hit%% = %v, %v; want the hot keys answered by the tier", h, ok)
+	}
+	if mapHits(&env{cfg: &config{}}, m.Stats) != nil {
+		t.Error("a hit counter without -dist")
 	}
 }

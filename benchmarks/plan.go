@@ -33,6 +33,8 @@ type group struct {
 	// first is the primary one.
 	Baselines []string
 	Impls     []*impl
+	// HitRate: the report shows govram's hot tier hit rate (-dist).
+	HitRate bool
 }
 
 // impl is one implementation of a group.
@@ -101,4 +103,6 @@ type suite struct {
 	Groups func(e *env, size int) []*group
 	// Once: the suite does not depend on -sizes (Groups gets size 0).
 	Once bool
+	// Dist: the suite runs some operations under every -dist distribution.
+	Dist bool
 }

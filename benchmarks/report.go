@@ -54,6 +54,7 @@ type groupView struct {
 	impls     []ImplDesc
 	sizes     []int
 	ops       []string
+	hitRate   bool // a column of govram's hot tier hit rate (-dist)
 }
 
 // groupViews collects the groups of a suite, in the order they ran.
@@ -70,6 +71,7 @@ func groupViews(res *Results, suite string) []*groupView {
 			byName[g.Name] = v
 			vs = append(vs, v)
 		}
+		v.hitRate = v.hitRate || g.HitRate
 		if !slices.Contains(v.sizes, g.Size) {
 			v.sizes = append(v.sizes, g.Size)
 		}
@@ -98,8 +100,10 @@ func groupViews(res *Results, suite string) []*groupView {
 			if s.Name != suite {
 				continue
 			}
+			// An operation under a -dist distribution (get@zipf1.1)
+			// follows its uniform one.
 			pos := func(op string) int {
-				i := slices.IndexFunc(s.Ops, func(d OpDoc) bool { return d.Op == op })
+				i := slices.IndexFunc(s.Ops, func(d OpDoc) bool { return d.Op == distBase(op) })
 				if i < 0 {
 					return len(s.Ops)
 				}
@@ -136,8 +140,8 @@ func reportMarkdown(b *strings.Builder, res *Results, plots map[string]string) {
 		res.Started.UTC().Format("2006-01-02 15:04 MST"), res.Finished.Sub(res.Started).Round(time.Second),
 		len(res.Cases), ok, skipped, failed)
 	fmt.Fprintf(b, "Command: `cd benchmarks && go run .%s`  \n", commandArgs(res.Command))
-	fmt.Fprintf(b, "Sizes %s, -time %s, -count %d%s.\n\n", sizesText(res.Config.Sizes), res.Config.Time,
-		res.Config.Count, map[bool]string{true: ", -short", false: ""}[res.Config.Short])
+	fmt.Fprintf(b, "Sizes %s, -time %s, -count %d%s%s.\n\n", sizesText(res.Config.Sizes), res.Config.Time,
+		res.Config.Count, map[bool]string{true: ", -short", false: ""}[res.Config.Short], strings.Replace(distText(res.Config.Dists), " ", ", ", 1))
 	if res.Partial {
 		b.WriteString("> **Partial results**: the run stopped before it finished (the process ended early); " +
 			"these are the cases measured until then.\n\n")
@@ -325,7 +329,12 @@ func writeGroup(b *strings.Builder, ix *index, v *groupView) {
 	for _, e := range extra {
 		fmt.Fprintf(b, " govram vs %s |", mdEscape(e))
 	}
-	b.WriteString("\n| --- | --- |" + strings.Repeat(" --- |", len(v.impls)+len(extra)) + "\n")
+	ncol := len(v.impls) + len(extra)
+	if v.hitRate {
+		b.WriteString(" govram hit% |")
+		ncol++
+	}
+	b.WriteString("\n| --- | --- |" + strings.Repeat(" --- |", ncol) + "\n")
 	var details []*CaseResult
 	for _, op := range v.ops {
 		for _, n := range v.sizes {
@@ -351,11 +360,27 @@ func writeGroup(b *strings.Builder, ix *index, v *groupView) {
 				}
 				cells = append(cells, cell)
 			}
+			if v.hitRate {
+				cells = append(cells, hitCell(ix.get(v.name, op, n, "govram")))
+			}
 			fmt.Fprintf(b, "| %s | %s | %s |\n", op, sizeName(n), strings.Join(cells, " | "))
 		}
 	}
 	b.WriteString("\n")
 	writeDetails(b, details)
+}
+
+// hitCell is the hot tier's hit rate over c's timed loops (metric hit%),
+// empty where c measured none.
+func hitCell(c *CaseResult) string {
+	if c == nil || c.Status != StatusOK {
+		return ""
+	}
+	h, ok := c.Metrics["hit%"]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%.1f%%", h)
 }
 
 // cellText is a table cell: median ±spread (×ratio).

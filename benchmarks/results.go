@@ -44,6 +44,8 @@ type RunConfig struct {
 	Short       bool     `json:"short"`
 	CapacityMax uint64   `json:"capacity_max"`
 	Deadline    string   `json:"deadline,omitempty"`
+	// Dists are the -dist key distributions, when the flag was given.
+	Dists []string `json:"dists,omitempty"`
 }
 
 // SuiteDoc describes a suite that ran.
@@ -66,6 +68,9 @@ type GroupDesc struct {
 	Size      int        `json:"size"`
 	Baselines []string   `json:"baselines"`
 	Impls     []ImplDesc `json:"impls"`
+	// HitRate: the group's table has a column of govram's hot tier hit
+	// rate (metric hit%), empty where the case measured none.
+	HitRate bool `json:"hit_rate,omitempty"`
 }
 
 // ImplDesc names an implementation and its role.

@@ -57,7 +57,7 @@ type runner struct {
 func (r *runner) run(gs []*group) {
 	for i, g := range gs {
 		r.groupEnd = r.groupDeadline(len(gs) - i)
-		gd := GroupDesc{Suite: g.Suite, Name: g.Name, Size: g.Size, Baselines: g.Baselines}
+		gd := GroupDesc{Suite: g.Suite, Name: g.Name, Size: g.Size, Baselines: g.Baselines, HitRate: g.HitRate}
 		for _, im := range g.Impls {
 			gd.Impls = append(gd.Impls, ImplDesc{Name: im.Name, Role: im.Role})
 			for _, o := range im.Ops {

@@ -19,6 +19,7 @@ const rangeLen = 100
 func btreeSuite() *suite {
 	return &suite{
 		Name: "btree",
+		Dist: true,
 		About: "collections.BTree[uint64, uint64] against google/btree's BTreeG (degree 32, the baseline) and the " +
 			"naive path (sorted key and value arrays in one mapped block, binary search with plain loads). " +
 			"Keys are even numbers, built in ascending order.",
@@ -31,8 +32,8 @@ func btreeSuite() *suite {
 			{"scan", "visit entries in ascending order (Ascend); one operation is one entry"},
 		},
 		Groups: func(e *env, n int) []*group {
-			return []*group{{Suite: "btree", Name: "btree", Size: n, Baselines: []string{"google/btree"},
-				Impls: []*impl{btGovram(e, n), btNaive(e, n), btGoogle(n)}}}
+			return []*group{{Suite: "btree", Name: "btree", Size: n, Baselines: []string{"google/btree"}, HitRate: e.cfg.distSet,
+				Impls: []*impl{btGovram(e, n), btNaive(e, n), btGoogle(e, n)}}}
 		},
 	}
 }
@@ -65,21 +66,52 @@ type btOps struct {
 	ascend func(from uint64, fn func(k, v uint64) bool) // from: first key >= from
 }
 
-func (o btOps) add(fx *fixture, n int) {
+// btDistOps are the operations run under every -dist distribution.
+var btDistOps = []string{"get", "range"}
+
+// btHits returns govram's hot tier counters of t when -dist was given.
+func btHits(e *env, t *collections.BTree[uint64, uint64]) hitCounter {
+	if !e.cfg.distSet {
+		return nil
+	}
+	// BTreeStats has no hot tier counters yet: with BTreeStats.Cache, this
+	// line becomes return func() (uint64, uint64) { c := t.Stats().Cache; return c.Hits, c.Misses }
+	return nil
+}
+
+// add adds the cases; get and range under each of e's distributions,
+// hits reading govram's hot tier counters (nil for the others).
+func (o btOps) add(e *env, fx *fixture, n int, hits hitCounter) {
 	p := newBtProbes(n)
-	fx.add("get", func(b *B) error {
-		var sum uint64
-		missed := 0
-		for i := range b.N {
-			v, ok := o.get(p.hit[i&(probeLen-1)])
-			if !ok {
-				missed++
-			}
-			sum += v
+	hitOf := make([][]uint64, len(e.dists()))
+	for i, d := range e.dists() {
+		if d.uniform() {
+			hitOf[i] = p.hit
+			continue
 		}
-		sink += sum
-		return checkHits(missed, b.N)
-	})
+		hitOf[i] = make([]uint64, probeLen)
+		for k, j := range drawIdx(n, probeLen, 4, d) {
+			hitOf[i][k] = orderedKey(j)
+		}
+	}
+	for i, d := range e.dists() {
+		hit := hitOf[i]
+		fx.add(d.op("get"), func(b *B) error {
+			var sum uint64
+			missed := 0
+			m := hits.mark()
+			for i := range b.N {
+				v, ok := o.get(hit[i&(probeLen-1)])
+				if !ok {
+					missed++
+				}
+				sum += v
+			}
+			hits.report(b, m)
+			sink += sum
+			return checkHits(missed, b.N)
+		})
+	}
 	if o.put != nil {
 		fx.add("insert", batchOp(len(p.ins), func(j int) error { return o.put(p.ins[j], 1) },
 			func(j int) error { _, err := o.del(p.ins[j]); return err }))
@@ -91,21 +123,26 @@ func (o btOps) add(fx *fixture, n int) {
 			return err
 		}, func(j int) error { return o.put(p.del[j], p.del[j]/2-1) }))
 	}
-	fx.add("range", func(b *B) error {
-		visited := 0
-		for i := range b.N {
-			from := p.hit[i&(probeLen-1)]
-			seen := 0
-			o.ascend(from, func(k, v uint64) bool {
-				sink += v
-				seen++
-				return seen < rangeLen
-			})
-			visited += seen
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(visited, 1)), "ns/entry")
-		return nil
-	})
+	for i, d := range e.dists() {
+		hit := hitOf[i]
+		fx.add(d.op("range"), func(b *B) error {
+			visited := 0
+			m := hits.mark()
+			for i := range b.N {
+				from := hit[i&(probeLen-1)]
+				seen := 0
+				o.ascend(from, func(k, v uint64) bool {
+					sink += v
+					seen++
+					return seen < rangeLen
+				})
+				visited += seen
+			}
+			hits.report(b, m)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(visited, 1)), "ns/entry")
+			return nil
+		})
+	}
 	fx.add("scan", func(b *B) error {
 		for left := b.N; left > 0; {
 			before := left
@@ -156,7 +193,7 @@ func batchOp(batch int, do, undo func(j int) error) benchFunc {
 
 func btGovram(e *env, n int) *impl {
 	return &impl{
-		Name: "govram", Role: RoleGovram, Ops: []string{"build", "build#bulk", "get", "insert", "delete", "range", "scan"},
+		Name: "govram", Role: RoleGovram, Ops: distOps([]string{"build", "build#bulk", "get", "insert", "delete", "range", "scan"}, e.dists(), btDistOps...),
 		Need: func() (uint64, uint64) { return uint64(n) * 4, uint64(n) * 80 },
 		Setup: func() (*fixture, error) {
 			t, err := collections.NewBTreeOrdered[uint64, uint64](e.dev)
@@ -185,7 +222,7 @@ func btGovram(e *env, n int) *impl {
 				ascend: func(from uint64, fn func(k, v uint64) bool) {
 					t.AscendGreaterOrEqual(from, fn)
 				},
-			}.add(fx, n)
+			}.add(e, fx, n, btHits(e, t))
 			fx.add("build#bulk", bulkLoadOp(e, n))
 			return fx, nil
 		},
@@ -238,9 +275,9 @@ type btItem struct{ k, v uint64 }
 
 func btLess(a, b btItem) bool { return a.k < b.k }
 
-func btGoogle(n int) *impl {
+func btGoogle(e *env, n int) *impl {
 	return &impl{
-		Name: "google/btree", Role: RoleBaseline, Ops: []string{"build", "get", "insert", "delete", "range", "scan"},
+		Name: "google/btree", Role: RoleBaseline, Ops: distOps([]string{"build", "get", "insert", "delete", "range", "scan"}, e.dists(), btDistOps...),
 		Need: func() (uint64, uint64) { return uint64(n) * 40, 0 },
 		Setup: func() (*fixture, error) {
 			start := time.Now()
@@ -256,7 +293,7 @@ func btGoogle(n int) *impl {
 				ascend: func(from uint64, fn func(k, v uint64) bool) {
 					t.AscendGreaterOrEqual(btItem{k: from}, func(it btItem) bool { return fn(it.k, it.v) })
 				},
-			}.add(fx, n)
+			}.add(e, fx, n, nil)
 			return fx, nil
 		},
 	}
@@ -264,7 +301,7 @@ func btGoogle(n int) *impl {
 
 func btNaive(e *env, n int) *impl {
 	return &impl{
-		Name: "naive", Role: RoleNaive, Ops: []string{"build", "get", "range", "scan"},
+		Name: "naive", Role: RoleNaive, Ops: distOps([]string{"build", "get", "range", "scan"}, e.dists(), btDistOps...),
 		Need: func() (uint64, uint64) { return 0, uint64(n) * 16 },
 		Setup: func() (*fixture, error) {
 			blk, u, err := mappedU64s(e.dev, 2*n)
@@ -294,7 +331,7 @@ func btNaive(e *env, n int) *impl {
 						}
 					}
 				},
-			}.add(fx, n)
+			}.add(e, fx, n, nil)
 			return fx, nil
 		},
 	}

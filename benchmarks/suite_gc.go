@@ -30,11 +30,11 @@ func gcSuite() *suite {
 			}
 			return []*group{
 				{Suite: "gc", Name: "gc-map", Size: n, Baselines: []string{"go map"},
-					Impls: wrap(mapGovram(e, n), mapGo(n))},
+					Impls: wrap(mapGovram(e, n), mapGo(e, n))},
 				{Suite: "gc", Name: "gc-map-string", Size: n, Baselines: []string{"go map", "fastcache"},
-					Impls: wrap(smapGovram(e, n), smapGo(n), smapFastcache(n))},
+					Impls: wrap(smapGovram(e, n), smapGo(e, n), smapFastcache(e, n))},
 				{Suite: "gc", Name: "gc-btree", Size: n, Baselines: []string{"google/btree"},
-					Impls: wrap(btGovram(e, n), btGoogle(n))},
+					Impls: wrap(btGovram(e, n), btGoogle(e, n))},
 				{Suite: "gc", Name: "gc-slice", Size: n, Baselines: []string{"[]uint64"},
 					Impls: wrap(sliceGovram(e, n), sliceHeap(n))},
 			}

@@ -19,6 +19,7 @@ const delBatch = 4096
 func mapSuite() *suite {
 	return &suite{
 		Name: "map",
+		Dist: true,
 		About: "collections.Map against Go's map (the baseline), the naive path (an open-addressing table " +
 			"in one mapped block, plain loads and stores) and, for string keys, fastcache (off-heap, " +
 			"[]byte keys and values). map: uint64 keys and values; map-string: 21-byte string keys, " +
@@ -33,16 +34,19 @@ func mapSuite() *suite {
 		},
 		Groups: func(e *env, n int) []*group {
 			return []*group{
-				{Suite: "map", Name: "map", Size: n, Baselines: []string{"go map"},
-					Impls: []*impl{mapGovram(e, n), mapNaive(e, n), mapGo(n)}},
-				{Suite: "map", Name: "map-string", Size: n, Baselines: []string{"go map", "fastcache"},
-					Impls: []*impl{smapGovram(e, n), smapGo(n), smapFastcache(n)}},
+				{Suite: "map", Name: "map", Size: n, Baselines: []string{"go map"}, HitRate: e.cfg.distSet,
+					Impls: []*impl{mapGovram(e, n), mapNaive(e, n), mapGo(e, n)}},
+				{Suite: "map", Name: "map-string", Size: n, Baselines: []string{"go map", "fastcache"}, HitRate: e.cfg.distSet,
+					Impls: []*impl{smapGovram(e, n), smapGo(e, n), smapFastcache(e, n)}},
 			}
 		},
 	}
 }
 
 var mapOps = []string{"build", "get-hit", "get-miss", "put", "delete"}
+
+// mapDistOps are the operations run under every -dist distribution.
+var mapDistOps = []string{"get-hit", "put"}
 
 // govramMapOps adds the batch variants: GetMany and PutMany of mapBatch
 // keys, reported as the implementation "govram/batch".
@@ -102,22 +106,48 @@ func newU64Probes(n int) *u64Probes {
 	return p
 }
 
-// u64MapOps builds the map operations from get, put and del.
-func u64MapOps(fx *fixture, n int, get func(uint64) (uint64, bool), put func(k, v uint64) error, del func(uint64) bool) {
+// u64Hits returns probeLen present keys of a map of n drawn from d.
+func u64Hits(n int, d keyDist) []uint64 {
+	hit := make([]uint64, probeLen)
+	for i, j := range drawIdx(n, probeLen, 2, d) {
+		hit[i] = key(j)
+	}
+	return hit
+}
+
+// u64MapOps builds the map operations from get, put and del: get-hit and
+// put under each of e's distributions, hits reading govram's hot tier
+// counters (nil for the others).
+func u64MapOps(e *env, fx *fixture, n int, get func(uint64) (uint64, bool), put func(k, v uint64) error, del func(uint64) bool, hits hitCounter) {
 	p := newU64Probes(n)
-	fx.add("get-hit", func(b *B) error {
-		var sum uint64
-		missed := 0
-		for i := range b.N {
-			v, ok := get(p.hit[i&(probeLen-1)])
-			if !ok {
-				missed++
-			}
-			sum += v
+	hitsOf := map[string][]uint64{}
+	probes := func(d keyDist) []uint64 {
+		if d.uniform() {
+			return p.hit
 		}
-		sink += sum
-		return checkHits(missed, b.N)
-	})
+		if hitsOf[d.name] == nil {
+			hitsOf[d.name] = u64Hits(n, d)
+		}
+		return hitsOf[d.name]
+	}
+	for _, d := range e.dists() {
+		hit := probes(d)
+		fx.add(d.op("get-hit"), func(b *B) error {
+			var sum uint64
+			missed := 0
+			m := hits.mark()
+			for i := range b.N {
+				v, ok := get(hit[i&(probeLen-1)])
+				if !ok {
+					missed++
+				}
+				sum += v
+			}
+			hits.report(b, m)
+			sink += sum
+			return checkHits(missed, b.N)
+		})
+	}
 	fx.add("get-miss", func(b *B) error {
 		found := 0
 		for i := range b.N {
@@ -130,14 +160,19 @@ func u64MapOps(fx *fixture, n int, get func(uint64) (uint64, bool), put func(k, 
 		}
 		return nil
 	})
-	fx.add("put", func(b *B) error {
-		for i := range b.N {
-			if err := put(p.hit[i&(probeLen-1)], uint64(i)); err != nil {
-				return err
+	for _, d := range e.dists() {
+		hit := probes(d)
+		fx.add(d.op("put"), func(b *B) error {
+			m := hits.mark()
+			for i := range b.N {
+				if err := put(hit[i&(probeLen-1)], uint64(i)); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
-	})
+			hits.report(b, m)
+			return nil
+		})
+	}
 	fx.add("delete", deleteOp(len(p.del), func(j int) bool { return del(p.del[j]) },
 		func(j int) error { return put(p.del[j], uint64(j)) }))
 }
@@ -175,7 +210,7 @@ func deleteOp(batch int, del func(j int) bool, putBack func(j int) error) benchF
 
 func mapGovram(e *env, n int) *impl {
 	return &impl{
-		Name: "govram", Role: RoleGovram, Ops: append(govramMapOps[:len(govramMapOps):len(govramMapOps)], concOpNames(e)...),
+		Name: "govram", Role: RoleGovram, Ops: append(distOps(govramMapOps, e.dists(), mapDistOps...), concOpNames(e)...),
 		Need: func() (uint64, uint64) { return uint64(n) * 4, uint64(n) * 48 },
 		Setup: func() (*fixture, error) {
 			m, err := collections.NewMap[uint64, uint64](e.dev, collections.WithCapacity(n))
@@ -195,7 +230,7 @@ func mapGovram(e *env, n int) *impl {
 				return nil, err
 			}
 			fx := &fixture{built: built, buildTime: took, buildNote: note, entries: n, close: m.Close, mem: builtMem(e.dev)}
-			u64MapOps(fx, n, m.Get, m.Put, m.Delete)
+			u64MapOps(e, fx, n, m.Get, m.Put, m.Delete, mapHits(e, m.Stats))
 			p := newU64Probes(n)
 			vals := make([]uint64, len(p.hit))
 			for i := range vals {
@@ -210,7 +245,7 @@ func mapGovram(e *env, n int) *impl {
 
 func mapNaive(e *env, n int) *impl {
 	return &impl{
-		Name: "naive", Role: RoleNaive, Ops: mapOps[1:], // built in host memory and copied: no build case
+		Name: "naive", Role: RoleNaive, Ops: distOps(mapOps[1:], e.dists(), mapDistOps...), // built in host memory and copied: no build case
 		Need: func() (uint64, uint64) { return uint64(n) * 64, uint64(n) * 64 },
 		Setup: func() (*fixture, error) {
 			m, err := newNaiveMap(e.dev, n, func(put func(k, v uint64)) {
@@ -222,15 +257,15 @@ func mapNaive(e *env, n int) *impl {
 				return nil, err
 			}
 			fx := &fixture{entries: n, close: func() error { return m.close(e.dev) }, mem: builtMem(e.dev)}
-			u64MapOps(fx, n, m.get, func(k, v uint64) error { m.put(k, v); return nil }, m.del)
+			u64MapOps(e, fx, n, m.get, func(k, v uint64) error { m.put(k, v); return nil }, m.del, nil)
 			return fx, nil
 		},
 	}
 }
 
-func mapGo(n int) *impl {
+func mapGo(e *env, n int) *impl {
 	return &impl{
-		Name: "go map", Role: RoleBaseline, Ops: mapOps,
+		Name: "go map", Role: RoleBaseline, Ops: distOps(mapOps, e.dists(), mapDistOps...),
 		Need: func() (uint64, uint64) { return uint64(n) * 48, 0 },
 		Setup: func() (*fixture, error) {
 			start := time.Now()
@@ -239,14 +274,14 @@ func mapGo(n int) *impl {
 				m[key(i)] = uint64(i)
 			}
 			fx := &fixture{built: n, buildTime: time.Since(start), entries: n, mem: builtMem(nil)}
-			u64MapOps(fx, n,
+			u64MapOps(e, fx, n,
 				func(k uint64) (uint64, bool) { v, ok := m[k]; return v, ok },
 				func(k, v uint64) error { m[k] = v; return nil },
 				func(k uint64) bool {
 					before := len(m)
 					delete(m, k)
 					return len(m) < before
-				})
+				}, nil)
 			return fx, nil
 		},
 	}
@@ -286,9 +321,31 @@ func newStrProbes(n int) *strProbes {
 
 var smapOps = mapOps
 
+// strHitSet is string probes of present keys: their indices, the keys as
+// strings and as bytes.
+type strHitSet struct {
+	idx  []int
+	hit  []string
+	hitB [][]byte
+}
+
+// hits returns the probes of present keys drawn from d: p's own for
+// uniform, strProbeLen new ones otherwise.
+func (p *strProbes) hits(n int, d keyDist) strHitSet {
+	if d.uniform() {
+		return strHitSet{p.hitI, p.hit, p.hitB}
+	}
+	q := strHitSet{idx: drawIdx(n, strProbeLen, 2, d)}
+	for _, j := range q.idx {
+		q.hit = append(q.hit, strKey(j))
+		q.hitB = append(q.hitB, []byte(strKey(j)))
+	}
+	return q
+}
+
 func smapGovram(e *env, n int) *impl {
 	return &impl{
-		Name: "govram", Role: RoleGovram, Ops: govramMapOps,
+		Name: "govram", Role: RoleGovram, Ops: distOps(govramMapOps, e.dists(), mapDistOps...),
 		Need: func() (uint64, uint64) { return uint64(n) * 4, uint64(n) * 160 },
 		Setup: func() (*fixture, error) {
 			m, err := collections.NewMap[string, string](e.dev, collections.WithCapacity(n))
@@ -316,18 +373,26 @@ func smapGovram(e *env, n int) *impl {
 			for i, j := range p.hitI {
 				vals[i] = strVal(j, 1)
 			}
-			fx.add("get-hit", func(b *B) error {
-				missed, total := 0, 0
-				for i := range b.N {
-					v, ok := m.Get(p.hit[i&(strProbeLen-1)])
-					if !ok {
-						missed++
+			hits := mapHits(e, m.Stats)
+			sets := make([]strHitSet, len(e.dists()))
+			for i, d := range e.dists() {
+				sets[i] = p.hits(n, d)
+				q := sets[i]
+				fx.add(d.op("get-hit"), func(b *B) error {
+					missed, total := 0, 0
+					mk := hits.mark()
+					for i := range b.N {
+						v, ok := m.Get(q.hit[i&(strProbeLen-1)])
+						if !ok {
+							missed++
+						}
+						total += len(v)
 					}
-					total += len(v)
-				}
-				sink += uint64(total)
-				return checkHits(missed, b.N)
-			})
+					hits.report(b, mk)
+					sink += uint64(total)
+					return checkHits(missed, b.N)
+				})
+			}
 			fx.add("get-miss", func(b *B) error {
 				for i := range b.N {
 					if _, ok := m.Get(p.miss[i&(strProbeLen-1)]); ok {
@@ -336,15 +401,20 @@ func smapGovram(e *env, n int) *impl {
 				}
 				return nil
 			})
-			fx.add("put", func(b *B) error {
-				for i := range b.N {
-					j := i & (strProbeLen - 1)
-					if err := m.Put(p.hit[j], vals[j]); err != nil {
-						return err
+			for i, d := range e.dists() {
+				q, qv := sets[i], strPutVals(d, sets[i], vals)
+				fx.add(d.op("put"), func(b *B) error {
+					mk := hits.mark()
+					for i := range b.N {
+						j := i & (strProbeLen - 1)
+						if err := m.Put(q.hit[j], qv[j]); err != nil {
+							return err
+						}
 					}
-				}
-				return nil
-			})
+					hits.report(b, mk)
+					return nil
+				})
+			}
 			fx.add("delete", deleteOp(len(p.del), func(j int) bool { return m.Delete(p.delK[j]) },
 				func(j int) error { return m.Put(p.delK[j], strVal(p.del[j], 0)) }))
 			manyOps(fx, m, p.hit, vals)
@@ -353,9 +423,9 @@ func smapGovram(e *env, n int) *impl {
 	}
 }
 
-func smapGo(n int) *impl {
+func smapGo(e *env, n int) *impl {
 	return &impl{
-		Name: "go map", Role: RoleBaseline, Ops: smapOps,
+		Name: "go map", Role: RoleBaseline, Ops: distOps(smapOps, e.dists(), mapDistOps...),
 		Need: func() (uint64, uint64) { return uint64(n) * 160, 0 },
 		Setup: func() (*fixture, error) {
 			start := time.Now()
@@ -371,18 +441,23 @@ func smapGo(n int) *impl {
 			for i, j := range p.hitI {
 				vals[i] = strVal(j, 1)
 			}
-			fx.add("get-hit", func(b *B) error {
-				missed, total := 0, 0
-				for i := range b.N {
-					v, ok := m[p.hit[i&(strProbeLen-1)]]
-					if !ok {
-						missed++
+			sets := make([]strHitSet, len(e.dists()))
+			for i, d := range e.dists() {
+				sets[i] = p.hits(n, d)
+				q := sets[i]
+				fx.add(d.op("get-hit"), func(b *B) error {
+					missed, total := 0, 0
+					for i := range b.N {
+						v, ok := m[q.hit[i&(strProbeLen-1)]]
+						if !ok {
+							missed++
+						}
+						total += len(v)
 					}
-					total += len(v)
-				}
-				sink += uint64(total)
-				return checkHits(missed, b.N)
-			})
+					sink += uint64(total)
+					return checkHits(missed, b.N)
+				})
+			}
 			fx.add("get-miss", func(b *B) error {
 				for i := range b.N {
 					if _, ok := m[p.miss[i&(strProbeLen-1)]]; ok {
@@ -391,13 +466,16 @@ func smapGo(n int) *impl {
 				}
 				return nil
 			})
-			fx.add("put", func(b *B) error {
-				for i := range b.N {
-					j := i & (strProbeLen - 1)
-					m[p.hit[j]] = vals[j]
-				}
-				return nil
-			})
+			for i, d := range e.dists() {
+				q, qv := sets[i], strPutVals(d, sets[i], vals)
+				fx.add(d.op("put"), func(b *B) error {
+					for i := range b.N {
+						j := i & (strProbeLen - 1)
+						m[q.hit[j]] = qv[j]
+					}
+					return nil
+				})
+			}
 			fx.add("delete", deleteOp(len(p.del), func(j int) bool {
 				before := len(m)
 				delete(m, p.delK[j])
@@ -416,9 +494,9 @@ func fastcacheBytes(n int) int {
 	return 32<<20 + 4*n*(4+strKeyLen+strValLen)
 }
 
-func smapFastcache(n int) *impl {
+func smapFastcache(e *env, n int) *impl {
 	return &impl{
-		Name: "fastcache", Role: RoleBaseline, Ops: smapOps,
+		Name: "fastcache", Role: RoleBaseline, Ops: distOps(smapOps, e.dists(), mapDistOps...),
 		Need: func() (uint64, uint64) { return uint64(n) * 2 * (4 + strKeyLen + strValLen), 0 },
 		Setup: func() (*fixture, error) {
 			start := time.Now()
@@ -435,20 +513,25 @@ func smapFastcache(n int) *impl {
 			for i, j := range p.hitI {
 				vals[i] = appendStrVal(nil, j, 1)
 			}
-			fx.add("get-hit", func(b *B) error {
-				var dst []byte
-				missed, total := 0, 0
-				for i := range b.N {
-					var ok bool
-					dst, ok = c.HasGet(dst[:0], p.hitB[i&(strProbeLen-1)])
-					if !ok {
-						missed++
+			sets := make([]strHitSet, len(e.dists()))
+			for i, d := range e.dists() {
+				sets[i] = p.hits(n, d)
+				q := sets[i]
+				fx.add(d.op("get-hit"), func(b *B) error {
+					var dst []byte
+					missed, total := 0, 0
+					for i := range b.N {
+						var ok bool
+						dst, ok = c.HasGet(dst[:0], q.hitB[i&(strProbeLen-1)])
+						if !ok {
+							missed++
+						}
+						total += len(dst)
 					}
-					total += len(dst)
-				}
-				sink += uint64(total)
-				return checkHits(missed, b.N)
-			})
+					sink += uint64(total)
+					return checkHits(missed, b.N)
+				})
+			}
 			fx.add("get-miss", func(b *B) error {
 				var dst []byte
 				for i := range b.N {
@@ -459,13 +542,23 @@ func smapFastcache(n int) *impl {
 				}
 				return nil
 			})
-			fx.add("put", func(b *B) error {
-				for i := range b.N {
-					j := i & (strProbeLen - 1)
-					c.Set(p.hitB[j], vals[j])
+			for i, d := range e.dists() {
+				q := sets[i]
+				qv := vals
+				if !d.uniform() {
+					qv = make([][]byte, strProbeLen)
+					for i, j := range q.idx {
+						qv[i] = appendStrVal(nil, j, 1)
+					}
 				}
-				return nil
-			})
+				fx.add(d.op("put"), func(b *B) error {
+					for i := range b.N {
+						j := i & (strProbeLen - 1)
+						c.Set(q.hitB[j], qv[j])
+					}
+					return nil
+				})
+			}
 			fx.add("delete", deleteOp(len(p.del), func(j int) bool {
 				// fastcache's Del reports nothing; deleting what is present
 				// is all the case needs, so Has is not timed separately.
@@ -475,4 +568,17 @@ func smapFastcache(n int) *impl {
 			return fx, nil
 		},
 	}
+}
+
+// strPutVals returns the values put overwrites q's keys with: vals (the
+// uniform probes' own) for uniform, new ones otherwise.
+func strPutVals(d keyDist, q strHitSet, vals []string) []string {
+	if d.uniform() {
+		return vals
+	}
+	out := make([]string, len(q.idx))
+	for i, j := range q.idx {
+		out[i] = strVal(j, 1)
+	}
+	return out
 }

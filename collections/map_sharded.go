@@ -77,7 +77,8 @@ type ShardedMap[K comparable, V any] struct {
 // NewShardedMap makes an empty map with one shard on each device of pool.
 // The options are NewMap's and apply to every shard, except that
 // WithCapacity counts entries of the whole map (each shard is sized for
-// its share, with room for the unevenness of hashing).
+// its share, with room for the unevenness of hashing). WithHostCache's
+// bytes are each shard's tier (Stats adds them up).
 func NewShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*ShardedMap[K, V], error) {
 	if pool == nil {
 		return nil, errors.New("collections: NewShardedMap: nil pool")
@@ -206,6 +207,31 @@ func (s *ShardedMap[K, V]) Shards() int { return len(s.shards) }
 
 // ShardLens returns the number of entries of each shard.
 func (s *ShardedMap[K, V]) ShardLens() []int { return shLens(s.shards, s.closed) }
+
+// Stats returns the shards' memory and hot tiers added up: every field of
+// MapStats and of its CacheStats is the sum over the shards (the Cache's
+// hit rate is then the whole map's). It is a read, as Map.Stats is.
+func (s *ShardedMap[K, V]) Stats() MapStats {
+	var st MapStats
+	for _, sh := range s.ShardStats() {
+		st.Len += sh.Len
+		st.Capacity += sh.Capacity
+		st.DeviceBytes += sh.DeviceBytes
+		st.HostBytes += sh.HostBytes
+		st.Cache = st.Cache.add(sh.Cache)
+	}
+	return st
+}
+
+// ShardStats returns each shard's Stats. It panics if the map is closed.
+func (s *ShardedMap[K, V]) ShardStats() []MapStats {
+	s.live()
+	st := make([]MapStats, len(s.shards))
+	for d, m := range s.shards {
+		st[d] = m.Stats()
+	}
+	return st
+}
 
 // Len returns the number of entries (0 after Close).
 func (s *ShardedMap[K, V]) Len() int { return shLen(s.shards, s.closed) }

@@ -633,3 +633,56 @@ func shEachQueued(t *testing.T, f func(t *testing.T)) {
 		})
 	}
 }
+
+// TestShardedMapStats: Stats adds up the shards' MapStats, and
+// WithHostCache reaches every shard's hot tier.
+func TestShardedMapStats(t *testing.T) {
+	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
+		const n = 2000
+		s, err := NewShardedMap[uint64, uint64](p, WithHostCache(1<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for i := range uint64(n) {
+			if err := s.Put(i*7919+1, i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 50 {
+			for i := range uint64(4) {
+				if v, ok := s.Get(i*7919 + 1); !ok || v != i {
+					t.Fatalf("Get(%d) = %d, %v", i*7919+1, v, ok)
+				}
+			}
+		}
+		st := s.Stats()
+		if st.Len != n {
+			t.Errorf("Stats().Len = %d, want %d", st.Len, n)
+		}
+		if st.DeviceBytes == 0 || st.Capacity < n {
+			t.Errorf("Stats() = %+v: want DeviceBytes > 0 and Capacity >= %d", st, n)
+		}
+		c := st.Cache
+		if c.Hits+c.Misses == 0 || c.Entries == 0 || c.Capacity == 0 || c.Bytes == 0 {
+			t.Errorf("Stats().Cache = %+v: want lookups counted and entries held", c)
+		}
+		var sum MapStats
+		per := s.ShardStats()
+		if len(per) != s.Shards() {
+			t.Fatalf("ShardStats() has %d entries, want %d", len(per), s.Shards())
+		}
+		for _, sh := range per {
+			if sh.Cache.Capacity == 0 {
+				t.Errorf("a shard has no hot tier: %+v", sh.Cache)
+			}
+			sum.Len += sh.Len
+			sum.DeviceBytes += sh.DeviceBytes
+			sum.HostBytes += sh.HostBytes
+			sum.Cache = sum.Cache.add(sh.Cache)
+		}
+		if sum.Len != st.Len || sum.DeviceBytes != st.DeviceBytes || sum.HostBytes != st.HostBytes || sum.Cache != st.Cache {
+			t.Errorf("Stats() = %+v, the shards' sum %+v", st, sum)
+		}
+	})
+}

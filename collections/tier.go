@@ -509,3 +509,17 @@ func (s *tierSketch) age() {
 		w[i] = w[i] >> 1 & 0x7f7f7f7f7f7f7f7f
 	}
 }
+
+// add returns the field-wise sum of s and o: the stats of two tiers taken
+// together (a sharded container's shards).
+func (s CacheStats) add(o CacheStats) CacheStats {
+	s.Bytes += o.Bytes
+	s.Capacity += o.Capacity
+	s.Entries += o.Entries
+	s.Hits += o.Hits
+	s.Misses += o.Misses
+	s.Admissions += o.Admissions
+	s.Evictions += o.Evictions
+	s.Rejections += o.Rejections
+	return s
+}
