@@ -2,12 +2,10 @@ package collections
 
 import (
 	"math/bits"
-	"math/rand/v2"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/govram/govram/internal/hostmem"
-	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/vmem"
 )
 
@@ -37,6 +35,11 @@ const (
 // keep the device loads of consecutive lookups in flight together (the
 // work of an admission on every miss made a miss cost twice as much).
 var tierAdmitSample uint32 = 4 // a variable: tests admit on every miss
+
+// tierAdmitMin: the sketch's estimate a key needs (counting this offer)
+// to be considered for the tier: TinyLFU's doorkeeper, which keeps keys
+// seen once from costing an admission.
+var tierAdmitMin uint8 = 2
 
 type tierPair[K comparable, V any] struct {
 	k K
@@ -188,35 +191,30 @@ func (m *Map[K, V]) getTiered(k *K, h uint64) (V, bool) {
 	}
 	s := tierSpread(h)
 	p := c.set(s)
-	if tierPrefetch {
-		m.prefetchHome(h)
-	}
 	if v, ok := m.tierGet(c, p, s, k, h); ok {
 		return v, true
 	}
-	c.count(s, cntMisses, 1)
+	// The stripe's miss count also picks the misses offered to the tier:
+	// cheaper than a random number, and as unrelated to the key.
+	n := c.countMiss(s)
 	v, ok := m.get(k, h)
-	if ok && rand.Uint32()&c.admitMask(s) == 0 {
+	if ok && uint32(n)&c.admitMask(s) == 0 {
 		m.tierAdmit(c, p, s, k, h, &v)
 	}
 	return v, ok
 }
 
-var tierPrefetch = true
-
-// prefetchHome starts the cache miss of k's home control bytes (host
-// memory) before the tier's set is read, so that on a miss of the tier the
-// two misses overlap instead of adding up before the device load.
-func (m *Map[K, V]) prefetchHome(h uint64) {
-	t := m.t
-	b := mapHome(h, t.nb)
-	sg := &t.segs[b>>t.shift]
-	lineio.Prefetch(unsafe.Add(sg.fp, uintptr(b&t.mask)*uintptr(m.r.p)))
-}
-
 // tierGet looks k up in the set at p without a lock (see tier.go).
 func (m *Map[K, V]) tierGet(c *tierCore, p unsafe.Pointer, s uint64, k *K, h uint64) (v V, ok bool) {
 	tag, gen := tierTag(s), c.gen.Load()
+	if c.candidates(p, tag, gen) == 0 {
+		// No way has k's tag: a miss, which needs no validation (a miss
+		// read while a writer changes the set only sends the lookup to
+		// the table, which is authoritative). The common miss is short:
+		// the fewer instructions a miss adds, the more lookups' device
+		// loads the CPU keeps in flight at once.
+		return v, false
+	}
 	for range tierSpins {
 		seq := atomic.LoadUint32(tierSeq(p))
 		if seq&1 != 0 {
@@ -365,6 +363,14 @@ func (m *Map[K, V]) tierHashAt(sp unsafe.Pointer) uint64 {
 // runs on a reader's miss: a set held by another admission is skipped.
 func (m *Map[K, V]) tierAdmit(c *tierCore, p unsafe.Pointer, s uint64, k *K, h uint64, v *V) {
 	est := c.sk.increment(s)
+	if est < tierAdmitMin {
+		// Missed once so far (among the offers): not yet a candidate. Under
+		// uniform keys nearly every offer ends here, after one line of the
+		// sketch: no set is read for a victim and no lock is taken.
+		c.count(s, cntRejects, 1)
+		c.offered(s, false)
+		return
+	}
 	if w, full := c.peekVictim(p); full && c.sk.estimate(tierSpread(m.tierHashAt(c.slotAt(p, w)))) >= est {
 		// The entry CLOCK would evict is used at least as often: rejected
 		// without taking the set's lock (a locked instruction here would

@@ -15,22 +15,24 @@ import (
 //
 //	notier        Get without a tier
 //	tier          Get with the default tier
-//	noprefetch    the tier without prefetching the table's control bytes
-//	dense         the tier offering one miss in tierAdmitSample always
+//	dense         offers never sparser while rejected (tierAdmitSparse 1)
+//	nodoor        keys seen once offered too (tierAdmitMin 1)
+//	s16           one miss in 16 offered (tierAdmitSample 16)
 //	noadmit       the tier offering no miss (the lookup's own cost)
 //	line1, line2  one, two adjacent random lines of the table's VRAM
-//	              (mapped segments only): the device's share
+//	              (mapped segments only), independent of each other
+//	chain1, chain2  the same, each address depending on the last load
 //	keyonly       (string keys) fetching and hashing the key, no lookup
 //
-// Zipf 1.1 rows compare the hit rate of dense and default offers. Each
-// row starts from an empty tier warmed by the same 2^21 Gets.
+// Zipf rows compare the hit rates of the admission settings. Each row
+// starts from an empty tier warmed by the same 2^21 Gets.
 func BenchmarkMapMissPath(b *testing.B) {
 	for _, n := range vmemtest.BenchSizes(b, 1e6) {
 		s := tierBenchBuild(b, n)
-		for _, dist := range []string{"uniform", "zipf1.1"} {
+		for _, dist := range []string{"uniform", "zipf1.1", "zipf0.99"} {
 			stream := tierBenchStream(n, dist)
-			for _, v := range []string{"notier", "tier", "noprefetch", "dense", "noadmit"} {
-				if dist != "uniform" && v != "tier" && v != "dense" {
+			for _, v := range []string{"notier", "tier", "dense", "nodoor", "s16", "noadmit"} {
+				if dist != "uniform" && (v == "notier" || v == "noadmit") {
 					continue
 				}
 				b.Run(fmt.Sprintf("u64/%s/%s/%s", vmemtest.SizeName(n), dist, v), func(b *testing.B) {
@@ -66,10 +68,12 @@ func BenchmarkMapMissPath(b *testing.B) {
 				})
 			}
 		}
-		for _, lines := range []int{1, 2} {
-			b.Run(fmt.Sprintf("u64/%s/line%d", vmemtest.SizeName(n), lines), func(b *testing.B) {
-				missLines(b, s.notier.t, lines)
-			})
+		for _, kind := range []string{"line", "chain"} {
+			for _, lines := range []int{1, 2} {
+				b.Run(fmt.Sprintf("u64/%s/%s%d", vmemtest.SizeName(n), kind, lines), func(b *testing.B) {
+					missLines(b, s.notier.t, lines, kind == "chain")
+				})
+			}
 		}
 	}
 	for _, n := range tierBenchStrSizes(b) {
@@ -97,30 +101,38 @@ func BenchmarkMapMissPath(b *testing.B) {
 				mapBenchSink += acc
 			})
 		}
-		b.Run(fmt.Sprintf("str/%s/line2", vmemtest.SizeName(n)), func(b *testing.B) {
-			missLines(b, s.notier.t, 2)
-		})
+		for _, kind := range []string{"line", "chain"} {
+			b.Run(fmt.Sprintf("str/%s/%s2", vmemtest.SizeName(n), kind), func(b *testing.B) {
+				missLines(b, s.notier.t, 2, kind == "chain")
+			})
+		}
 	}
 }
 
 // missVariant sets the tier's switches for variant v and returns their
 // restore.
 func missVariant(v string) func() {
-	pf, sample, sparse := tierPrefetch, tierAdmitSample, tierAdmitSparse
+	sample, sparse, least := tierAdmitSample, tierAdmitSparse, tierAdmitMin
 	switch v {
-	case "noprefetch":
-		tierPrefetch = false
 	case "dense":
 		tierAdmitSparse = 1
+	case "nodoor":
+		tierAdmitMin = 1
+	case "s16":
+		tierAdmitSample = 16
 	case "noadmit":
 		tierAdmitSample = 1 << 24
 	}
-	return func() { tierPrefetch, tierAdmitSample, tierAdmitSparse = pf, sample, sparse }
+	return func() { tierAdmitSample, tierAdmitSparse, tierAdmitMin = sample, sparse, least }
 }
 
+// missZero is 0, read at run time: a load's result times it makes the
+// next address depend on the load.
+var missZero uint64
+
 // missLines reads lines adjacent lines at random buckets of t's first
-// mapped segment.
-func missLines(b *testing.B, t *mapTable, lines int) {
+// mapped segment; chained, each address depends on the last load.
+func missLines(b *testing.B, t *mapTable, lines int, chain bool) {
 	sg := &t.segs[0]
 	if sg.kind != mapWC {
 		b.Skip("no mapped segment")
@@ -132,11 +144,14 @@ func missLines(b *testing.B, t *mapTable, lines int) {
 		idx[i] = r.Uint64N(sg.n-1) * bucket &^ 63
 	}
 	var buf [2 * 64]byte
-	var acc uint64
+	var acc, dep uint64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		lineio.LoadLines(buf[:lines*64], unsafe.Add(sg.base, uintptr(idx[i&(1<<16-1)])))
+		lineio.LoadLines(buf[:lines*64], unsafe.Add(sg.base, uintptr(idx[i&(1<<16-1)]+dep)))
 		acc += uint64(buf[0])
+		if chain {
+			dep = uint64(buf[0]) * missZero
+		}
 	}
 	b.StopTimer()
 	mapBenchSink += acc

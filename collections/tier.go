@@ -133,6 +133,13 @@ func (c *tierCore) count(s uint64, f int, n uint64) {
 	*c.stripe(s, f) += n
 }
 
+// countMiss counts a miss and returns the stripe's count of misses.
+func (c *tierCore) countMiss(s uint64) uint64 {
+	p := c.stripe(s, cntMisses)
+	*p++
+	return *p
+}
+
 // stripe returns counter f of the stripe of spread hash s.
 func (c *tierCore) stripe(s uint64, f int) *uint64 {
 	return (*uint64)(unsafe.Add(c.cnt, uintptr(s>>8&(tierStripes-1))*64+uintptr(f)*8))

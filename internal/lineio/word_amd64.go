@@ -14,13 +14,6 @@ func loadWord(p unsafe.Pointer) uint64
 //go:noescape
 func loadPair(p unsafe.Pointer) (lo, hi uint64)
 
-// Prefetch asks for the host-memory line at p without waiting for it: a
-// lookup that will read two unrelated lines (a cache's set, a table's
-// control bytes) starts both misses at once. Any address is allowed.
-//
-//go:noescape
-func Prefetch(p unsafe.Pointer)
-
 //go:noescape
 func countLE512(keys *uint64, n int, ko, flip uint64) int
 

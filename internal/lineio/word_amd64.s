@@ -73,11 +73,3 @@ TEXT ·countLE512(SB), NOSPLIT, $0-40
 	MOVQ         AX, ret+32(FP)
 	VZEROUPPER
 	RET
-
-// func Prefetch(p unsafe.Pointer)
-// A hint to bring the line at p into the caches; it neither faults nor
-// waits, so a later load of p finds the line on its way.
-TEXT ·Prefetch(SB), NOSPLIT, $0-8
-	MOVQ       p+0(FP), AX
-	PREFETCHT0 (AX)
-	RET

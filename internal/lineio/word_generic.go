@@ -11,6 +11,3 @@ func loadPair(p unsafe.Pointer) (lo, hi uint64) {
 }
 
 func countLE(keys *[64]uint64, n int, ko, flip uint64) int { return goCountLE(keys, n, ko, flip) }
-
-// Prefetch is a hint with no portable form: it does nothing here.
-func Prefetch(p unsafe.Pointer) {}
