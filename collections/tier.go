@@ -155,7 +155,7 @@ func (c *tierCore) admitMask(s uint64) uint32 {
 	if tierAdmitSample <= 1 {
 		return 0
 	}
-	if lost := *c.stripe(s, cntLost); lost > 8*(*c.stripe(s, cntWon))+32 {
+	if lost := *c.stripe(s, cntLost); lost > 8*(*c.stripe(s, cntWon))+16 {
 		return tierAdmitSample*tierAdmitSparse - 1
 	}
 	return tierAdmitSample - 1
@@ -165,7 +165,9 @@ func (c *tierCore) admitMask(s uint64) uint32 {
 var tierAdmitSparse uint32 = 8
 
 // offered records an offer's outcome for admitMask; the counts are halved
-// as they grow, so that they follow the last few hundred offers.
+// as they grow, so that they follow the last few dozen offers of the
+// stripe (when the keys change from a uniform stream to a skewed one,
+// offers become dense again after a few thousand misses).
 func (c *tierCore) offered(s uint64, won bool) {
 	w, l := c.stripe(s, cntWon), c.stripe(s, cntLost)
 	if won {
@@ -173,7 +175,7 @@ func (c *tierCore) offered(s uint64, won bool) {
 	} else {
 		*l++
 	}
-	if *w+*l >= 512 {
+	if *w+*l >= 64 {
 		*w, *l = *w/2, *l/2
 	}
 }
