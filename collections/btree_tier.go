@@ -65,7 +65,9 @@ func WithBTreeHostCache(bytes int) BTreeOption {
 }
 
 // btTierSpread hashes a leaf id into the tier's spread hash.
-func btTierSpread(id uint32) uint64 { return tierSpread(uint64(id)*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019) }
+func btTierSpread(id uint32) uint64 {
+	return tierSpread(uint64(id)*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019)
+}
 
 // btTierHead is a slot's header word for leaf id with cnt entries.
 func btTierHead(id uint32, cnt int) uint64 { return uint64(id) | uint64(cnt)<<32 }
