@@ -183,6 +183,7 @@ func (t *BTree[K, V]) even(b *btNode[K], li int, limg, rimg unsafe.Pointer) erro
 			return err
 		}
 	}
+	t.lv.drop(lid) // its count changes even where no line of it does
 	b.cnts[li], b.cnts[li+1] = uint8(want), uint8(lc+rc-want)
 	b.keys[li+1] = t.keyIn(rimg, 0)
 	t.setHint(b, li, limg)

@@ -276,6 +276,7 @@ func (t *BTree[K, V]) split(p *btPath, id uint32, img unsafe.Pointer, j int, k K
 	if err := t.commit(nid, rimg, 0, rc); err != nil {
 		return err
 	}
+	t.lv.drop(id) // its count changes even where no line of it does
 	b.cnts[ix] = uint8(h)
 	t.setHint(b, ix, img)
 	rk := t.keyIn(rimg, 0)
