@@ -54,6 +54,15 @@ package collections
 // order (BulkLoad, ascending inserts) fills fresh extents front to back;
 // BulkLoad writes its leaves from several goroutines at once.
 //
+// # Hot tier
+//
+// Whole leaves that are read often are copied into host memory
+// (btree_tier.go, on tier.go's sets and admission), keyed by leaf id: a
+// Get whose leaf is there reads no device memory, and a short scan reads
+// the leaves it finds there from host memory. Every write to a leaf drops
+// its copy, so a copy is always clean. WithBTreeHostCache sizes the tier;
+// it is on by default on the Vulkan backend.
+//
 // # Stores
 //
 // Stores to mapped VRAM go through a layout.Batcher: pending lines merge
