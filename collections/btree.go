@@ -54,6 +54,15 @@ package collections
 // order (BulkLoad, ascending inserts) fills fresh extents front to back;
 // BulkLoad writes its leaves from several goroutines at once.
 //
+// # Hot tier
+//
+// Whole leaves that are read often are copied into host memory
+// (btree_tier.go, on tier.go's sets and admission), keyed by leaf id: a
+// Get whose leaf is there reads no device memory, and a short scan reads
+// the leaves it finds there from host memory. Every write to a leaf drops
+// its copy, so a copy is always clean. WithBTreeHostCache sizes the tier;
+// it is on by default on the Vulkan backend.
+//
 // # Stores
 //
 // Stores to mapped VRAM go through a layout.Batcher: pending lines merge
@@ -130,6 +139,13 @@ type BTree[K, V any] struct {
 	// strV: V is a string type; leaves hold the strings' handles in arena.
 	strV  bool
 	arena *strarena.Arena
+
+	// The hot tier (btree_tier.go) lives in lv.hot; cache is the budget
+	// WithBTreeHostCache set (cacheSet), tierEpoch the lv.epoch the
+	// tier's size was last chosen at.
+	cache     int
+	cacheSet  bool
+	tierEpoch uint64
 }
 
 // BTreeOption configures NewBTree.
@@ -141,6 +157,8 @@ type btConfig struct {
 	tier        vmem.Tier
 	fan         int  // host node fan-out (tests shrink it)
 	naive       bool // benchmarks: plain loads and stores on mapped VRAM
+	cache       int  // hot tier budget (WithBTreeHostCache), if cacheSet
+	cacheSet    bool
 }
 
 // WithBTreeLeafEntries sets how many entries a leaf holds (3 to 255). The
@@ -214,7 +232,7 @@ func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opt
 	if err != nil {
 		return nil, err
 	}
-	t := &BTree[K, V]{dev: dev, less: less, kk: kk, g: g, strV: strV, hint: btHintsFor(kk, &g)}
+	t := &BTree[K, V]{dev: dev, less: less, kk: kk, g: g, strV: strV, hint: btHintsFor(kk, &g), cache: cfg.cache, cacheSet: cfg.cacheSet}
 	if strV {
 		if t.arena, err = strarena.New(dev, strarena.Options{Tier: cfg.tier}); err != nil {
 			return nil, fmt.Errorf("collections: NewBTree: %w", err)
@@ -224,6 +242,7 @@ func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opt
 	runtime.AddCleanup(t, func(h *btHeld) { h.freeAll() }, t.mem)
 	t.idx.init(dev, t.mem, less, kk, cfg.fan)
 	t.lv.init(dev, t.mem, &t.g, cfg.tier, cfg.naive)
+	t.tierInit()
 	t.unreg = lcAtClose(dev, t, (*BTree[K, V]).Close)
 	return t, nil
 }
@@ -251,6 +270,7 @@ type btHeld struct {
 	mu   sync.Mutex
 	dev  *vmem.Device
 	blks map[vmem.Block]struct{}
+	tier *tierCore // the hot tier's host memory
 }
 
 func (h *btHeld) add(b vmem.Block) {
@@ -273,6 +293,8 @@ func (h *btHeld) freeAll() {
 		h.dev.Free(b)
 	}
 	clear(h.blks)
+	h.tier.free()
+	h.tier = nil
 }
 
 // alloc allocates a block and records it.
@@ -349,9 +371,10 @@ type BTreeStats struct {
 	Height       int     // levels of the host index
 	DeviceBytes  uint64  // device memory held for leaves
 	PrivateBytes uint64  // of which in the private tier
-	HostBytes    uint64  // host memory of the index and its bookkeeping
+	HostBytes    uint64  // host memory of the index, its bookkeeping and the hot tier
 	HostPerEntry float64 // HostBytes / Len
 	Fill         float64 // entries / (Leaves * LeafEntries)
+	Cache        CacheStats
 }
 
 // Stats returns the tree's shape and memory use. HostBytes counts the host
@@ -380,6 +403,8 @@ func (t *BTree[K, V]) Stats() BTreeStats {
 	}
 	s.HostBytes += uint64(cap(t.lv.ext)) * uint64(unsafe.Sizeof(btExtent{}))
 	s.HostBytes += t.idx.hostBytes()
+	s.Cache = t.lv.hot.stats()
+	s.HostBytes += s.Cache.Bytes
 	if t.n > 0 {
 		s.HostPerEntry = float64(s.HostBytes) / float64(t.n)
 		s.Fill = float64(t.n) / float64(s.Leaves*t.g.cap)
@@ -425,6 +450,7 @@ func (t *BTree[K, V]) Close() error {
 		t.unreg()
 	}
 	t.clear()
+	t.lv.hot = nil
 	t.mem.freeAll()
 	t.closed = true
 	if t.arena != nil {

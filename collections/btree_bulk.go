@@ -64,12 +64,15 @@ func (t *BTree[K, V]) BulkLoad(keys []K, vals []V) error {
 			t.arena.Free(h)
 		}
 	}
-	t.done()
+	t.done(err)
 	return err
 }
 
 // bulk appends the entries; for string values hs holds their handles.
 func (t *BTree[K, V]) bulk(keys []K, vals []V, hs []strarena.Handle) error {
+	// New leaves are written past the batcher and the tier: none of their
+	// ids may keep a copy.
+	t.lv.invalidate()
 	g := &t.g
 	lv := &t.lv
 	e := g.cap

@@ -23,12 +23,15 @@ func (t *BTree[K, V]) verify() error {
 		if t.n != 0 || x.root != btNil || x.first != btNil || x.last != btNil {
 			return fmt.Errorf("empty index but n=%d root=%d first=%d last=%d", t.n, x.root, x.first, x.last)
 		}
-		return nil
+		return t.verifyTier()
 	}
 	if err := t.verifyLevels(); err != nil {
 		return err
 	}
-	return t.verifyLeaves()
+	if err := t.verifyLeaves(); err != nil {
+		return err
+	}
+	return t.verifyTier()
 }
 
 // verifyLevels checks the index level by level, top down: each node's

@@ -22,7 +22,7 @@ func (t *BTree[K, V]) Delete(key K) (old V, deleted bool, err error) {
 	var p btPath
 	t.idx.descend(key, &p)
 	_, old, deleted, err = t.deleteAt(&p, key, true, 0)
-	t.done()
+	t.done(err)
 	return old, deleted, err
 }
 
@@ -52,7 +52,7 @@ func (t *BTree[K, V]) deleteEdge(right bool) (k K, v V, ok bool, err error) {
 		slot = -1
 	}
 	k, v, ok, err = t.deleteAt(&p, k, false, slot)
-	t.done()
+	t.done(err)
 	return k, v, ok, err
 }
 
@@ -183,6 +183,7 @@ func (t *BTree[K, V]) even(b *btNode[K], li int, limg, rimg unsafe.Pointer) erro
 			return err
 		}
 	}
+	t.lv.drop(lid) // its count changes even where no line of it does
 	b.cnts[li], b.cnts[li+1] = uint8(want), uint8(lc+rc-want)
 	b.keys[li+1] = t.keyIn(rimg, 0)
 	t.setHint(b, li, limg)

@@ -151,6 +151,12 @@ type btLeaves struct {
 	freeExt []int32
 	bats    []*layout.Batcher
 	live    int // extents with memory
+	// hot is the tree's hot tier (nil: none); every change of a leaf's
+	// bytes or of what its id names drops its copy there.
+	hot *tierCore
+	// epoch counts the changes of the extents' memory (the tier's size
+	// follows it).
+	epoch uint64
 }
 
 func (lv *btLeaves) init(dev *vmem.Device, mem *btHeld, g *btGeom, tier vmem.Tier, naive bool) {
@@ -211,6 +217,7 @@ func (lv *btLeaves) newExtent(n int) (int, error) {
 	*e = btExtent{blk: b, base: b.Ptr(), kind: lv.kindOf(b), cap: int32(n), bits: bm[:words]}
 	clear(e.bits)
 	lv.live++
+	lv.epoch++
 	if e.kind == btWC {
 		lv.attach(i)
 	}
@@ -221,6 +228,7 @@ func (lv *btLeaves) newExtent(n int) (int, error) {
 func (lv *btLeaves) setBlock(i int, b vmem.Block, n int) {
 	e := &lv.ext[i]
 	e.blk, e.base, e.kind, e.cap, e.bat = b, b.Ptr(), lv.kindOf(b), int32(n), nil
+	lv.epoch++
 	if e.kind == btWC {
 		lv.attach(i)
 	}
@@ -327,6 +335,8 @@ func (lv *btLeaves) reset() {
 		}
 	}
 	lv.ext, lv.freeExt, lv.live = nil, nil, 0
+	lv.epoch++
+	lv.invalidate()
 }
 
 // freeExtent gives extent i's memory back.
@@ -340,6 +350,9 @@ func (lv *btLeaves) freeExtent(i int) {
 	*e = btExtent{bits: bm}
 	lv.freeExt = append(lv.freeExt, int32(i))
 	lv.live--
+	lv.epoch++
+	// Its ids may name other leaves later: none may stay in the tier.
+	lv.invalidate()
 }
 
 // freeSlot returns slot id's leaf to its extent, and the extent's memory
@@ -347,6 +360,7 @@ func (lv *btLeaves) freeExtent(i int) {
 // empties and refills would otherwise allocate each time).
 func (lv *btLeaves) freeSlot(id uint32) {
 	i := int(id >> lv.g.xShift)
+	lv.drop(id)
 	e := &lv.ext[i]
 	s := id & lv.g.xMask
 	e.bits[s/64] &^= 1 << (s % 64)
@@ -370,7 +384,9 @@ func (lv *btLeaves) takeSlot(i int) uint32 {
 		}
 		e.bits[w] |= 1 << (s % 64)
 		e.used++
-		return uint32(i)<<lv.g.xShift | uint32(s)
+		id := uint32(i)<<lv.g.xShift | uint32(s)
+		lv.drop(id)
+		return id
 	}
 	panic("collections: BTree: takeSlot on a full extent")
 }
@@ -428,6 +444,7 @@ func (lv *btLeaves) splitCopy(i int, move []uint32) (int, error) {
 		return 0, err
 	}
 	for _, id := range move {
+		lv.drop(id) // renamed: the copy would sit under a free id
 		s := id & lv.g.xMask
 		e.bits[s/64] &^= 1 << (s % 64)
 		f.bits[s/64] |= 1 << (s % 64)
@@ -471,6 +488,7 @@ func (lv *btLeaves) load(id uint32, img unsafe.Pointer, lo, hi uintptr) error {
 // guarantees for every line holding a live entry), the exact bytes by DMA
 // for private VRAM, nothing for direct leaves (img is the leaf itself).
 func (lv *btLeaves) store(id uint32, img unsafe.Pointer, lo, hi uintptr) error {
+	lv.drop(id)
 	if hi <= lo {
 		return nil
 	}

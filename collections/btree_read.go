@@ -53,6 +53,11 @@ func (t *BTree[K, V]) get(k K, val bool) (v V, ok bool) {
 	b, i := x.find(k)
 	nd := x.nodes[b]
 	id, cnt := nd.kids[i], int(nd.cnts[i])
+	if c := t.lv.hot; c != nil {
+		if v, ok, done := t.getTiered(c, id, cnt, k, val); done {
+			return v, ok
+		}
+	}
 	g := &t.g
 	e := t.lv.extentOf(id)
 	switch e.kind {

@@ -127,6 +127,9 @@ func (t *BTree[K, V]) windowSpan(s *btScan) (lines int, span uintptr) {
 func (t *BTree[K, V]) fetch(s *btScan) bool {
 	g := &t.g
 	e := t.lv.extentOf(s.win[0].id)
+	if c := t.lv.hot; c != nil && t.tierScans(e, s) {
+		return t.fetchTiered(c, s)
+	}
 	if e.kind == btDirect {
 		s.base, s.min = e.base, 0
 		return true

@@ -46,6 +46,7 @@ func (t *BTree[K, V]) image(id uint32, w, cnt int) (unsafe.Pointer, error) {
 
 // commit writes entries [a, b) of img back to leaf id.
 func (t *BTree[K, V]) commit(id uint32, img unsafe.Pointer, a, b int) error {
+	t.lv.drop(id) // also when no line changes: the leaf's count does
 	if b <= a {
 		return nil
 	}
@@ -98,10 +99,14 @@ func (t *BTree[K, V]) put(img unsafe.Pointer, j int, k K, v V, h strarena.Handle
 
 func (t *BTree[K, V]) keyIn(img unsafe.Pointer, j int) K { return *(*K)(unsafe.Add(img, t.g.keyAt(j))) }
 
-// done ends a writing method: stores left in the batcher mark the tree for
-// the next reader, and the invariants build checks the whole structure.
-func (t *BTree[K, V]) done() {
+// done ends a writing method that returned err: stores left in the
+// batcher mark the tree for the next reader, a failure drops the hot tier,
+// the tier follows the tree's size, and the invariants build checks the
+// whole structure.
+func (t *BTree[K, V]) done(err error) {
 	t.markDirty()
+	t.tierFail(err)
+	t.tierGrow()
 	if buildconst.Invariants {
 		t.check()
 	}
@@ -126,7 +131,7 @@ func (t *BTree[K, V]) ReplaceOrInsert(key K, value V) (old V, replaced bool, err
 	if err != nil && t.strV {
 		t.arena.Free(h)
 	}
-	t.done()
+	t.done(err)
 	return old, replaced, err
 }
 
@@ -271,6 +276,7 @@ func (t *BTree[K, V]) split(p *btPath, id uint32, img unsafe.Pointer, j int, k K
 	if err := t.commit(nid, rimg, 0, rc); err != nil {
 		return err
 	}
+	t.lv.drop(id) // its count changes even where no line of it does
 	b.cnts[ix] = uint8(h)
 	t.setHint(b, ix, img)
 	rk := t.keyIn(rimg, 0)

@@ -15,7 +15,12 @@ const EnvBenchSizes = "VMEM_BENCH_SIZES"
 // VMEM_BENCH_SIZES (comma-separated, 1e6 notation allowed), or def when
 // it is not set. A count that does not parse fails the benchmark.
 func BenchSizes(tb testing.TB, def ...int) []int {
-	env := os.Getenv(EnvBenchSizes)
+	return BenchSizesFrom(tb, EnvBenchSizes, def...)
+}
+
+// BenchSizesFrom is BenchSizes reading the environment variable name.
+func BenchSizesFrom(tb testing.TB, name string, def ...int) []int {
+	env := os.Getenv(name)
 	if env == "" {
 		return def
 	}
@@ -23,7 +28,7 @@ func BenchSizes(tb testing.TB, def ...int) []int {
 	for _, f := range strings.Split(env, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil || v < 1 {
-			tb.Fatalf("%s: %q is not a count", EnvBenchSizes, f)
+			tb.Fatalf("%s: %q is not a count", name, f)
 		}
 		out = append(out, int(v))
 	}

@@ -1,0 +1,537 @@
+package collections
+
+import (
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/govram/govram/internal/hostmem"
+	"github.com/govram/govram/vmem"
+)
+
+// The BTree's hot tier: a leaf cache (tier.go's tierCore, keyed by leaf id).
+//
+// A slot holds one whole leaf, laid out as in device memory behind an
+// 8-byte header:
+//
+//	off 0  id   uint32  the leaf's id
+//	off 4  cnt  uint32  its entry count when it was copied
+//	off 8  the leaf's bytes (g.leafSize; only the lines of live entries
+//	       are meaningful)
+//
+// A Get finds the leaf's id and count in the host index as before, then
+// looks the leaf up here: on a hit it searches the copied keys and reads
+// the value from host memory, with no device access. A slot whose count
+// differs from the index's is not used. A scan's window of few leaves (the
+// streamed windows, not the large DMA ones) takes every leaf it finds here
+// from host memory.
+//
+// Admission. A miss is sampled as the Map's (tierAdmitSample) and counts
+// the leaf in the sketch. A Get admits only when the sketch says the leaf
+// beats the set's victim: it then loads all the leaf's live lines in one
+// batch of independent loads (one round trip, as the lookup itself would
+// take) and answers from them. A scan admits leaves it has already read.
+//
+// Coherence. Device memory stays authoritative and a cached leaf is always
+// clean: every store to a leaf (btLeaves.store, BTree.commit), a slot freed
+// or taken, and the leaves renamed by an extent split drop their copies by
+// id; Clear, BulkLoad, a freed extent, a failed write and a lost device
+// drop the whole tier (a generation bump). Writers exclude readers (the
+// BTree's concurrency contract), so a drop needs no more than the set's
+// lock against admissions.
+const (
+	btTierHdr = 8
+	// btTierMaxLeaf: larger leaves are not cached (a slot per leaf of
+	// kilobytes would hold few leaves for its memory).
+	btTierMaxLeaf = 1024
+	// btTierKeyBuf is the stack buffer a hit copies its keys into (larger
+	// key arrays use the heap): four lines, the default leaf's keys.
+	btTierKeyBuf = 256
+)
+
+// WithBTreeHostCache sizes the tree's hot tier: copies of the most used
+// leaves in host memory, so that a Get or a short scan of hot keys costs
+// host-memory reads instead of round trips to the device. bytes is the
+// tier's budget; 0 turns the tier off. Without this option the tier is on
+// where the leaves are in device memory (the Vulkan backend), with a
+// fiftieth of the leaves' device bytes, at most a sixteenth of the
+// machine's RAM, and it grows with the tree; on the host backend it is
+// off, the leaves being in host memory already. Leaves larger than 1 KiB
+// are not cached.
+func WithBTreeHostCache(bytes int) BTreeOption {
+	return func(c *btConfig) { c.cache, c.cacheSet = max(bytes, 0), true }
+}
+
+// btTierSpread hashes a leaf id into the tier's spread hash.
+func btTierSpread(id uint32) uint64 {
+	return tierSpread(uint64(id)*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019)
+}
+
+// btTierHead is a slot's header word for leaf id with cnt entries.
+func btTierHead(id uint32, cnt int) uint64 { return uint64(id) | uint64(cnt)<<32 }
+
+// btTierFind returns the way of the set at p holding leaf id (any count),
+// or -1. Readers call it under the set's sequence (the caller checks it
+// again), writers under its lock.
+func btTierFind(c *tierCore, p unsafe.Pointer, s uint64, id uint32) int {
+	for mt := c.candidates(p, tierTag(s), c.gen.Load()); mt != 0; mt &= mt - 1 {
+		w := bits.TrailingZeros64(mt) >> 3
+		if uint32(atomic.LoadUint64((*uint64)(c.slotAt(p, w)))) == id {
+			return w
+		}
+	}
+	return -1
+}
+
+// tierSlot is the slot size of the tree's tier, 0 if its leaves are too
+// large to cache.
+func (t *BTree[K, V]) tierSlot() uintptr {
+	if t.g.leafSize > btTierMaxLeaf {
+		return 0
+	}
+	return btTierHdr + t.g.leafSize
+}
+
+// tierBudget is the tier's budget for the tree as it is now (0: none).
+func (t *BTree[K, V]) tierBudget() uint64 {
+	if t.cacheSet {
+		return uint64(t.cache)
+	}
+	if t.dev.Backend() != vmem.BackendVulkan || t.lv.naive {
+		return 0
+	}
+	var dev uint64
+	for i := range t.lv.ext {
+		dev += t.lv.ext[i].blk.Size()
+	}
+	b := dev / tierDefaultDiv
+	if ram := hostmem.TotalRAM(); ram > 0 {
+		b = min(b, ram/tierRAMDiv)
+	}
+	return max(b, tierMinBytes)
+}
+
+// tierInit makes the tree's tier, or none (see tierBudget).
+func (t *BTree[K, V]) tierInit() {
+	slot, budget := t.tierSlot(), t.tierBudget()
+	if slot == 0 || budget == 0 {
+		return
+	}
+	t.tierSet(newTierCore(budget, slot))
+}
+
+// tierSet installs c (nil: none) as the tier, freeing the one before.
+// Writers only: no reader may be in the old tier.
+func (t *BTree[K, V]) tierSet(c *tierCore) {
+	if old := t.lv.hot; old != nil {
+		if c != nil {
+			// The counters go on (Stats reports them since the start).
+			copy(unsafe.Slice((*byte)(c.cnt), tierStripes*64), unsafe.Slice((*byte)(old.cnt), tierStripes*64))
+		}
+		old.free()
+	}
+	t.lv.hot, t.mem.tier = c, c
+}
+
+// tierGrow follows the tree's growth with a tier twice as large or more
+// (default budget only); the new tier starts empty. Writers call it.
+func (t *BTree[K, V]) tierGrow() {
+	if t.cacheSet || t.tierEpoch == t.lv.epoch {
+		return
+	}
+	t.tierEpoch = t.lv.epoch
+	c := t.lv.hot
+	if c == nil {
+		return // leaves too large, or the default is off here
+	}
+	if b := t.tierBudget(); b >= 2*c.size {
+		if nc := newTierCore(b, c.slot); nc != nil {
+			t.tierSet(nc)
+		}
+	}
+}
+
+// tierFail drops the whole tier after a failed write: what the device
+// holds is not known for sure.
+func (t *BTree[K, V]) tierFail(err error) {
+	if err != nil && t.lv.hot != nil {
+		t.lv.hot.invalidateAll()
+	}
+}
+
+// drop removes leaf id's copy from the tier, if any. Writers call it
+// before or while they change the leaf, and before the method returns.
+func (lv *btLeaves) drop(id uint32) {
+	c := lv.hot
+	if c == nil {
+		return
+	}
+	s := btTierSpread(id)
+	p := c.set(s)
+	if c.candidates(p, tierTag(s), c.gen.Load()) == 0 {
+		return
+	}
+	seq := c.lockWait(p)
+	if w := btTierFind(c, p, s, id); w >= 0 {
+		c.drop(p, w)
+	}
+	c.unlock(p, seq)
+}
+
+// invalidate drops every leaf in the tier.
+func (lv *btLeaves) invalidate() {
+	if lv.hot != nil {
+		lv.hot.invalidateAll()
+	}
+}
+
+// tierUsable reports whether the tier may answer: not once the device is
+// lost (what the tier holds is then no longer confirmed; the tier is
+// dropped and Err says why).
+func (t *BTree[K, V]) tierUsable(c *tierCore) bool {
+	if err := t.dev.Err(); err != nil {
+		c.invalidateAll()
+		t.noteErr(err)
+		return false
+	}
+	return true
+}
+
+// getTiered is the tier's part of a lookup of k in leaf id (cnt entries).
+// done reports that it answered (a hit, or an admission that read the
+// leaf); otherwise the lookup goes to the device as without a tier.
+func (t *BTree[K, V]) getTiered(c *tierCore, id uint32, cnt int, k K, val bool) (v V, found, done bool) {
+	if !t.tierUsable(c) {
+		return v, false, false
+	}
+	s := btTierSpread(id)
+	p := c.set(s)
+	if v, found, hit := t.tierLook(c, p, s, id, cnt, k, val); hit {
+		return v, found, true
+	}
+	c.count(s, cntMisses, 1)
+	if rand.Uint32()%tierAdmitSample != 0 {
+		return v, false, false
+	}
+	est := c.sk.increment(s)
+	if !btTierRoom(c, p, est) {
+		c.count(s, cntRejects, 1)
+		return v, false, false
+	}
+	// Admitted: the leaf's live lines in one batch of independent loads
+	// (one round trip, as the lookup itself), and the answer from them.
+	var buf [btTierMaxLeaf / 8]uint64
+	leaf := unsafe.Pointer(&buf)
+	if err := t.readLive(id, cnt, leaf); err != nil {
+		t.noteErr(err)
+		return v, false, true
+	}
+	g := &t.g
+	j, found := t.lower(unsafe.Add(leaf, g.keyOff), cnt, k)
+	if found && val && g.vs > 0 {
+		v = t.vOut(unsafe.Add(leaf, g.valAt(j)))
+	}
+	btTierInsert(c, p, s, id, cnt, leaf, g, est)
+	return v, found, true
+}
+
+// tierLook looks k up in the tier's copy of leaf id without a lock (see
+// tier.go): the key lines and the value's words are copied with word loads
+// and used only if the set's sequence did not change meanwhile. hit is
+// false when the leaf is not there (with this count).
+func (t *BTree[K, V]) tierLook(c *tierCore, p unsafe.Pointer, s uint64, id uint32, cnt int, k K, val bool) (v V, found, hit bool) {
+	g := &t.g
+	want := btTierHead(id, cnt)
+	klo := g.keyOff &^ (64 - 1)
+	khi := (g.keyAt(cnt) + 63) &^ 63
+	var stack [btTierKeyBuf / 8]uint64
+	buf := unsafe.Pointer(&stack)
+	if khi-klo > btTierKeyBuf || g.vs+16 > btTierKeyBuf {
+		buf = unsafe.Pointer(unsafe.SliceData(make([]uint64, g.leafSize/8)))
+	}
+	var raw unsafe.Pointer // the value's bytes in buf
+	for range tierSpins {
+		seq := atomic.LoadUint32(tierSeq(p))
+		if seq&1 != 0 {
+			continue
+		}
+		w := btTierFind(c, p, s, id)
+		var sp unsafe.Pointer
+		if w >= 0 {
+			sp = c.slotAt(p, w)
+			if atomic.LoadUint64((*uint64)(sp)) != want {
+				w = -1
+			}
+		}
+		if w < 0 {
+			if atomic.LoadUint32(tierSeq(p)) != seq {
+				continue
+			}
+			return v, false, false
+		}
+		leaf := unsafe.Add(sp, btTierHdr)
+		tierLoad(buf, unsafe.Add(leaf, klo), khi-klo)
+		j, ok := t.lower(unsafe.Add(buf, g.keyOff-klo), cnt, k)
+		raw = nil
+		if ok && val && g.vs > 0 {
+			// The words holding value j (the keys are no longer needed).
+			vlo := g.valAt(j) &^ 7
+			tierLoad(buf, unsafe.Add(leaf, vlo), (g.valAt(j)+g.vs+7)&^7-vlo)
+			raw = unsafe.Add(buf, g.valAt(j)-vlo)
+		}
+		if atomic.LoadUint32(tierSeq(p)) != seq {
+			continue
+		}
+		c.touch(p, w, s)
+		c.countHit(s)
+		if raw != nil {
+			v = t.vOut(raw)
+		}
+		return v, ok, true
+	}
+	return v, false, false
+}
+
+// tierCopy copies the tier's copy of leaf id (cnt entries), if it holds
+// one, into the leaf image at dst: its live lines, under the set's
+// sequence. It reports whether it did.
+func (t *BTree[K, V]) tierCopy(c *tierCore, p unsafe.Pointer, s uint64, id uint32, cnt int, dst unsafe.Pointer) bool {
+	g := &t.g
+	want := btTierHead(id, cnt)
+	for range tierSpins {
+		seq := atomic.LoadUint32(tierSeq(p))
+		if seq&1 != 0 {
+			continue
+		}
+		w := btTierFind(c, p, s, id)
+		if w < 0 || atomic.LoadUint64((*uint64)(c.slotAt(p, w))) != want {
+			if atomic.LoadUint32(tierSeq(p)) != seq {
+				continue
+			}
+			return false
+		}
+		btLiveLines(g, cnt, func(lo, hi uintptr) {
+			tierLoad(unsafe.Add(dst, lo), unsafe.Add(c.slotAt(p, w), btTierHdr+lo), hi-lo)
+		})
+		if atomic.LoadUint32(tierSeq(p)) != seq {
+			continue
+		}
+		c.touch(p, w, s)
+		c.countHit(s)
+		return true
+	}
+	return false
+}
+
+// btLiveLines calls f with the line-aligned byte ranges of a leaf that
+// hold the keys and the values of cnt entries (cnt > 0).
+func btLiveLines(g *btGeom, cnt int, f func(lo, hi uintptr)) {
+	f(g.keyOff&^63, (g.keyAt(cnt)+63)&^63)
+	if g.vs > 0 {
+		f(g.valAt(0)&^63, (g.valAt(cnt-1)+g.vs+63)&^63)
+	}
+}
+
+// btTierRoom reports whether an admission with sketch estimate est may
+// take a way of the set at p: a free one, or a victim used less often.
+// It takes no lock (a locked instruction here would cost the next
+// lookup's device load; see tierCore.count).
+func btTierRoom(c *tierCore, p unsafe.Pointer, est uint8) bool {
+	w, full := c.peekVictim(p)
+	if !full {
+		return true
+	}
+	vid := uint32(atomic.LoadUint64((*uint64)(c.slotAt(p, w))))
+	return c.sk.estimate(btTierSpread(vid)) < est
+}
+
+// btTierInsert copies leaf id (cnt entries, its live lines at the leaf
+// offsets of src) into the set at p. It runs on a reader's miss: a set
+// held by another admission is skipped.
+func btTierInsert(c *tierCore, p unsafe.Pointer, s uint64, id uint32, cnt int, src unsafe.Pointer, g *btGeom, est uint8) {
+	seq, ok := c.lock(p)
+	if !ok {
+		return
+	}
+	defer c.unlock(p, seq)
+	w, evict := btTierFind(c, p, s, id), false
+	if w >= 0 {
+		if atomic.LoadUint64((*uint64)(c.slotAt(p, w))) == btTierHead(id, cnt) {
+			return // admitted by another reader meanwhile
+		}
+	} else {
+		w, evict = c.victim(p)
+		if evict {
+			vid := uint32(atomic.LoadUint64((*uint64)(c.slotAt(p, w))))
+			if c.sk.estimate(btTierSpread(vid)) >= est {
+				c.count(s, cntRejects, 1)
+				return
+			}
+			c.drop(p, w)
+		}
+	}
+	sp := c.slotAt(p, w)
+	*(*uint64)(sp) = btTierHead(id, cnt)
+	btLiveLines(g, cnt, func(lo, hi uintptr) {
+		copy(btBytes(unsafe.Add(sp, btTierHdr+lo), hi-lo), btBytes(unsafe.Add(src, lo), hi-lo))
+	})
+	c.fill(p, w, tierTag(s))
+	c.count(s, cntAdmits, 1)
+	if evict {
+		c.count(s, cntEvicts, 1)
+	}
+}
+
+// readLive reads the live lines of leaf id (cnt entries) into the leaf
+// image at dst (leafSize bytes): on mapped VRAM by streaming loads that do
+// not depend on one another, so they overlap (one round trip).
+func (t *BTree[K, V]) readLive(id uint32, cnt int, dst unsafe.Pointer) error {
+	g := &t.g
+	e := t.lv.extentOf(id)
+	db := btBytes(dst, g.leafSize)
+	switch e.kind {
+	case btDirect:
+		leaf := t.lv.ptr(id)
+		btLiveLines(g, cnt, func(lo, hi uintptr) { copy(db[lo:hi], btBytes(unsafe.Add(leaf, lo), hi-lo)) })
+	case btWC:
+		t.streamLeaf(e, btWin{id: id, cnt: int32(cnt)}, db)
+	default:
+		end := (g.keyAt(cnt) + 63) &^ 63
+		if g.vs > 0 {
+			end = max(end, (g.valAt(cnt-1)+g.vs+63)&^63)
+		}
+		return t.dev.Read(db[:end], e.blk, uint64(id&g.xMask)*uint64(g.leafSize))
+	}
+	return nil
+}
+
+// fetchTiered reads a window of few leaves (what fetch would stream, or
+// read in place on ordinary memory) through the tier: each leaf found
+// there comes from host memory, the others are read from the device and
+// offered to the tier (sampled, as misses of Get).
+func (t *BTree[K, V]) fetchTiered(c *tierCore, s *btScan) bool {
+	g := &t.g
+	_, span := t.windowSpan(s)
+	lo := s.lo
+	buf := t.buffer(s, span)
+	s.base, s.min = unsafe.Pointer(unsafe.SliceData(buf)), lo
+	if !t.tierUsable(c) {
+		c = nil
+	}
+	for _, w := range s.win {
+		if w.cnt == 0 {
+			continue
+		}
+		dst := unsafe.Pointer(&buf[uintptr((w.id&g.xMask)-lo)*g.leafSize])
+		if c == nil {
+			if err := t.readLive(w.id, int(w.cnt), dst); err != nil {
+				t.noteErr(err)
+				return false
+			}
+			continue
+		}
+		sh := btTierSpread(w.id)
+		p := c.set(sh)
+		if t.tierCopy(c, p, sh, w.id, int(w.cnt), dst) {
+			continue
+		}
+		c.count(sh, cntMisses, 1)
+		if err := t.readLive(w.id, int(w.cnt), dst); err != nil {
+			t.noteErr(err)
+			return false
+		}
+		if rand.Uint32()%tierAdmitSample == 0 {
+			if est := c.sk.increment(sh); btTierRoom(c, p, est) {
+				btTierInsert(c, p, sh, w.id, int(w.cnt), dst, g, est)
+			} else {
+				c.count(sh, cntRejects, 1)
+			}
+		}
+	}
+	return true
+}
+
+// tierScans reports whether fetch reads window s through the tier: a
+// window that would be streamed (mapped VRAM, few lines) or read in place
+// (ordinary memory, few leaves; only when a tier was asked for there).
+func (t *BTree[K, V]) tierScans(e *btExtent, s *btScan) bool {
+	switch e.kind {
+	case btDirect:
+		return len(s.win) <= btTierScanLeaves
+	case btWC:
+		return !t.fetchByDMA(s)
+	}
+	return false
+}
+
+// btTierScanLeaves bounds the windows of ordinary memory read through the
+// tier (the streamed windows of mapped VRAM are bounded by the planner).
+const btTierScanLeaves = 16
+
+// verifyTier checks that every leaf in the tier is a leaf of the index
+// with the count and the live bytes the device holds.
+func (t *BTree[K, V]) verifyTier() error {
+	c := t.lv.hot
+	if c == nil {
+		return nil
+	}
+	cnts := map[uint32]int{}
+	x := &t.idx
+	if x.height > 0 {
+		for b := x.first; b != btNil; b = x.nodes[b].next {
+			nd := x.nodes[b]
+			for i := range int(nd.n) {
+				cnts[nd.kids[i]] = int(nd.cnts[i])
+			}
+		}
+	}
+	g := &t.g
+	gen := c.gen.Load()
+	for i := uint64(0); i < c.sets; i++ {
+		p := unsafe.Add(c.mem, uintptr(i)*c.setBytes)
+		if atomic.LoadUint32(tierGen(p)) != gen {
+			continue
+		}
+		for valid := atomic.LoadUint32(tierMeta(p)) & 0xff; valid != 0; valid &= valid - 1 {
+			sp := c.slotAt(p, bits.TrailingZeros32(valid))
+			head := *(*uint64)(sp)
+			id, cnt := uint32(head), int(head>>32)
+			want, ok := cnts[id]
+			if !ok {
+				return fmt.Errorf("tier holds leaf %d, which is not in the index", id)
+			}
+			if cnt != want {
+				return fmt.Errorf("tier holds leaf %d with %d entries, the index %d", id, cnt, want)
+			}
+			img, err := t.image(id, 2, cnt)
+			if err != nil {
+				return err
+			}
+			same := func(off, n uintptr) bool {
+				return string(btBytes(unsafe.Add(sp, btTierHdr+off), n)) == string(btBytes(unsafe.Add(img, off), n))
+			}
+			bad := !same(g.keyOff, uintptr(cnt)*g.ks)
+			for j := 0; j < cnt && g.vs > 0; j++ {
+				bad = bad || !same(g.valAt(j), g.vs)
+			}
+			if bad {
+				return fmt.Errorf("tier's copy of leaf %d differs from the device", id)
+			}
+		}
+	}
+	return nil
+}
+
+// addCache adds o's counters and sizes to s (sharded trees' Stats).
+func (s *CacheStats) addCache(o CacheStats) {
+	s.Bytes += o.Bytes
+	s.Capacity += o.Capacity
+	s.Entries += o.Entries
+	s.Hits += o.Hits
+	s.Misses += o.Misses
+	s.Admissions += o.Admissions
+	s.Evictions += o.Evictions
+	s.Rejections += o.Rejections
+}

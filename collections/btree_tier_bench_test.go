@@ -1,0 +1,154 @@
+package collections
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/google/btree"
+	"github.com/govram/govram/internal/vmemtest"
+)
+
+// BenchmarkBTreeTier measures one Get, or one Range of 100 entries, at a
+// time, with keys (Get) or start keys (Range100) drawn uniformly or from
+// Zipf distributions, on trees of n random uint64 keys (BulkLoad of the
+// sorted keys), in one run:
+//
+//	gbtree   google/btree's BTreeG (degree 32) with the same entries
+//	govram   BTree with its default hot tier (on the Vulkan backend)
+//	notier   BTree with WithBTreeHostCache(0)
+//
+// A stream's rank r names the key mapBenchKey(r), so hot keys lie
+// scattered over the tree's leaves. Sizes: 1e6 by default,
+// VMEM_BENCH_BTREE_SIZES sets them. hit% is the tier's hit rate (leaves)
+// over the timed loop; tierB/entry its bytes per entry.
+func BenchmarkBTreeTier(b *testing.B) {
+	for _, n := range vmemtest.BenchSizesFrom(b, "VMEM_BENCH_BTREE_SIZES", 1e6) {
+		for _, dist := range []string{"uniform", "zipf0.99", "zipf1.1"} {
+			stream := tierBenchStream(n, dist)
+			b.Run(fmt.Sprintf("%s/Get/%s", vmemtest.SizeName(n), dist), func(b *testing.B) {
+				btTierBenchImpls(b, btTierBenchBuild(b, n), stream, false)
+			})
+			b.Run(fmt.Sprintf("%s/Range100/%s", vmemtest.SizeName(n), dist), func(b *testing.B) {
+				btTierBenchImpls(b, btTierBenchBuild(b, n), stream, true)
+			})
+		}
+	}
+}
+
+type btTierBenchSet struct {
+	sorted []uint64 // the keys, ascending
+	pos    []uint32 // pos[r]: the index in sorted of mapBenchKey(r)
+	g      *btree.BTreeG[btItem]
+	t      *BTree[uint64, uint64]
+	notier *BTree[uint64, uint64]
+}
+
+var btTierBenchSets = map[int]*btTierBenchSet{}
+
+func btTierBenchBuild(b *testing.B, n int) *btTierBenchSet {
+	if s := btTierBenchSets[n]; s != nil {
+		return s
+	}
+	b.StopTimer()
+	defer b.StartTimer()
+	s := &btTierBenchSet{sorted: make([]uint64, n), pos: make([]uint32, n)}
+	for i := range s.sorted {
+		s.sorted[i] = mapBenchKey(uint64(i))
+	}
+	slices.Sort(s.sorted)
+	for r := range s.pos {
+		i, _ := slices.BinarySearch(s.sorted, mapBenchKey(uint64(r)))
+		s.pos[r] = uint32(i)
+	}
+	vals := make([]uint64, n)
+	for i, k := range s.sorted {
+		vals[i] = k ^ 1
+	}
+	s.g = btree.NewG(32, btItemLess)
+	for i, k := range s.sorted {
+		s.g.ReplaceOrInsert(btItem{k, vals[i]})
+	}
+	mk := func(opts ...BTreeOption) *BTree[uint64, uint64] {
+		t, err := NewBTreeOrdered[uint64, uint64](mapBenchDevice(b), opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := t.BulkLoad(s.sorted, vals); err != nil {
+			b.Fatal(err)
+		}
+		return t
+	}
+	s.t = mk()
+	s.notier = mk(WithBTreeHostCache(0))
+	btTierBenchSets[n] = s
+	return s
+}
+
+func btTierBenchImpls(b *testing.B, s *btTierBenchSet, stream []uint32, scan bool) {
+	n := len(s.sorted)
+	for _, impl := range []string{"gbtree", "govram", "notier"} {
+		b.Run(impl, func(b *testing.B) {
+			t := s.t
+			if impl == "notier" {
+				t = s.notier
+			}
+			before := t.Stats().Cache
+			var acc uint64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r := stream[i&(tierStreamLen-1)]
+				if !scan {
+					k := mapBenchKey(uint64(r))
+					if impl == "gbtree" {
+						it, _ := s.g.Get(btItem{k: k})
+						acc += it.v
+					} else {
+						v, _ := t.Get(k)
+						acc += v
+					}
+					continue
+				}
+				p := int(s.pos[r])
+				lo, want := s.sorted[p], min(100, n-p)
+				hi := ^uint64(0)
+				if p+100 < n {
+					hi = s.sorted[p+100]
+				}
+				got := 0
+				if impl == "gbtree" {
+					s.g.AscendRange(btItem{k: lo}, btItem{k: hi}, func(it btItem) bool {
+						acc += it.v
+						got++
+						return true
+					})
+				} else {
+					for _, v := range t.Range(lo, hi) {
+						acc += v
+						got++
+					}
+				}
+				if p+100 >= n {
+					// The last key is not below hi = MaxUint64 only if it is
+					// MaxUint64 itself; count what lies below.
+					want = got
+				}
+				if got != want {
+					b.Fatalf("Range from %d visited %d entries, want %d", lo, got, want)
+				}
+			}
+			b.StopTimer()
+			mapBenchSink += acc
+			if impl != "gbtree" {
+				st := t.Stats()
+				c := st.Cache
+				if hm := (c.Hits - before.Hits) + (c.Misses - before.Misses); hm > 0 {
+					b.ReportMetric(100*float64(c.Hits-before.Hits)/float64(hm), "hit%")
+				}
+				if st.Len > 0 {
+					b.ReportMetric(float64(c.Bytes)/float64(st.Len), "tierB/entry")
+				}
+			}
+		})
+	}
+}
