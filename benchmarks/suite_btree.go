@@ -74,9 +74,7 @@ func btHits(e *env, t *collections.BTree[uint64, uint64]) hitCounter {
 	if !e.cfg.distSet {
 		return nil
 	}
-	// BTreeStats has no hot tier counters yet: with BTreeStats.Cache, this
-	// line becomes return func() (uint64, uint64) { c := t.Stats().Cache; return c.Hits, c.Misses }
-	return nil
+	return func() (uint64, uint64) { c := t.Stats().Cache; return c.Hits, c.Misses }
 }
 
 // add adds the cases; get and range under each of e's distributions,

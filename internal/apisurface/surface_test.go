@@ -17,7 +17,7 @@ import (
 // A new public package needs an entry. Counted so when issue 24 was
 // filed: collections 147, layout 63, vmem 170, vmem/shaders 1.
 var exportBudget = map[string]int{
-	"collections":  169,
+	"collections":  170,
 	"layout":       63,
 	"vmem":         172,
 	"vmem/shaders": 1,
