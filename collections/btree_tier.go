@@ -3,7 +3,6 @@ package collections
 import (
 	"fmt"
 	"math/bits"
-	"math/rand/v2"
 	"sync/atomic"
 	"unsafe"
 
@@ -211,13 +210,8 @@ func (t *BTree[K, V]) getTiered(c *tierCore, id uint32, cnt int, k K, val bool) 
 	if v, found, hit := t.tierLook(c, p, s, id, cnt, k, val); hit {
 		return v, found, true
 	}
-	c.count(s, cntMisses, 1)
-	if rand.Uint32()%tierAdmitSample != 0 {
-		return v, false, false
-	}
-	est := c.sk.increment(s)
-	if !btTierRoom(c, p, est) {
-		c.count(s, cntRejects, 1)
+	est, ok := btTierOffer(c, p, s)
+	if !ok {
 		return v, false, false
 	}
 	// Admitted: the leaf's live lines in one batch of independent loads
@@ -334,6 +328,24 @@ func btLiveLines(g *btGeom, cnt int, f func(lo, hi uintptr)) {
 	}
 }
 
+// btTierOffer counts a miss of the leaf of spread hash s (set p) and
+// decides, as the Map's tier does (tierCore.admitMask, tierAdmitMin),
+// whether it is offered and admitted: it returns the leaf's sketch
+// estimate and true when the leaf should be copied in.
+func btTierOffer(c *tierCore, p unsafe.Pointer, s uint64) (uint8, bool) {
+	if uint32(c.countMiss(s))&c.admitMask(s) != 0 {
+		return 0, false
+	}
+	est := c.sk.increment(s)
+	if est < tierAdmitMin || !btTierRoom(c, p, est) {
+		c.count(s, cntRejects, 1)
+		c.offered(s, false)
+		return est, false
+	}
+	c.offered(s, true)
+	return est, true
+}
+
 // btTierRoom reports whether an admission with sketch estimate est may
 // take a way of the set at p: a free one, or a victim used less often.
 // It takes no lock (a locked instruction here would cost the next
@@ -410,7 +422,10 @@ func (t *BTree[K, V]) readLive(id uint32, cnt int, dst unsafe.Pointer) error {
 // fetchTiered reads a window of few leaves (what fetch would stream, or
 // read in place on ordinary memory) through the tier: each leaf found
 // there comes from host memory, the others are read from the device and
-// offered to the tier (sampled, as misses of Get).
+// offered to the tier (sampled, as misses of Get). The device reads of
+// the window are issued together, with no tier work between them, so
+// that they overlap as fetch's own do: a locked instruction or a read of
+// loaded data between two leaves would make each leaf a round trip.
 func (t *BTree[K, V]) fetchTiered(c *tierCore, s *btScan) bool {
 	g := &t.g
 	_, span := t.windowSpan(s)
@@ -420,34 +435,42 @@ func (t *BTree[K, V]) fetchTiered(c *tierCore, s *btScan) bool {
 	if !t.tierUsable(c) {
 		c = nil
 	}
-	for _, w := range s.win {
+	dstOf := func(w btWin) unsafe.Pointer {
+		return unsafe.Pointer(&buf[uintptr((w.id&g.xMask)-lo)*g.leafSize])
+	}
+	var missed uint64 // bit i: s.win[i] is read from the device
+	for i, w := range s.win {
 		if w.cnt == 0 {
 			continue
 		}
-		dst := unsafe.Pointer(&buf[uintptr((w.id&g.xMask)-lo)*g.leafSize])
-		if c == nil {
-			if err := t.readLive(w.id, int(w.cnt), dst); err != nil {
-				t.noteErr(err)
-				return false
+		if c != nil && i < 64 {
+			sh := btTierSpread(w.id)
+			if t.tierCopy(c, c.set(sh), sh, w.id, int(w.cnt), dstOf(w)) {
+				continue
 			}
+		}
+		missed |= 1 << min(i, 63)
+	}
+	for i, w := range s.win {
+		if w.cnt == 0 || missed&(1<<min(i, 63)) == 0 {
+			continue
+		}
+		if err := t.readLive(w.id, int(w.cnt), dstOf(w)); err != nil {
+			t.noteErr(err)
+			return false
+		}
+	}
+	if c == nil {
+		return true
+	}
+	for i, w := range s.win {
+		if i >= 63 || w.cnt == 0 || missed&(1<<i) == 0 {
 			continue
 		}
 		sh := btTierSpread(w.id)
 		p := c.set(sh)
-		if t.tierCopy(c, p, sh, w.id, int(w.cnt), dst) {
-			continue
-		}
-		c.count(sh, cntMisses, 1)
-		if err := t.readLive(w.id, int(w.cnt), dst); err != nil {
-			t.noteErr(err)
-			return false
-		}
-		if rand.Uint32()%tierAdmitSample == 0 {
-			if est := c.sk.increment(sh); btTierRoom(c, p, est) {
-				btTierInsert(c, p, sh, w.id, int(w.cnt), dst, g, est)
-			} else {
-				c.count(sh, cntRejects, 1)
-			}
+		if est, ok := btTierOffer(c, p, sh); ok {
+			btTierInsert(c, p, sh, w.id, int(w.cnt), dstOf(w), g, est)
 		}
 	}
 	return true
