@@ -533,7 +533,7 @@ func (t *ShardedBTree[K, V]) Stats() BTreeStats {
 		s.DeviceBytes += st.DeviceBytes
 		s.PrivateBytes += st.PrivateBytes
 		s.HostBytes += st.HostBytes
-		s.Cache.addCache(st.Cache)
+		s.Cache = s.Cache.add(st.Cache)
 	}
 	if s.Len > 0 {
 		s.HostPerEntry = float64(s.HostBytes) / float64(s.Len)

@@ -546,15 +546,3 @@ func (t *BTree[K, V]) verifyTier() error {
 	}
 	return nil
 }
-
-// addCache adds o's counters and sizes to s (sharded trees' Stats).
-func (s *CacheStats) addCache(o CacheStats) {
-	s.Bytes += o.Bytes
-	s.Capacity += o.Capacity
-	s.Entries += o.Entries
-	s.Hits += o.Hits
-	s.Misses += o.Misses
-	s.Admissions += o.Admissions
-	s.Evictions += o.Evictions
-	s.Rejections += o.Rejections
-}

@@ -105,7 +105,7 @@ func TestBTreeTierDifferential(t *testing.T) {
 						case 4:
 							st = btTierRun(t, d, btCodecStr, opts, data)
 						}
-						sum.addCache(st)
+						sum = sum.add(st)
 					}
 				}
 				if sum.Hits == 0 || sum.Admissions == 0 {
