@@ -111,7 +111,9 @@ func TestBTreeTierDifferential(t *testing.T) {
 				if sum.Hits == 0 || sum.Admissions == 0 {
 					t.Errorf("budget %d: the tier was not used: %+v", budget, sum)
 				}
-				if budget == btTierBudgets[0] && sum.Evictions == 0 && !buildconst.Invariants {
+				// The short and invariants runs' trees may fit the smallest
+				// tier whole: only the full run is sure to evict.
+				if budget == btTierBudgets[0] && sum.Evictions == 0 && !buildconst.Invariants && !testing.Short() {
 					t.Errorf("budget %d: nothing evicted: %+v", budget, sum)
 				}
 			}
