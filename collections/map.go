@@ -310,13 +310,13 @@ func (m *Map[K, V]) get(kp *K, h uint64) (V, bool) {
 		return m.getSlow(t, &k, h)
 	}
 	pat := (h & 0x7f) * mapLSB
-	var line mapLine
+	var line [2]mapLine // a bucket of mapped VRAM: one line, or a two-line record
 	for b := mapHome(h, t.nb); b < t.nbAll; b++ {
 		sg := &t.segs[b>>t.shift]
 		j := b & t.mask
 		loaded := false
 		if mapEagerLoad && sg.kind == mapWC {
-			lineio.Load(&line.b, unsafe.Add(sg.base, uintptr(j)*layout.LineSize))
+			m.loadBucketWC(&line, sg, j)
 			loaded = true
 		}
 		g := mapGroup(sg.fp, j, m.r.p)
@@ -328,7 +328,7 @@ func (m *Map[K, V]) get(kp *K, h uint64) (V, bool) {
 			switch {
 			case sg.kind == mapWC:
 				if !loaded {
-					lineio.Load(&line.b, unsafe.Add(sg.base, uintptr(j)*layout.LineSize))
+					m.loadBucketWC(&line, sg, j)
 				}
 				rp = unsafe.Pointer(&line)
 			case m.r.lines == 1:
@@ -336,7 +336,7 @@ func (m *Map[K, V]) get(kp *K, h uint64) (V, bool) {
 				// does not depend on which slot matched, so its cache miss
 				// overlaps the control bytes' one, as the VRAM load does;
 				// reading the matched slot in place would wait for both.
-				line.b = *(*[layout.LineSize]byte)(unsafe.Add(sg.base, uintptr(j)*layout.LineSize))
+				line[0].b = *(*[layout.LineSize]byte)(unsafe.Add(sg.base, uintptr(j)*layout.LineSize))
 				rp = unsafe.Pointer(&line)
 			default:
 				rp = unsafe.Add(sg.base, uintptr(j)*m.r.bucket)
@@ -366,8 +366,18 @@ func (m *Map[K, V]) get(kp *K, h uint64) (V, bool) {
 	return zero, false
 }
 
-// getSlow is Get for tables with private segments or multi-line records
-// in mapped VRAM: each bucket is read whole into a buffer.
+// loadBucketWC reads bucket j of mapped segment sg (one line, or the two
+// lines of a string-key record, whose loads overlap) into buf.
+func (m *Map[K, V]) loadBucketWC(buf *[2]mapLine, sg *mapSeg, j uint64) {
+	if m.r.lines == 1 {
+		lineio.Load(&buf[0].b, unsafe.Add(sg.base, uintptr(j)*layout.LineSize))
+		return
+	}
+	lineio.LoadLines(unsafe.Slice(&buf[0].b[0], 2*layout.LineSize), unsafe.Add(sg.base, uintptr(j)*2*layout.LineSize))
+}
+
+// getSlow is Get for tables with private segments or records of more than
+// two lines in mapped VRAM: each bucket is read whole into a buffer.
 //
 //go:noinline
 func (m *Map[K, V]) getSlow(t *mapTable, k *K, h uint64) (V, bool) {

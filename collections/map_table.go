@@ -115,7 +115,7 @@ func (m *Map[K, V]) newTable(nb, tail uint64) (*mapTable, error) {
 	}
 	t.fast = true
 	for i := range t.segs {
-		if k := t.segs[i].kind; k == mapDMA || (k == mapWC && m.r.lines != 1) {
+		if k := t.segs[i].kind; k == mapDMA || (k == mapWC && m.r.lines > 2) {
 			t.fast = false
 		}
 	}

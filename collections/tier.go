@@ -19,7 +19,10 @@ import (
 //
 // Layout. The tier is an array of sets in anonymous host memory (off the
 // Go heap); a key's set is chosen by its hash. A set is a 24-byte header
-// and tierWays slots of one fixed size, the whole rounded up to lines:
+// and tierWays slots of one fixed size (a multiple of 8), packed one after
+// the other: a set of uint64 pairs is 152 bytes, which rounded to lines
+// would be 192, a fifth less of the budget holding entries; a hit reads
+// the header's line and its slot's, often the same or the next:
 //
 //	off  0  seq    uint32  a sequence lock: odd while a writer changes the set
 //	off  4  gen    uint32  the tier generation the set's contents belong to
@@ -201,7 +204,7 @@ func tierSpread(h uint64) uint64 {
 // (a multiple of 8). It returns nil when the budget holds no useful tier
 // or the memory cannot be mapped: the container then runs without one.
 func newTierCore(budget uint64, slot uintptr) *tierCore {
-	setBytes := (tierHdr + tierWays*slot + 63) &^ 63
+	setBytes := tierHdr + tierWays*slot
 	// The sketch takes tierSketchPer counter bytes per entry; the sets the rest.
 	per := uint64(setBytes) + tierWays*tierSketchPer
 	if budget < per*2 {
@@ -209,7 +212,8 @@ func newTierCore(budget uint64, slot uintptr) *tierCore {
 	}
 	sets := budget / per
 	skBytes := max(uint64(1)<<(bits.Len64(sets*tierWays*tierSketchPer)-1), 64) // within the budget
-	size := sets*uint64(setBytes) + skBytes + tierStripes*64
+	setsEnd := (sets*uint64(setBytes) + 63) &^ 63 // the sketch's blocks on lines
+	size := setsEnd + skBytes + tierStripes*64
 	mem, err := hostmem.Map(size)
 	if err != nil {
 		return nil
@@ -222,8 +226,8 @@ func newTierCore(budget uint64, slot uintptr) *tierCore {
 		slot:     slot,
 	}
 	c.gen.Store(1) // zeroed sets have generation 0: empty
-	c.sk.init(unsafe.Add(mem, sets*uint64(setBytes)), skBytes, sets*tierWays)
-	c.cnt = unsafe.Add(mem, sets*uint64(setBytes)+skBytes)
+	c.sk.init(unsafe.Add(mem, setsEnd), skBytes, sets*tierWays)
+	c.cnt = unsafe.Add(mem, setsEnd+skBytes)
 	c.sk.adds = (*uint64)(unsafe.Add(c.cnt, cntSketch*8))
 	return c
 }
