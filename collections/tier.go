@@ -212,7 +212,7 @@ func newTierCore(budget uint64, slot uintptr) *tierCore {
 	}
 	sets := budget / per
 	skBytes := max(uint64(1)<<(bits.Len64(sets*tierWays*tierSketchPer)-1), 64) // within the budget
-	setsEnd := (sets*uint64(setBytes) + 63) &^ 63 // the sketch's blocks on lines
+	setsEnd := (sets*uint64(setBytes) + 63) &^ 63                              // the sketch's blocks on lines
 	size := setsEnd + skBytes + tierStripes*64
 	mem, err := hostmem.Map(size)
 	if err != nil {
