@@ -113,8 +113,10 @@ func (t *BTree[K, V]) done(err error) {
 }
 
 // ReplaceOrInsert stores value under key. If key was present it returns
-// the value it replaces and true. On error (out of memory, device lost)
-// the tree is unchanged.
+// the value it replaces and true, and the tree keeps the stored key's bits
+// (google/btree would store the new key; only keys equal under the order
+// with other bits, as +0.0 and -0.0, can tell). On error (out of memory,
+// device lost) the tree is unchanged.
 func (t *BTree[K, V]) ReplaceOrInsert(key K, value V) (old V, replaced bool, err error) {
 	if err := t.btUsable(); err != nil {
 		return old, false, err
