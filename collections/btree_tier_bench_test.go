@@ -20,7 +20,7 @@ import (
 //
 // A stream's rank r names the key mapBenchKey(r), so hot keys lie
 // scattered over the tree's leaves. Sizes: 1e6 by default,
-// VMEM_BENCH_BTREE_SIZES sets them. hit% is the tier's hit rate (leaves)
+// VMEM_BENCH_BTREE_SIZES sets them. hit% is the tiers' hit rate (entries and leaves)
 // over the timed loop; tierB/entry its bytes per entry.
 func BenchmarkBTreeTier(b *testing.B) {
 	for _, n := range vmemtest.BenchSizesFrom(b, "VMEM_BENCH_BTREE_SIZES", 1e6) {
