@@ -28,6 +28,8 @@ import (
 // write and a lost device drop them all. With an entry tier, the budget is
 // split in halves between the two, and a Get's miss admits no leaf: leaves
 // are admitted by scans only (and still answer the Gets of their keys).
+// Stats sums the two tiers' counters: a Get that the entry tier misses and
+// a cached leaf answers counts as a miss and a hit.
 //
 // The leaf cache:
 //
