@@ -146,6 +146,12 @@ type BTree[K, V any] struct {
 	cache     int
 	cacheSet  bool
 	tierEpoch uint64
+
+	// et is the entry tier (btree_tier.go): copies of hot (key, value)
+	// pairs, keyed by the key's order bits mixed with etSeed. nil unless
+	// the keys are integers (NewBTreeOrdered) and V has a fixed size.
+	et     *tierCore
+	etSeed uint64
 }
 
 // BTreeOption configures NewBTree.
@@ -270,7 +276,8 @@ type btHeld struct {
 	mu   sync.Mutex
 	dev  *vmem.Device
 	blks map[vmem.Block]struct{}
-	tier *tierCore // the hot tier's host memory
+	tier *tierCore // the hot tiers' host memory: leaves
+	et   *tierCore // and entries
 }
 
 func (h *btHeld) add(b vmem.Block) {
@@ -294,7 +301,8 @@ func (h *btHeld) freeAll() {
 	}
 	clear(h.blks)
 	h.tier.free()
-	h.tier = nil
+	h.et.free()
+	h.tier, h.et = nil, nil
 }
 
 // alloc allocates a block and records it.
@@ -403,7 +411,7 @@ func (t *BTree[K, V]) Stats() BTreeStats {
 	}
 	s.HostBytes += uint64(cap(t.lv.ext)) * uint64(unsafe.Sizeof(btExtent{}))
 	s.HostBytes += t.idx.hostBytes()
-	s.Cache = t.lv.hot.stats()
+	s.Cache = t.lv.hot.stats().add(t.et.stats())
 	s.HostBytes += s.Cache.Bytes
 	if t.n > 0 {
 		s.HostPerEntry = float64(s.HostBytes) / float64(t.n)
@@ -426,6 +434,7 @@ func (t *BTree[K, V]) clear() {
 		t.arena.Reset()
 	}
 	t.lv.reset()
+	t.etInvalidate()
 	t.idx.reset()
 	t.n = 0
 	t.dirty.Store(false)
@@ -450,7 +459,7 @@ func (t *BTree[K, V]) Close() error {
 		t.unreg()
 	}
 	t.clear()
-	t.lv.hot = nil
+	t.lv.hot, t.et = nil, nil
 	t.mem.freeAll()
 	t.closed = true
 	if t.arena != nil {

@@ -73,6 +73,7 @@ func (t *BTree[K, V]) bulk(keys []K, vals []V, hs []strarena.Handle) error {
 	// New leaves are written past the batcher and the tier: none of their
 	// ids may keep a copy.
 	t.lv.invalidate()
+	t.etInvalidate()
 	g := &t.g
 	lv := &t.lv
 	e := g.cap

@@ -22,6 +22,9 @@ func (t *BTree[K, V]) Delete(key K) (old V, deleted bool, err error) {
 	var p btPath
 	t.idx.descend(key, &p)
 	_, old, deleted, err = t.deleteAt(&p, key, true, 0)
+	if deleted {
+		t.etPut(&key, nil)
+	}
 	t.done(err)
 	return old, deleted, err
 }
@@ -52,6 +55,9 @@ func (t *BTree[K, V]) deleteEdge(right bool) (k K, v V, ok bool, err error) {
 		slot = -1
 	}
 	k, v, ok, err = t.deleteAt(&p, k, false, slot)
+	if ok {
+		t.etPut(&k, nil)
+	}
 	t.done(err)
 	return k, v, ok, err
 }

@@ -47,8 +47,36 @@ func (t *BTree[K, V]) Has(key K) bool {
 	return ok
 }
 
-// get looks k up in a tree that is not empty.
+// get looks k up in a tree that is not empty: in the entry tier first,
+// which needs only the key (a hit skips the index walk too), then in the
+// leaf.
 func (t *BTree[K, V]) get(k K, val bool) (v V, ok bool) {
+	c := t.et
+	if c == nil {
+		return t.getLeaf(k, val)
+	}
+	if err := t.dev.Err(); err != nil {
+		t.tierLost(err)
+		return t.getLeaf(k, val)
+	}
+	kb := btOrderBits(t.kk, unsafe.Pointer(&k))
+	s := t.etSpread(&kb)
+	p := c.set(s)
+	if v, ok = tierPairGet[uint64, V](c, p, s, &kb); ok {
+		return v, true
+	}
+	// The stripe's miss count picks the misses offered, as the Map's.
+	n := c.countMiss(s)
+	v, ok = t.getLeaf(k, val)
+	if ok && val && uint32(n)&c.admitMask(s) == 0 {
+		tierPairAdmit(c, p, s, &kb, &v, t.etSpread)
+	}
+	return v, ok
+}
+
+// getLeaf looks k up through the host index: in the leaf tier's copy of
+// its leaf, else in the leaf on the device.
+func (t *BTree[K, V]) getLeaf(k K, val bool) (v V, ok bool) {
 	x := &t.idx
 	b, i := x.find(k)
 	nd := x.nodes[b]

@@ -3,6 +3,7 @@ package collections
 import (
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
 	"sync/atomic"
 	"unsafe"
 
@@ -10,7 +11,27 @@ import (
 	"github.com/govram/govram/vmem"
 )
 
-// The BTree's hot tier: a leaf cache (tier.go's tierCore, keyed by leaf id).
+// The BTree's hot tiers: an entry tier of (key, value) pairs for Get and
+// Has, and a leaf cache (tier.go's tierCore, keyed by leaf id) for scans.
+//
+// The entry tier (tier_pair.go's slots, as the Map's: 16 bytes for uint64
+// pairs) exists when the keys are integers (NewBTreeOrdered: equality
+// under < is ==, so a hash of the key's bits is exact) and V has a fixed
+// size. A Get looks its key up there first, before the host index: a hit
+// costs neither the index walk nor the device. A miss goes on as without
+// it, and a key found is offered to the entry tier as the Map's misses are
+// (sampled, the doorkeeper, TinyLFU against the victim). Per byte it
+// serves far more hot keys than the leaf cache when they are spread over
+// the tree (a cached 512-byte leaf may hold one hot key; its bytes hold 32
+// pairs). Writes update (ReplaceOrInsert of a present key) or drop
+// (Delete, DeleteMin, DeleteMax) the key's copy; BulkLoad, Clear, a failed
+// write and a lost device drop them all. With an entry tier, the budget is
+// split in halves between the two, and a Get's miss admits no leaf: leaves
+// are admitted by scans only (and still answer the Gets of their keys).
+// Stats sums the two tiers' counters: a Get that the entry tier misses and
+// a cached leaf answers counts as a miss and a hit.
+//
+// The leaf cache:
 //
 // A slot holds one whole leaf, laid out as in device memory behind an
 // 8-byte header:
@@ -51,9 +72,11 @@ const (
 )
 
 // WithBTreeHostCache sizes the tree's hot tier: copies of the most used
-// leaves in host memory, so that a Get or a short scan of hot keys costs
-// host-memory reads instead of round trips to the device. bytes is the
-// tier's budget; 0 turns the tier off. Without this option the tier is on
+// entries (integer keys, fixed-size values) and leaves in host memory, so
+// that a Get or a short scan of hot keys costs host-memory reads instead
+// of round trips to the device. bytes is the tier's budget (split in
+// halves between entries and leaves where there are both); 0 turns the
+// tier off. Without this option the tier is on
 // where the leaves are in device memory (the Vulkan backend), with a
 // fiftieth of the leaves' device bytes, at most a sixteenth of the
 // machine's RAM, and it grows with the tree; on the host backend it is
@@ -112,13 +135,40 @@ func (t *BTree[K, V]) tierBudget() uint64 {
 	return max(b, tierMinBytes)
 }
 
-// tierInit makes the tree's tier, or none (see tierBudget).
+// etSlot is the slot size of the tree's entry tier, 0 if it has none: the
+// keys are not integers, V is a string, or a pair is too large.
+func (t *BTree[K, V]) etSlot() uintptr {
+	if t.kk == btKGeneric || t.strV {
+		return 0
+	}
+	return tierPairSlot[uint64, V]()
+}
+
+// tierSplit divides budget between the leaf tier and the entry tier.
+func (t *BTree[K, V]) tierSplit(budget uint64) (leaves, entries uint64) {
+	switch {
+	case t.etSlot() == 0:
+		return budget, 0
+	case t.tierSlot() == 0:
+		return 0, budget
+	}
+	return budget - budget/2, budget / 2
+}
+
+// tierInit makes the tree's tiers, or none (see tierBudget).
 func (t *BTree[K, V]) tierInit() {
-	slot, budget := t.tierSlot(), t.tierBudget()
-	if slot == 0 || budget == 0 {
+	budget := t.tierBudget()
+	if budget == 0 {
 		return
 	}
-	t.tierSet(newTierCore(budget, slot))
+	lb, eb := t.tierSplit(budget)
+	if slot := t.tierSlot(); slot != 0 {
+		t.tierSet(newTierCore(lb, slot))
+	}
+	if slot := t.etSlot(); slot != 0 {
+		t.etSet(newTierCore(eb, slot))
+		t.etSeed = rand.Uint64()
+	}
 }
 
 // tierSet installs c (nil: none) as the tier, freeing the one before.
@@ -134,6 +184,18 @@ func (t *BTree[K, V]) tierSet(c *tierCore) {
 	t.lv.hot, t.mem.tier = c, c
 }
 
+// etSet installs c (nil: none) as the entry tier, freeing the one before.
+// Writers only.
+func (t *BTree[K, V]) etSet(c *tierCore) {
+	if old := t.et; old != nil {
+		if c != nil {
+			copy(unsafe.Slice((*byte)(c.cnt), tierStripes*64), unsafe.Slice((*byte)(old.cnt), tierStripes*64))
+		}
+		old.free()
+	}
+	t.et, t.mem.et = c, c
+}
+
 // tierGrow follows the tree's growth with a tier twice as large or more
 // (default budget only); the new tier starts empty. Writers call it.
 func (t *BTree[K, V]) tierGrow() {
@@ -141,13 +203,19 @@ func (t *BTree[K, V]) tierGrow() {
 		return
 	}
 	t.tierEpoch = t.lv.epoch
-	c := t.lv.hot
-	if c == nil {
-		return // leaves too large, or the default is off here
+	c, e := t.lv.hot, t.et
+	if c == nil && e == nil {
+		return // the default is off here
 	}
-	if b := t.tierBudget(); b >= 2*c.size {
-		if nc := newTierCore(b, c.slot); nc != nil {
+	lb, eb := t.tierSplit(t.tierBudget())
+	if c != nil && lb >= 2*c.size {
+		if nc := newTierCore(lb, c.slot); nc != nil {
 			t.tierSet(nc)
+		}
+	}
+	if e != nil && eb >= 2*e.size {
+		if nc := newTierCore(eb, e.slot); nc != nil {
+			t.etSet(nc)
 		}
 	}
 }
@@ -155,9 +223,32 @@ func (t *BTree[K, V]) tierGrow() {
 // tierFail drops the whole tier after a failed write: what the device
 // holds is not known for sure.
 func (t *BTree[K, V]) tierFail(err error) {
-	if err != nil && t.lv.hot != nil {
-		t.lv.hot.invalidateAll()
+	if err != nil {
+		t.lv.invalidate()
+		t.etInvalidate()
 	}
+}
+
+// etInvalidate drops every entry of the entry tier.
+func (t *BTree[K, V]) etInvalidate() {
+	if t.et != nil {
+		t.et.invalidateAll()
+	}
+}
+
+// etSpread is the entry tier's spread hash of a key's order bits.
+func (t *BTree[K, V]) etSpread(kb *uint64) uint64 { return mapMix(*kb, t.etSeed) }
+
+// etPut keeps the entry tier coherent with a write of k: its copy, if
+// any, takes the value v, or is dropped when v is nil (a delete). Writers
+// call it before the method returns.
+func (t *BTree[K, V]) etPut(k *K, v *V) {
+	c := t.et
+	if c == nil {
+		return
+	}
+	kb := btOrderBits(t.kk, unsafe.Pointer(k))
+	tierPairPut(c, t.etSpread(&kb), &kb, v)
 }
 
 // drop removes leaf id's copy from the tier, if any. Writers call it
@@ -191,16 +282,24 @@ func (lv *btLeaves) invalidate() {
 // dropped and Err says why).
 func (t *BTree[K, V]) tierUsable(c *tierCore) bool {
 	if err := t.dev.Err(); err != nil {
-		c.invalidateAll()
-		t.noteErr(err)
+		t.tierLost(err)
 		return false
 	}
 	return true
 }
 
-// getTiered is the tier's part of a lookup of k in leaf id (cnt entries).
-// done reports that it answered (a hit, or an admission that read the
-// leaf); otherwise the lookup goes to the device as without a tier.
+// tierLost drops both tiers after the device was lost (err) and notes it.
+func (t *BTree[K, V]) tierLost(err error) {
+	t.lv.invalidate()
+	t.etInvalidate()
+	t.noteErr(err)
+}
+
+// getTiered is the leaf tier's part of a lookup of k in leaf id (cnt
+// entries). done reports that it answered (a hit, or an admission that
+// read the leaf); otherwise the lookup goes to the device as without a
+// tier. With an entry tier a miss admits nothing (the entry tier takes
+// the key: one round trip, not a leaf's lines as well).
 func (t *BTree[K, V]) getTiered(c *tierCore, id uint32, cnt int, k K, val bool) (v V, found, done bool) {
 	if !t.tierUsable(c) {
 		return v, false, false
@@ -209,6 +308,9 @@ func (t *BTree[K, V]) getTiered(c *tierCore, id uint32, cnt int, k K, val bool) 
 	p := c.set(s)
 	if v, found, hit := t.tierLook(c, p, s, id, cnt, k, val); hit {
 		return v, found, true
+	}
+	if t.et != nil {
+		return v, false, false
 	}
 	est, ok := btTierOffer(c, p, s)
 	if !ok {
@@ -494,8 +596,12 @@ func (t *BTree[K, V]) tierScans(e *btExtent, s *btScan) bool {
 const btTierScanLeaves = 16
 
 // verifyTier checks that every leaf in the tier is a leaf of the index
-// with the count and the live bytes the device holds.
+// with the count and the live bytes the device holds, and that every
+// entry of the entry tier is in the tree with its value.
 func (t *BTree[K, V]) verifyTier() error {
+	if err := t.verifyEntries(); err != nil {
+		return err
+	}
 	c := t.lv.hot
 	if c == nil {
 		return nil
@@ -545,4 +651,61 @@ func (t *BTree[K, V]) verifyTier() error {
 		}
 	}
 	return nil
+}
+
+// verifyEntries checks that every pair in the entry tier is in the tree
+// with the value the device holds.
+func (t *BTree[K, V]) verifyEntries() error {
+	c := t.et
+	if c == nil {
+		return nil
+	}
+	gen := c.gen.Load()
+	for i := uint64(0); i < c.sets; i++ {
+		p := unsafe.Add(c.mem, uintptr(i)*c.setBytes)
+		if atomic.LoadUint32(tierGen(p)) != gen {
+			continue
+		}
+		for valid := atomic.LoadUint32(tierMeta(p)) & 0xff; valid != 0; valid &= valid - 1 {
+			e := (*tierPair[uint64, V])(c.slotAt(p, bits.TrailingZeros32(valid)))
+			k := btFromOrderBits[K](t.kk, e.k)
+			if t.idx.height == 0 {
+				return fmt.Errorf("entry tier holds key %v of an empty tree", k)
+			}
+			var path btPath
+			t.idx.descend(k, &path)
+			nd := t.idx.nodes[path.id[0]]
+			ix := int(path.ix[0])
+			id, cnt := nd.kids[ix], int(nd.cnts[ix])
+			img, err := t.image(id, 2, cnt)
+			if err != nil {
+				return err
+			}
+			g := &t.g
+			j, ok := t.lower(unsafe.Add(img, g.keyOff), cnt, k)
+			if !ok {
+				return fmt.Errorf("entry tier holds key %v, which is not in the tree", k)
+			}
+			if string(btBytes(unsafe.Add(img, g.valAt(j)), g.vs)) != string(btBytes(unsafe.Pointer(&e.v), g.vs)) {
+				return fmt.Errorf("entry tier's value of key %v differs from the tree's", k)
+			}
+		}
+	}
+	return nil
+}
+
+// btFromOrderBits is the key whose btOrderBits are b.
+func btFromOrderBits[K any](kk btKeyKind, b uint64) (k K) {
+	p := unsafe.Pointer(&k)
+	switch kk {
+	case btKU64:
+		*(*uint64)(p) = b
+	case btKI64:
+		*(*uint64)(p) = b ^ btSign64
+	case btKU32:
+		*(*uint32)(p) = uint32(b)
+	default:
+		*(*uint32)(p) = uint32(b) ^ 1<<31
+	}
+	return k
 }

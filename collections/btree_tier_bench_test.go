@@ -20,8 +20,9 @@ import (
 //
 // A stream's rank r names the key mapBenchKey(r), so hot keys lie
 // scattered over the tree's leaves. Sizes: 1e6 by default,
-// VMEM_BENCH_BTREE_SIZES sets them. hit% is the tier's hit rate (leaves)
-// over the timed loop; tierB/entry its bytes per entry.
+// VMEM_BENCH_BTREE_SIZES sets them. hit% is the hot tiers' hit rate
+// (entries and leaves) over the timed loop; tierB/entry their bytes per
+// entry.
 func BenchmarkBTreeTier(b *testing.B) {
 	for _, n := range vmemtest.BenchSizesFrom(b, "VMEM_BENCH_BTREE_SIZES", 1e6) {
 		for _, dist := range []string{"uniform", "zipf0.99", "zipf1.1"} {

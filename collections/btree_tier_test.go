@@ -15,8 +15,9 @@ import (
 )
 
 // btTierBudgets are the tier sizes the differential runs with: a couple
-// of sets (every admission evicts) and a tier that holds most leaves.
-var btTierBudgets = []int{12 << 10, 256 << 10}
+// of sets of leaves (every admission evicts) beside an entry tier of a few
+// hundred pairs, and tiers that hold most leaves and keys.
+var btTierBudgets = []int{24 << 10, 256 << 10}
 
 // btTierOps encodes n operations for btRun weighted towards reads, with
 // keys skewed to the front of 0..511 so that a few leaves are hot: the
@@ -61,8 +62,8 @@ func btTierOps(r *rand.Rand, n int) []byte {
 }
 
 // btTierRun runs data on a tree of codec c made with opts and returns its
-// tier's counters.
-func btTierRun[K, V any](t *testing.T, d *vmem.Device, c btCodec[K, V], opts []BTreeOption, data []byte) CacheStats {
+// tiers' counters, and those of its entry tier alone.
+func btTierRun[K, V any](t *testing.T, d *vmem.Device, c btCodec[K, V], opts []BTreeOption, data []byte) (all, entries CacheStats) {
 	t.Helper()
 	tr, err := c.make(d, opts...)
 	if err != nil {
@@ -70,10 +71,13 @@ func btTierRun[K, V any](t *testing.T, d *vmem.Device, c btCodec[K, V], opts []B
 	}
 	defer tr.Close()
 	if tr.lv.hot == nil && tr.tierSlot() != 0 {
-		t.Fatal("WithBTreeHostCache made no tier")
+		t.Fatal("WithBTreeHostCache made no leaf tier")
+	}
+	if tr.et == nil && tr.etSlot() != 0 {
+		t.Fatal("WithBTreeHostCache made no entry tier")
 	}
 	btRun(t, c, tr, data)
-	return tr.Stats().Cache
+	return tr.Stats().Cache, tr.et.stats()
 }
 
 // TestBTreeTierDifferential checks trees with a hot tier against
@@ -86,30 +90,35 @@ func TestBTreeTierDifferential(t *testing.T) {
 	for _, d := range btDevices(t) {
 		t.Run(btDevName(d), func(t *testing.T) {
 			for _, budget := range btTierBudgets {
-				var sum CacheStats
+				var sum, ent CacheStats
 				rng := rand.New(rand.NewPCG(3, uint64(budget)))
 				for seed := range seeds {
 					for codec := range btCodecs {
 						opts := append(btOptsFor(byte(seed*5+codec)), WithBTreeHostCache(budget))
 						data := btTierOps(rng, ops)
-						var st CacheStats
+						var st, et CacheStats
 						switch codec {
 						case 0:
-							st = btTierRun(t, d, btCodecU64, opts, data)
+							st, et = btTierRun(t, d, btCodecU64, opts, data)
 						case 1:
-							st = btTierRun(t, d, btCodecI64, opts, data)
+							st, et = btTierRun(t, d, btCodecI64, opts, data)
 						case 2:
-							st = btTierRun(t, d, btCodecK12, opts, data)
+							st, et = btTierRun(t, d, btCodecK12, opts, data)
 						case 3:
-							st = btTierRun(t, d, btCodecSet, opts, data)
+							st, et = btTierRun(t, d, btCodecSet, opts, data)
 						case 4:
-							st = btTierRun(t, d, btCodecStr, opts, data)
+							st, et = btTierRun(t, d, btCodecStr, opts, data)
 						}
-						sum = sum.add(st)
+						sum, ent = sum.add(st), ent.add(et)
 					}
 				}
 				if sum.Hits == 0 || sum.Admissions == 0 {
 					t.Errorf("budget %d: the tier was not used: %+v", budget, sum)
+				}
+				// The integer-key codecs (u64, i64-v12, u32-set) have an
+				// entry tier.
+				if ent.Hits == 0 || ent.Admissions == 0 {
+					t.Errorf("budget %d: the entry tier was not used: %+v", budget, ent)
 				}
 				// The short and invariants runs' trees may fit the smallest
 				// tier whole: only the full run is sure to evict.
@@ -153,6 +162,9 @@ func TestBTreeTierHits(t *testing.T) {
 		st := tr.Stats().Cache
 		if st.Entries == 0 || st.Hits == 0 || st.Admissions == 0 {
 			t.Fatalf("hot Gets did not use the tier: %+v", st)
+		}
+		if et := tr.et.stats(); et.Entries == 0 || et.Hits == 0 {
+			t.Fatalf("hot Gets did not use the entry tier: %+v", et)
 		}
 		// Writes to cached leaves: the next Get sees them.
 		for k := range uint64(200) {
@@ -250,7 +262,7 @@ func TestBTreeTierConcurrent(t *testing.T) {
 	defer func(n uint32, a uint8) { tierAdmitSample, tierAdmitMin = n, a }(tierAdmitSample, tierAdmitMin)
 	tierAdmitSample, tierAdmitMin = 1, 1
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		tr, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeExtentLeaves(8), WithBTreeHostCache(12<<10))
+		tr, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeExtentLeaves(8), WithBTreeHostCache(24<<10))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,6 +330,9 @@ func TestBTreeTierConcurrent(t *testing.T) {
 		if st := tr.Stats().Cache; st.Hits == 0 || st.Evictions == 0 {
 			t.Fatalf("the tier was not exercised: %+v", st)
 		}
+		if st := tr.et.stats(); st.Hits == 0 || st.Admissions == 0 {
+			t.Fatalf("the entry tier was not exercised: %+v", st)
+		}
 	})
 }
 
@@ -334,8 +349,8 @@ func TestBTreeTierDeviceLost(t *testing.T) {
 			for range tr.Range(0, 200) {
 			}
 		}
-		if tr.Stats().Cache.Entries == 0 {
-			t.Fatal("nothing admitted")
+		if tr.Stats().Cache.Entries == 0 || tr.et.entries() == 0 {
+			t.Fatalf("nothing admitted: %+v; entry tier %+v", tr.Stats().Cache, tr.et.stats())
 		}
 		// Writes the tier must drop, then the loss.
 		for k := range uint64(50) {
@@ -344,8 +359,8 @@ func TestBTreeTierDeviceLost(t *testing.T) {
 			}
 		}
 		d.InjectFaults(vmem.Faults{LoseDevice: true})
-		c := tr.lv.hot
-		hits := c.total(cntHits)
+		c, e := tr.lv.hot, tr.et
+		hits := c.total(cntHits) + e.total(cntHits)
 		for k := range uint64(300) {
 			if v, ok := tr.Get(2 * k); ok && (k < 50 && v != 1000+k || k >= 50 && v != k) {
 				t.Fatalf("Get(%d) = %d after the loss", 2*k, v)
@@ -354,11 +369,11 @@ func TestBTreeTierDeviceLost(t *testing.T) {
 		}
 		for range tr.Range(0, 200) {
 		}
-		if h := c.total(cntHits); h != hits {
+		if h := c.total(cntHits) + e.total(cntHits); h != hits {
 			t.Fatalf("the tier answered %d lookups after the device was lost", h-hits)
 		}
 		if n := tr.Stats().Cache.Entries; n != 0 {
-			t.Fatalf("the tier kept %d leaves after the device was lost", n)
+			t.Fatalf("the tiers kept %d leaves and entries after the device was lost", n)
 		}
 		if !errors.Is(tr.Err(), vmem.ErrDeviceLost) {
 			t.Fatalf("Err = %v after lookups on a lost device", tr.Err())

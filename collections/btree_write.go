@@ -133,6 +133,9 @@ func (t *BTree[K, V]) ReplaceOrInsert(key K, value V) (old V, replaced bool, err
 	if err != nil && t.strV {
 		t.arena.Free(h)
 	}
+	if replaced && err == nil {
+		t.etPut(&key, &value) // a key not in the tree has no copy
+	}
 	t.done(err)
 	return old, replaced, err
 }

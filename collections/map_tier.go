@@ -66,11 +66,7 @@ func (m *Map[K, V]) tierSlot() uintptr {
 	var zk K
 	var zv V
 	if !m.strK && !m.strV {
-		n := max(mapRoundUp(unsafe.Sizeof(tierPair[K, V]{}), 8), 8)
-		if n > tierMaxSlot {
-			return 0
-		}
-		return n
+		return tierPairSlot[K, V]()
 	}
 	fixed := uintptr(tierVarHdr)
 	if !m.strK {
@@ -191,29 +187,32 @@ func (m *Map[K, V]) getTiered(k *K, h uint64) (V, bool) {
 	}
 	s := tierSpread(h)
 	p := c.set(s)
-	if v, ok := m.tierGet(c, p, s, k, h); ok {
+	var v V
+	var ok bool
+	if m.tvar {
+		v, ok = m.tierGet(c, p, s, k, h)
+	} else {
+		v, ok = tierPairGet[K, V](c, p, s, k)
+	}
+	if ok {
 		return v, true
 	}
 	// The stripe's miss count also picks the misses offered to the tier:
 	// cheaper than a random number, and as unrelated to the key.
 	n := c.countMiss(s)
-	v, ok := m.get(k, h)
+	v, ok = m.get(k, h)
 	if ok && uint32(n)&c.admitMask(s) == 0 {
 		m.tierAdmit(c, p, s, k, h, &v)
 	}
 	return v, ok
 }
 
-// tierGet looks k up in the set at p without a lock (see tier.go).
+// tierGet looks k up in the set at p without a lock (see tier.go): the
+// string layout; fixed-size pairs use tierPairGet.
 func (m *Map[K, V]) tierGet(c *tierCore, p unsafe.Pointer, s uint64, k *K, h uint64) (v V, ok bool) {
 	tag, gen := tierTag(s), c.gen.Load()
 	if c.candidates(p, tag, gen) == 0 {
-		// No way has k's tag: a miss, which needs no validation (a miss
-		// read while a writer changes the set only sends the lookup to
-		// the table, which is authoritative). The common miss is short:
-		// the fewer instructions a miss adds, the more lookups' device
-		// loads the CPU keeps in flight at once.
-		return v, false
+		return v, false // a miss needs no validation (see tierPairGet)
 	}
 	for range tierSpins {
 		seq := atomic.LoadUint32(tierSeq(p))
@@ -223,17 +222,7 @@ func (m *Map[K, V]) tierGet(c *tierCore, p unsafe.Pointer, s uint64, k *K, h uin
 		way := -1
 		for mt := c.candidates(p, tag, gen); mt != 0; mt &= mt - 1 {
 			w := bits.TrailingZeros64(mt) >> 3
-			sp := c.slotAt(p, w)
-			if m.tvar {
-				v, ok = m.tierGetVar(c, sp, k, h)
-			} else {
-				var e tierPair[K, V]
-				tierLoad(unsafe.Pointer(&e), sp, unsafe.Sizeof(e))
-				if e.k == *k {
-					v, ok = e.v, true
-				}
-			}
-			if ok {
+			if v, ok = m.tierGetVar(c, c.slotAt(p, w), k, h); ok {
 				way = w
 				break
 			}
@@ -295,29 +284,21 @@ func (m *Map[K, V]) tierGetVar(c *tierCore, sp unsafe.Pointer, k *K, h uint64) (
 	return v, true
 }
 
-// tierFind returns the way of the set at p that holds k, or -1. The caller
-// holds the set's lock, or is a writer (no reader runs).
+// tierFind returns the way of the set at p that holds k (string layout), or
+// -1. The caller holds the set's lock, or is a writer (no reader runs).
 func (m *Map[K, V]) tierFind(c *tierCore, p unsafe.Pointer, s uint64, k *K, h uint64) int {
 	for mt := c.candidates(p, tierTag(s), c.gen.Load()); mt != 0; mt &= mt - 1 {
 		w := bits.TrailingZeros64(mt) >> 3
-		sp := c.slotAt(p, w)
-		if m.tvar {
-			if _, ok := m.tierGetVar(c, sp, k, h); ok {
-				return w
-			}
-		} else if (*tierPair[K, V])(sp).k == *k {
+		if _, ok := m.tierGetVar(c, c.slotAt(p, w), k, h); ok {
 			return w
 		}
 	}
 	return -1
 }
 
-// tierEncode writes k and v into the slot at sp; false if they do not fit.
+// tierEncode writes k and v into the slot at sp (string layout); false if
+// they do not fit.
 func (m *Map[K, V]) tierEncode(c *tierCore, sp unsafe.Pointer, k *K, h uint64, v *V) bool {
-	if !m.tvar {
-		*(*tierPair[K, V])(sp) = tierPair[K, V]{*k, *v}
-		return true
-	}
 	var kr, vlen, klen uintptr
 	if m.strK {
 		klen = uintptr(len(*(*string)(unsafe.Pointer(k))))
@@ -349,6 +330,9 @@ func (m *Map[K, V]) tierEncode(c *tierCore, sp unsafe.Pointer, k *K, h uint64, v
 	return true
 }
 
+// tierSpreadOf is the tier's spread hash of k (a fixed-size key).
+func (m *Map[K, V]) tierSpreadOf(k *K) uint64 { return tierSpread(m.hash(k)) }
+
 // tierHashAt returns the map's hash of the key in the slot at sp.
 func (m *Map[K, V]) tierHashAt(sp unsafe.Pointer) uint64 {
 	if m.tvar {
@@ -361,7 +345,12 @@ func (m *Map[K, V]) tierHashAt(sp unsafe.Pointer) uint64 {
 
 // tierAdmit offers k (found in the table with value v) to the tier. It
 // runs on a reader's miss: a set held by another admission is skipped.
+// Fixed-size pairs go through tierPairAdmit, the string layout here.
 func (m *Map[K, V]) tierAdmit(c *tierCore, p unsafe.Pointer, s uint64, k *K, h uint64, v *V) {
+	if !m.tvar {
+		tierPairAdmit(c, p, s, k, v, m.tierSpreadOf)
+		return
+	}
 	est := c.sk.increment(s)
 	if est < tierAdmitMin {
 		// Missed once so far (among the offers): not yet a candidate. Under
@@ -411,9 +400,14 @@ func (m *Map[K, V]) tierAdmit(c *tierCore, p unsafe.Pointer, s uint64, k *K, h u
 // tierPut keeps the tier coherent with a Put of v for k: a copy there is
 // updated (or dropped if the new value does not fit). Keys not in the tier
 // are left out: admission is by reads. A nil v drops k's copy (Delete).
+// Fixed-size pairs go through tierPairPut.
 func (m *Map[K, V]) tierPut(k *K, h uint64, v *V) {
 	c := m.tier
 	s := tierSpread(h)
+	if !m.tvar {
+		tierPairPut(c, s, k, v)
+		return
+	}
 	p := c.set(s)
 	if c.candidates(p, tierTag(s), c.gen.Load()) == 0 {
 		return
