@@ -73,8 +73,8 @@ func tierKeys[K comparable](r *rand.Rand, gen func(*rand.Rand) K, n int) []K {
 // admission evicts) to larger than the map.
 func TestMapTierDifferential(t *testing.T) {
 	steps := mapSteps(6000, 1500)
-	defer func(n uint32, a uint8) { tierAdmitSample, tierAdmitMin = n, a }(tierAdmitSample, tierAdmitMin)
-	tierAdmitSample, tierAdmitMin = 1, 1 // every miss admits its key: constant eviction in small tiers
+	defer func(n, hs uint32, a uint8) { tierAdmitSample, tierHitSample, tierAdmitMin = n, hs, a }(tierAdmitSample, tierHitSample, tierAdmitMin)
+	tierAdmitSample, tierHitSample, tierAdmitMin = 1, 1, 1 // every miss admits its key: constant eviction in small tiers
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		for _, budget := range tierBudgets {
 			t.Run(fmt.Sprint("budget=", budget), func(t *testing.T) {

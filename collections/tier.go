@@ -94,7 +94,9 @@ func (s CacheStats) HitRate() float64 {
 	return float64(s.Hits) / float64(s.Hits+s.Misses)
 }
 
-const tierHitSample = 16
+// tierHitSample: one hit in this many is counted (a variable: tests that
+// check the counts of a few hits count every hit).
+var tierHitSample uint32 = 16
 
 // tierSketchPer is the sketch's counters per tier entry: enough that keys
 // missed once rarely share all four counters with an entry in use.
@@ -296,8 +298,8 @@ func (c *tierCore) touch(p unsafe.Pointer, w int, s uint64) {
 // countHit counts a hit, sampled (see CacheStats.Hits), so that hits from
 // many goroutines do not write a shared counter each.
 func (c *tierCore) countHit(s uint64) {
-	if rand.Uint32()%tierHitSample == 0 {
-		c.count(s, cntHits, tierHitSample)
+	if n := tierHitSample; rand.Uint32()%n == 0 {
+		c.count(s, cntHits, uint64(n))
 	}
 }
 
