@@ -1,0 +1,235 @@
+package vmem
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/internal/waithook"
+	"github.com/govram/govram/layout"
+)
+
+// Get returns element i. It panics if i is out of range, like a slice.
+func (s *Slice[T]) Get(i int) T {
+	// Small enough to inline: on host memory a Get is then one load in the
+	// caller's loop, and loads of successive Gets overlap.
+	if uint(i) < uint(len(s.fast)) {
+		return s.fast[i]
+	}
+	return s.get(i)
+}
+
+func (s *Slice[T]) get(i int) T {
+	if uint(i) < s.wcN {
+		return loadWCSmall[T](unsafe.Add(s.base0, uintptr(i)*unsafe.Sizeof(*(*T)(nil))))
+	}
+	if uint(i) >= uint(s.n) {
+		s.outOfRange(i)
+	}
+	sg := &s.segs[i>>s.shift]
+	j := i & (1<<s.shift - 1)
+	switch sg.kind {
+	case segDirect:
+		return *(*T)(unsafe.Add(sg.base, s.off(j)))
+	case segWC:
+		if s.size <= layout.LineSize {
+			return loadWCSmall[T](unsafe.Add(sg.base, s.off(j)))
+		}
+		return loadWC[T](unsafe.Add(sg.base, s.off(j)), s.size)
+	}
+	var v T
+	s.err.set(s.dev.Read(bytesOf(&v), sg.blk, uint64(s.off(j))))
+	return v
+}
+
+// loadWCSmall reads a T of at most 64 bytes at p, which lies inside one
+// line (layout.Record guarantees it). Words come back in registers where
+// the record fits in one aligned 16-byte chunk: staging a whole line
+// through a stack buffer would make the CPU wait on that buffer and stop
+// successive reads from overlapping.
+func loadWCSmall[T any](p unsafe.Pointer) T {
+	size := unsafe.Sizeof(*(*T)(nil))
+	a := uintptr(p)
+	switch {
+	case size <= 8 && a&7+size <= 8:
+		w := lineio.LoadWord(unsafe.Add(p, -int(a&7))) >> ((a & 7) * 8)
+		return *(*T)(unsafe.Pointer(&w))
+	case size <= 16 && a&15+size <= 16:
+		var pair [2]uint64
+		pair[0], pair[1] = lineio.LoadPair(unsafe.Add(p, -int(a&15)))
+		return *(*T)(unsafe.Add(unsafe.Pointer(&pair), a&15))
+	}
+	var line [8]uint64 // word-aligned, so the record read from it is aligned
+	lineio.LoadContaining((*[64]byte)(unsafe.Pointer(&line)), p)
+	return *(*T)(unsafe.Add(unsafe.Pointer(&line), a&63))
+}
+
+// loadWC reads a T at p in write-combining memory with streaming loads only.
+func loadWC[T any](p unsafe.Pointer, size uintptr) T {
+	if size <= layout.LineSize {
+		// The record lies within one line (layout.Record guarantees it):
+		// one streaming load of that line, then pick the record out. The
+		// buffer is word-aligned, and so is the record's offset in it.
+		var line [8]uint64
+		lineio.Load((*[64]byte)(unsafe.Pointer(&line)), unsafe.Pointer(uintptr(p)&^63))
+		return *(*T)(unsafe.Add(unsafe.Pointer(&line), uintptr(p)&63))
+	}
+	var v T
+	lineio.Copy(unsafe.Pointer(&v), p, size)
+	return v
+}
+
+// CopyTo copies len(dst) elements starting at element at into dst. Large
+// copies run by DMA (about 50 GB/s on an H200).
+func (s *Slice[T]) CopyTo(dst []T, at int) error {
+	if err := s.checkSpan("CopyTo", at, len(dst)); err != nil {
+		return err
+	}
+	return s.pieces(at, len(dst), func(sg *segment, j, from, k int) error {
+		part := dst[from : from+k]
+		if s.dense(j) {
+			return s.dev.Read(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(part))), uintptr(k)*s.size), sg.blk, uint64(s.off(j)))
+		}
+		bp := stagePool.Get().(*[]byte)
+		defer stagePool.Put(bp)
+		buf := *bp
+		// Whole lines covering the range, read in pieces and unpacked.
+		per := len(buf) / int(s.group) * s.perLine
+		for len(part) > 0 {
+			g0 := j / s.perLine
+			m := min(len(part), per-(j%s.perLine))
+			g1 := (j + m + s.perLine - 1) / s.perLine
+			img := buf[:uintptr(g1-g0)*s.group]
+			if err := s.dev.Read(img, sg.blk, uint64(uintptr(g0)*s.group)); err != nil {
+				return err
+			}
+			base := uintptr(g0) * s.group
+			for e := 0; e < m; e++ {
+				part[e] = *(*T)(unsafe.Pointer(&img[s.off(j+e)-base]))
+			}
+			j, part = j+m, part[m:]
+		}
+		return nil
+	})
+}
+
+// getManyBatch is how many lines GetMany loads per call into lineio.
+const getManyBatch = 64
+
+// GetMany reads the elements at idx into dst (len(dst) >= len(idx)). On
+// mapped VRAM the lines of many elements are loaded with their streaming
+// loads interleaved, so their latencies overlap: the way to read many
+// scattered elements. A large batch is spread over goroutines (one core's
+// streaming loads keep only a few lines in flight; the link serves about
+// three times more from several cores). A Slice with segments in private
+// VRAM is read by a kernel that gathers the batch in one round trip (as
+// Gather); a device error is then kept for Err. It panics on an index out
+// of range and when dst is shorter than idx (it has no error result;
+// Gather returns an error matching ErrRange).
+func (s *Slice[T]) GetMany(idx []int, dst []T) {
+	if len(dst) < len(idx) {
+		panic("vmem: GetMany: dst shorter than idx")
+	}
+	if !s.kernAllMapped() && len(idx) >= getManyKernelMin && s.getManyKernel(idx, dst) {
+		return
+	}
+	w := min(runtime.GOMAXPROCS(0), getManyWorkers, len(idx)/getManyPerWorker)
+	if w <= 1 || s.dev.vk == nil || !s.kernAllMapped() {
+		s.getMany(idx, dst)
+		return
+	}
+	// Indices are checked here, where a panic reaches the caller.
+	for _, i := range idx {
+		if uint(i) >= uint(s.n) {
+			s.outOfRange(i)
+		}
+	}
+	var wg sync.WaitGroup
+	per := (len(idx) + w - 1) / w
+	for lo := 0; lo < len(idx); lo += per {
+		hi := min(lo+per, len(idx))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.getMany(idx[lo:hi], dst[lo:hi])
+		}()
+	}
+	waithook.Run()
+	wg.Wait()
+	runtime.KeepAlive(s)
+}
+
+// getManyKernelMin is the batch from which GetMany reads a Slice with
+// private segments by the gather kernel, one round trip for the batch,
+// instead of one DMA round trip per element of those segments.
+const getManyKernelMin = 16
+
+// getManyKernel is GetMany by the gather kernel. It reports false where
+// kernels cannot run (the caller then reads element by element); an error
+// of the device is kept for Err, as Get keeps it.
+func (s *Slice[T]) getManyKernel(idx []int, dst []T) bool {
+	k := s.dev.kern()
+	if k == nil || s.size == 0 {
+		return false
+	}
+	for _, i := range idx {
+		if uint(i) >= uint(s.n) {
+			s.outOfRange(i)
+		}
+	}
+	err := s.kernGatherGPU(k, idx, dst[:len(idx)])
+	if errors.Is(err, errKernUnavailable) {
+		return false
+	}
+	s.err.set(err)
+	return true
+}
+
+// GetMany spreads a batch over up to getManyWorkers goroutines, each with
+// at least getManyPerWorker elements.
+const (
+	getManyWorkers   = 16
+	getManyPerWorker = 512
+)
+
+func (s *Slice[T]) getMany(idx []int, dst []T) {
+	if s.size > layout.LineSize || s.dev.vk == nil {
+		for k, i := range idx {
+			dst[k] = s.Get(i)
+		}
+		return
+	}
+	var srcs [getManyBatch]unsafe.Pointer
+	var lines [getManyBatch * 8]uint64
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&lines[0])), len(lines)*8)
+	for len(idx) > 0 {
+		m := 0
+		var pos [getManyBatch]uintptr
+		for ; m < len(idx) && m < getManyBatch; m++ {
+			i := idx[m]
+			if uint(i) >= uint(s.n) {
+				s.outOfRange(i)
+			}
+			sg := &s.segs[i>>s.shift]
+			if sg.kind != segWC {
+				break
+			}
+			p := unsafe.Add(sg.base, s.off(i&(1<<s.shift-1)))
+			srcs[m] = unsafe.Pointer(uintptr(p) &^ 63)
+			pos[m] = uintptr(p) & 63
+		}
+		if m == 0 {
+			// A private segment: one element the slow way.
+			dst[0] = s.Get(idx[0])
+			idx, dst = idx[1:], dst[1:]
+			continue
+		}
+		lineio.Gather(buf[:m*64], srcs[:m])
+		for k := 0; k < m; k++ {
+			dst[k] = *(*T)(unsafe.Pointer(&buf[k*64+int(pos[k])]))
+		}
+		idx, dst = idx[m:], dst[m:]
+	}
+}
