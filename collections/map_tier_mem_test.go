@@ -1,0 +1,66 @@
+package collections
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/govram/govram/internal/vmemtest"
+	"github.com/govram/govram/vmem"
+)
+
+// TestMapTierMemory: the hot tier lives off the Go heap and within its
+// budget. A map of n entries with a tier, filled and read with hot keys,
+// grows the Go heap by less than 1 MiB whatever n; the tier's bytes stay
+// within the budget; on a GPU the host memory beside the tier (control
+// bytes, the recorded Puts' buffer) is at most 2 bytes an entry plus that
+// buffer's fixed size.
+func TestMapTierMemory(t *testing.T) {
+	const budget = 4 << 20
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		for _, n := range []int{1 << 14, 1 << 18} {
+			runtime.GC()
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			m, err := NewMap[uint64, uint64](d, WithCapacity(n), WithHostCache(budget))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ks, vs := make([]uint64, n), make([]uint64, n)
+			for i := range ks {
+				ks[i], vs[i] = uint64(i)*0x9e3779b97f4a7c15, uint64(i)
+			}
+			if err := m.PutBatch(ks, vs); err != nil {
+				t.Fatal(err)
+			}
+			ks, vs = nil, nil
+			for round := range 8 {
+				for i := range 4096 {
+					k := uint64(i*i%n) * 0x9e3779b97f4a7c15
+					if v, ok := m.Get(k); !ok || v != uint64(i*i%n) {
+						t.Fatalf("round %d: Get(%d) = %d, %v", round, k, v, ok)
+					}
+				}
+			}
+			st := m.Stats()
+			runtime.GC()
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			if grew > 1<<20 {
+				t.Errorf("n=%d: Go heap grew by %d bytes with the map alive", n, grew)
+			}
+			if st.Cache.Bytes == 0 || st.Cache.Bytes > budget || st.Cache.Entries == 0 {
+				t.Errorf("n=%d: tier %+v, budget %d", n, st.Cache, budget)
+			}
+			if d.Backend() == vmem.BackendVulkan {
+				// HostBytes: control bytes, the recorded Puts' buffer (at
+				// most 4 MiB) and the tier.
+				if other := st.HostBytes - st.Cache.Bytes; other > 2*uint64(n)+4<<20 {
+					t.Errorf("n=%d: %d host bytes beside the tier, over 2 an entry + 4 MiB", n, other)
+				}
+			}
+			runtime.KeepAlive(m)
+			m.Close()
+		}
+	})
+}
