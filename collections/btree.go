@@ -99,12 +99,13 @@ var ErrUnsorted = errors.New("collections: keys not strictly ascending")
 // adapted to keys and values. K and V must hold no pointers; V may also be
 // a string type.
 //
-// Concurrency: any number of goroutines may call the reading methods (Get,
-// Has, Min, Max, Len, Stats, Err, the Ascend and Descend families, All,
-// Backward, Range) at once. A method that changes the tree
-// (ReplaceOrInsert, Delete, DeleteMin, DeleteMax, BulkLoad, Clear, Close)
-// must not overlap with any other call. An iteration callback must not
-// change the tree.
+// Concurrency: any number of goroutines may read at once; a method that
+// changes the tree must not overlap with any other call. An iteration
+// callback must not change the tree.
+//
+// Concurrency, as in the table of docs/guide.md:
+//   - at the same time: Get, Has, GetBatch, Min, Max, Len, All, Keys, Values, Backward, Range, Ascend, AscendRange, AscendGreaterOrEqual, AscendLessThan, AscendRuns, AscendRangeRuns, Descend, DescendRange, DescendGreaterThan, DescendLessOrEqual, Stats, Err, Save
+//   - alone: ReplaceOrInsert, Delete, DeleteMin, DeleteMax, BulkLoad, Clear, Close
 //
 // A BTree is invalid after Close: methods with an error result return
 // ErrClosed, the others panic.

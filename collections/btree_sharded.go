@@ -40,9 +40,13 @@ import (
 // all of them is a change of constructor (NewBTree(dev, less, ...) to
 // NewShardedBTree(pool, less, ...)).
 //
-// Concurrency is BTree's: any number of goroutines may call the reading
-// methods at once; a method that changes the tree must not overlap with any
-// other call. An iteration callback must not change the tree.
+// Concurrency is BTree's: any number of goroutines may read at once; a
+// method that changes the tree must not overlap with any other call. An
+// iteration callback must not change the tree.
+//
+// Concurrency, as in the table of docs/guide.md:
+//   - at the same time: Get, Has, GetBatch, Min, Max, Len, All, Keys, Values, Backward, Range, Ascend, AscendRange, AscendGreaterOrEqual, AscendLessThan, AscendRuns, AscendRangeRuns, Descend, DescendRange, DescendGreaterThan, DescendLessOrEqual, Stats, ShardStats, ShardLens, Shards, Splits, Pool, Err, Save
+//   - alone: ReplaceOrInsert, Delete, DeleteMin, DeleteMax, BulkLoad, Clear, Close
 //
 // A ShardedBTree is invalid after Close: methods with an error result
 // return ErrClosed, the others panic.

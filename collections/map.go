@@ -76,13 +76,15 @@ import (
 // type without pointers, or a string type. String bytes are stored in the
 // device, never on the Go heap.
 //
-// Concurrency: any number of goroutines may call Get, GetMany, Len, All,
-// Keys and Values at once. Put, PutMany, Delete, Clear and Close are
-// writes: a write must not overlap with any other call, as with a Go map
-// (synchronise with a sync.RWMutex or a channel). A Get that sees a write
-// in progress panics, and the race detector reports the overlap. Inside a
-// range over All, Keys or Values the loop body may write to the map
-// itself, as with a Go map.
+// Concurrency: any number of goroutines may read at once; a write must not
+// overlap with any other call, as with a Go map (synchronise with a
+// sync.RWMutex or a channel). A Get that sees a write in progress panics,
+// and the race detector reports the overlap. Inside a range over All, Keys
+// or Values the loop body may write to the map itself, as with a Go map.
+//
+// Concurrency, as in the table of docs/guide.md:
+//   - at the same time: Get, Has, GetMany, GetBatch, Len, All, Keys, Values, Stats, Err, Save
+//   - alone: Put, PutMany, PutBatch, Delete, Clear, Close
 type Map[K comparable, V any] struct {
 	dev   *vmem.Device
 	r     mapRec

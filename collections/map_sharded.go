@@ -45,10 +45,13 @@ import (
 // Map's, so moving a program from one GPU to all of them is a change of
 // constructor (NewMap(dev, ...) to NewShardedMap(pool, ...)).
 //
-// Semantics and concurrency are Map's: any number of goroutines may call
-// Get, GetMany, GetBatch, Len, All, Keys and Values at once; a write (Put,
-// PutMany, PutBatch, Delete, Clear, Close) must not overlap with any other
-// call. Batches start one goroutine per shard and wait for them.
+// Semantics and concurrency are Map's: any number of goroutines may read
+// at once; a write must not overlap with any other call. Batches start one
+// goroutine per shard and wait for them.
+//
+// Concurrency, as in the table of docs/guide.md:
+//   - at the same time: Get, Has, GetMany, GetBatch, Len, All, Keys, Values, Stats, ShardStats, ShardLens, Shards, Pool, Err, Save
+//   - alone: Put, PutMany, PutBatch, Delete, Clear, Close
 //
 // Errors of a batch that several shards ran are joined (errors.Is finds
 // each); a shard that failed is unchanged as a Map is after that error,

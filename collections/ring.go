@@ -220,11 +220,12 @@ const ringTSO = runtime.GOARCH == "amd64" || runtime.GOARCH == "386"
 //
 // Every Push is visible to the consumer when it returns (see Push).
 //
-// Concurrency: one goroutine may push (Push, PushBatch, Flush) while another
-// pops (Pop, PopBatch, Peek, All, Err), without locks; Len and Cap may be called
-// from any goroutine. Several producers, or several consumers, need the
-// caller's lock around that side. Clear and Close must not overlap any
-// other call. See docs/ring.md for the memory-ordering argument.
+// Concurrency: one goroutine may push while another pops, without locks.
+// See docs/ring.md for the memory-ordering argument.
+//
+// Concurrency, as in the table of docs/guide.md:
+//   - at the same time: one producer (Push, PushBatch, Flush) with one consumer (Pop, PopBatch, Peek, All, Save, Err); Len and Cap from any goroutine
+//   - alone: Clear, Reset, Close; several producers, or several consumers, need the caller's lock around their side
 type Ring[T any] struct {
 	// Set by NewRing, then only read (Close sets closed and segs, with no
 	// other call running).

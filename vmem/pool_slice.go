@@ -44,11 +44,13 @@ import (
 // holds.
 //
 // Concurrency is that of a Slice (and of a []T): any number of goroutines
-// may call Get, GetMany, Gather, CopyTo, All and Chunks at once; a call
-// that changes the PoolSlice (Set, Append, Resize, Grow, CopyFrom, Fill, a
-// Writer's Flush, Close) must not overlap with any other call. The
-// PoolSlice starts its own goroutines, one per device, inside a call and
-// waits for them before it returns.
+// may read at once; a call that changes the PoolSlice must not overlap with
+// any other call. The PoolSlice starts its own goroutines, one per device,
+// inside a call and waits for them before it returns.
+//
+// Concurrency, as in the table of docs/guide.md:
+//   - at the same time: Get, GetMany, CopyTo, Gather, All, Chunks, Len, Cap, Err, DeviceLens, Part, Placement, Pool, Writer
+//   - alone: Set, Append, Grow, Resize, CopyFrom, Fill, a Writer's Set and Flush, Close
 //
 // A PoolSlice is invalid after Close, and after any of its devices is
 // closed (which closes that device's part): Get and Set panic, other

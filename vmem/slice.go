@@ -33,10 +33,12 @@ import (
 // Records that fit in a line never straddle two (see layout.Record); on the
 // host backend elements sit as in a Go array.
 //
-// Concurrency is that of a []T: any number of goroutines may call Get,
-// CopyTo, All and Chunks at once; a goroutine that changes the Slice (Set,
-// Append, Grow, CopyFrom, Fill, a Writer's Flush, Close) must not overlap
-// with any other call.
+// Concurrency is that of a []T: any number of goroutines may read at once;
+// a goroutine that changes the Slice must not overlap with any other call.
+//
+// Concurrency, as in the table of docs/guide.md:
+//   - at the same time: Get, GetMany, CopyTo, Gather, All, Chunks, Len, Cap, Err, Save, Writer
+//   - alone: Set, Append, Grow, Resize, CopyFrom, Fill, a Writer's Set and Flush, Close
 type Slice[T any] struct {
 	dev     *Device
 	size    uintptr // unsafe.Sizeof(T)
