@@ -60,7 +60,7 @@ func (t *BTree[K, V]) get(k K, val bool) (v V, ok bool) {
 		return t.getLeaf(k, val)
 	}
 	kb := btOrderBits(t.kk, unsafe.Pointer(&k))
-	s := t.etSpread(&kb)
+	s := t.tierSpreadOf(kb)
 	p := c.set(s)
 	if v, ok = tierPairGet[uint64, V](c, p, s, &kb); ok {
 		return v, true
@@ -69,7 +69,7 @@ func (t *BTree[K, V]) get(k K, val bool) (v V, ok bool) {
 	n := c.countMiss(s)
 	v, ok = t.getLeaf(k, val)
 	if ok && val && uint32(n)&c.admitMask(s) == 0 {
-		tierPairAdmit(c, p, s, &kb, &v, t.etSpread)
+		tierPairAdmit(c, p, s, &kb, &v, t)
 	}
 	return v, ok
 }

@@ -236,8 +236,8 @@ func (t *BTree[K, V]) etInvalidate() {
 	}
 }
 
-// etSpread is the entry tier's spread hash of a key's order bits.
-func (t *BTree[K, V]) etSpread(kb *uint64) uint64 { return mapMix(*kb, t.etSeed) }
+// tierSpreadOf is the entry tier's spread hash of a key's order bits.
+func (t *BTree[K, V]) tierSpreadOf(kb uint64) uint64 { return mapMix(kb, t.etSeed) }
 
 // etPut keeps the entry tier coherent with a write of k: its copy, if
 // any, takes the value v, or is dropped when v is nil (a delete). Writers
@@ -248,7 +248,7 @@ func (t *BTree[K, V]) etPut(k *K, v *V) {
 		return
 	}
 	kb := btOrderBits(t.kk, unsafe.Pointer(k))
-	tierPairPut(c, t.etSpread(&kb), &kb, v)
+	tierPairPut(c, t.tierSpreadOf(kb), &kb, v)
 }
 
 // drop removes leaf id's copy from the tier, if any. Writers call it

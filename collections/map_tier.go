@@ -331,7 +331,7 @@ func (m *Map[K, V]) tierEncode(c *tierCore, sp unsafe.Pointer, k *K, h uint64, v
 }
 
 // tierSpreadOf is the tier's spread hash of k (a fixed-size key).
-func (m *Map[K, V]) tierSpreadOf(k *K) uint64 { return tierSpread(m.hash(k)) }
+func (m *Map[K, V]) tierSpreadOf(k K) uint64 { return tierSpread(m.hash(&k)) }
 
 // tierHashAt returns the map's hash of the key in the slot at sp.
 func (m *Map[K, V]) tierHashAt(sp unsafe.Pointer) uint64 {
@@ -348,7 +348,7 @@ func (m *Map[K, V]) tierHashAt(sp unsafe.Pointer) uint64 {
 // Fixed-size pairs go through tierPairAdmit, the string layout here.
 func (m *Map[K, V]) tierAdmit(c *tierCore, p unsafe.Pointer, s uint64, k *K, h uint64, v *V) {
 	if !m.tvar {
-		tierPairAdmit(c, p, s, k, v, m.tierSpreadOf)
+		tierPairAdmit(c, p, s, k, v, m)
 		return
 	}
 	est := c.sk.increment(s)

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -61,6 +62,71 @@ func TestMapTierMemory(t *testing.T) {
 			}
 			runtime.KeepAlive(m)
 			m.Close()
+		}
+	})
+}
+
+// TestTierOffersAllocateNothing: a Get that misses the tier and offers its
+// key (every miss, here) allocates nothing on the Go heap, for the Map and
+// for the B-tree's entry tier.
+func TestTierOffersAllocateNothing(t *testing.T) {
+	if buildconst.Race || buildconst.Invariants {
+		t.Skip("the race detector and the invariants checks allocate")
+	}
+	defer func(n uint32, a uint8) { tierAdmitSample, tierAdmitMin = n, a }(tierAdmitSample, tierAdmitMin)
+	tierAdmitSample, tierAdmitMin = 1, 1
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		const n = 1 << 15
+		m, err := NewMap[uint64, uint64](d, WithHostCache(64<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		tr, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeHostCache(64<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		for i := range uint64(n) {
+			if err := m.Put(i, i); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := tr.ReplaceOrInsert(i, i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.Len() // the recorded Puts stored
+		// Two passes fill the tier's sets, so the offers that follow meet a
+		// victim (the path that hashes a stored key).
+		for range 2 {
+			for i := range uint64(n) {
+				m.Get(i)
+				tr.Get(i)
+			}
+		}
+		const calls = 20000
+		mallocs := func(f func(i uint64)) uint64 {
+			var a, b runtime.MemStats
+			runtime.ReadMemStats(&a)
+			for i := range uint64(calls) {
+				f(i * 7919 % n)
+			}
+			runtime.ReadMemStats(&b)
+			return b.Mallocs - a.Mallocs
+		}
+		before := m.Stats().Cache
+		if a := mallocs(func(k uint64) { m.Get(k) }); a > calls/100 {
+			t.Errorf("Map.Get with offers: %d allocations in %d calls", a, calls)
+		}
+		if after := m.Stats().Cache; after.Admissions == before.Admissions || after.Rejections == before.Rejections {
+			t.Errorf("Gets did not both admit and reject: the test measured nothing (%+v)", after)
+		}
+		before = tr.Stats().Cache
+		if a := mallocs(func(k uint64) { tr.Get(k) }); a > calls/100 {
+			t.Errorf("BTree.Get with offers: %d allocations in %d calls", a, calls)
+		}
+		if after := tr.Stats().Cache; after.Admissions == before.Admissions {
+			t.Errorf("BTree Gets admitted nothing: the test measured nothing (%+v)", after)
 		}
 	})
 }

@@ -94,7 +94,13 @@ func tierPairKeyAt[K comparable, V any](sp unsafe.Pointer) K {
 // It runs on a reader's miss, sampled by the caller (tierCore.countMiss,
 // tierCore.admitMask): a set held by another admission is skipped. spread
 // returns the spread hash of a key in the tier (the victim's).
-func tierPairAdmit[K comparable, V any](c *tierCore, p unsafe.Pointer, s uint64, k *K, v *V, spread func(*K) uint64) {
+// tierSpreader is the container that gives a key's spread hash (Map,
+// BTree); a type parameter, not a func value, and the key by value, so an
+// offer allocates nothing (a method value passed as a func, or a pointer
+// passed through a generic call, escapes: one allocation each).
+type tierSpreader[K any] interface{ tierSpreadOf(K) uint64 }
+
+func tierPairAdmit[K comparable, V any, H tierSpreader[K]](c *tierCore, p unsafe.Pointer, s uint64, k *K, v *V, h H) {
 	est := c.sk.increment(s)
 	if est < tierAdmitMin {
 		// Missed once so far (among the offers): not yet a candidate. Under
@@ -108,7 +114,7 @@ func tierPairAdmit[K comparable, V any](c *tierCore, p unsafe.Pointer, s uint64,
 		// The entry CLOCK would evict is used at least as often: rejected
 		// without taking the set's lock (a locked instruction here would
 		// cost the next lookup's device load; see tierCore.count).
-		if vk := tierPairKeyAt[K, V](c.slotAt(p, w)); c.sk.estimate(spread(&vk)) >= est {
+		if vk := tierPairKeyAt[K, V](c.slotAt(p, w)); c.sk.estimate(h.tierSpreadOf(vk)) >= est {
 			c.count(s, cntRejects, 1)
 			c.offered(s, false)
 			return
@@ -125,7 +131,7 @@ func tierPairAdmit[K comparable, V any](c *tierCore, p unsafe.Pointer, s uint64,
 	w, evict := c.victim(p)
 	if evict {
 		vk := (*tierPair[K, V])(c.slotAt(p, w)).k
-		if c.sk.estimate(spread(&vk)) >= est {
+		if c.sk.estimate(h.tierSpreadOf(vk)) >= est {
 			c.count(s, cntRejects, 1)
 			c.offered(s, false)
 			return
