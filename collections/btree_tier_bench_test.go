@@ -3,6 +3,7 @@ package collections
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/google/btree"
@@ -23,15 +24,17 @@ import (
 // VMEM_BENCH_BTREE_SIZES sets them. hit% is the hot tiers' hit rate
 // (entries and leaves) over the timed loop; tierB/entry their bytes per
 // entry.
+// VMEM_BENCH_WARM=w warms each Get/Range row first (tier_warm_bench_test.go):
+// the steady state of a long-running program.
 func BenchmarkBTreeTier(b *testing.B) {
 	for _, n := range vmemtest.BenchSizesFrom(b, "VMEM_BENCH_BTREE_SIZES", 1e6) {
 		for _, dist := range []string{"uniform", "zipf0.99", "zipf1.1"} {
 			stream := tierBenchStream(n, dist)
 			b.Run(fmt.Sprintf("%s/Get/%s", vmemtest.SizeName(n), dist), func(b *testing.B) {
-				btTierBenchImpls(b, btTierBenchBuild(b, n), stream, false)
+				btTierBenchImpls(b, btTierBenchBuild(b, n), stream, dist, false)
 			})
 			b.Run(fmt.Sprintf("%s/Range100/%s", vmemtest.SizeName(n), dist), func(b *testing.B) {
-				btTierBenchImpls(b, btTierBenchBuild(b, n), stream, true)
+				btTierBenchImpls(b, btTierBenchBuild(b, n), stream, dist, true)
 			})
 		}
 	}
@@ -86,7 +89,7 @@ func btTierBenchBuild(b *testing.B, n int) *btTierBenchSet {
 	return s
 }
 
-func btTierBenchImpls(b *testing.B, s *btTierBenchSet, stream []uint32, scan bool) {
+func btTierBenchImpls(b *testing.B, s *btTierBenchSet, stream []uint32, dist string, scan bool) {
 	n := len(s.sorted)
 	for _, impl := range []string{"gbtree", "govram", "notier"} {
 		b.Run(impl, func(b *testing.B) {
@@ -94,6 +97,44 @@ func btTierBenchImpls(b *testing.B, s *btTierBenchSet, stream []uint32, scan boo
 			if impl == "notier" {
 				t = s.notier
 			}
+			t.etInvalidate()
+			t.lv.invalidate()
+			var mu sync.Mutex
+			warm := tierBenchWarmCount(b)
+			if scan {
+				warm /= 10 // a Range reads about a hundred entries
+			}
+			tierBenchWarm(b, n, dist, warm, func(r uint64) {
+				var acc uint64
+				switch {
+				case !scan && impl == "gbtree":
+					it, _ := s.g.Get(btItem{k: mapBenchKey(r)})
+					acc = it.v
+				case !scan:
+					acc, _ = t.Get(mapBenchKey(r))
+				default:
+					p := int(s.pos[r])
+					lo, hi := s.sorted[p], ^uint64(0)
+					if p+100 < n {
+						hi = s.sorted[p+100]
+					}
+					if impl == "gbtree" {
+						s.g.AscendRange(btItem{k: lo}, btItem{k: hi}, func(it btItem) bool {
+							acc += it.v
+							return true
+						})
+					} else {
+						for _, v := range t.Range(lo, hi) {
+							acc += v
+						}
+					}
+				}
+				if acc == 1 {
+					mu.Lock()
+					mapBenchSink++
+					mu.Unlock()
+				}
+			})
 			before := t.Stats().Cache
 			var acc uint64
 			b.ResetTimer()

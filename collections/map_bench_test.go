@@ -221,7 +221,7 @@ func BenchmarkMapGet(b *testing.B) {
 // same as a rate.
 func BenchmarkMapGetParallel(b *testing.B) {
 	for _, n := range vmemtest.BenchSizes(b, 1e6) {
-		for _, g := range []int{1, 4, 16} {
+		for _, g := range []int{1, 4, 16, 64, 256} {
 			b.Run(fmt.Sprintf("hit/%s/g=%d", vmemtest.SizeName(n), g), func(b *testing.B) {
 				s := mapBenchBuild(b, n)
 				for _, impl := range []string{"gomap", "govram"} {

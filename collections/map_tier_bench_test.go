@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/govram/govram/internal/vmemtest"
@@ -21,19 +22,21 @@ import (
 //
 // Sizes: 1e6 by default, VMEM_BENCH_SIZES sets them (uint64 keys);
 // VMEM_BENCH_STR_SIZES sets the string-key sizes (default 1e5). hit%
-// is the tier's hit rate over the timed loop; hostB/entry the tier's bytes
+// is the tier's hit rate over the timed loop; tierB/entry the tier's bytes
 // per entry.
+// VMEM_BENCH_WARM=w warms each Get/Range row first (tier_warm_bench_test.go):
+// the steady state of a long-running program.
 func BenchmarkMapTier(b *testing.B) {
 	for _, n := range vmemtest.BenchSizes(b, 1e6) {
 		for _, dist := range []string{"uniform", "zipf0.99", "zipf1.1"} {
 			stream := tierBenchStream(n, dist)
 			b.Run(fmt.Sprintf("u64/%s/Get/%s", vmemtest.SizeName(n), dist), func(b *testing.B) {
 				s := tierBenchBuild(b, n)
-				tierBenchImpls(b, s, stream, false)
+				tierBenchImpls(b, s, stream, dist, false)
 			})
 			b.Run(fmt.Sprintf("u64/%s/Put/%s", vmemtest.SizeName(n), dist), func(b *testing.B) {
 				s := tierBenchBuild(b, n)
-				tierBenchImpls(b, s, stream, true)
+				tierBenchImpls(b, s, stream, dist, true)
 			})
 		}
 	}
@@ -42,7 +45,7 @@ func BenchmarkMapTier(b *testing.B) {
 			stream := tierBenchStream(n, dist)
 			b.Run(fmt.Sprintf("str/%s/Get/%s", vmemtest.SizeName(n), dist), func(b *testing.B) {
 				s := tierBenchBuildStr(b, n)
-				tierBenchImplsStr(b, s, stream)
+				tierBenchImplsStr(b, s, stream, dist)
 			})
 		}
 	}
@@ -213,12 +216,33 @@ func tierBenchFresh(b *testing.B, n int, impl string) *tierBenchSet {
 	return &tierBenchSet{m: tierBenchFill(b, n)}
 }
 
-func tierBenchImpls(b *testing.B, s *tierBenchSet, stream []uint32, put bool) {
+func tierBenchImpls(b *testing.B, s *tierBenchSet, stream []uint32, dist string, put bool) {
+	n := len(s.gomap)
 	for _, impl := range []string{"gomap", "govram", "notier"} {
 		b.Run(impl, func(b *testing.B) {
 			m := s.m
 			if impl == "notier" {
 				m = s.notier
+			}
+			if !put {
+				if m != nil && m.tier != nil {
+					m.tier.invalidateAll()
+				}
+				var mu sync.Mutex // Go's map takes concurrent reads; the sink does not
+				tierBenchWarm(b, n, dist, tierBenchWarmCount(b), func(x uint64) {
+					k := mapBenchKey(x)
+					var v uint64
+					if impl == "gomap" {
+						v = s.gomap[k]
+					} else {
+						v, _ = m.Get(k)
+					}
+					if v == ^uint64(0) {
+						mu.Lock()
+						mapBenchSink++
+						mu.Unlock()
+					}
+				})
 			}
 			var before CacheStats
 			if impl != "gomap" {
@@ -319,13 +343,30 @@ func tierBenchBuildStr(b *testing.B, n int) *tierBenchStrSet {
 	return s
 }
 
-func tierBenchImplsStr(b *testing.B, s *tierBenchStrSet, stream []uint32) {
+func tierBenchImplsStr(b *testing.B, s *tierBenchStrSet, stream []uint32, dist string) {
 	for _, impl := range []string{"gomap", "govram", "notier"} {
 		b.Run(impl, func(b *testing.B) {
 			m := s.m
 			if impl == "notier" {
 				m = s.notier
 			}
+			if m.tier != nil {
+				m.tier.invalidateAll()
+			}
+			var mu sync.Mutex
+			tierBenchWarm(b, len(s.keys), dist, tierBenchWarmCount(b), func(x uint64) {
+				var v uint64
+				if impl == "gomap" {
+					v = s.gomap[s.keys[x]]
+				} else {
+					v, _ = m.Get(s.keys[x])
+				}
+				if v == ^uint64(0) {
+					mu.Lock()
+					mapBenchSink++
+					mu.Unlock()
+				}
+			})
 			var before CacheStats
 			if impl != "gomap" {
 				before = m.Stats().Cache

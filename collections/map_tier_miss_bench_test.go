@@ -3,6 +3,7 @@ package collections
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -17,7 +18,7 @@ import (
 //	tier          Get with the default tier
 //	dense         offers never sparser while rejected (tierAdmitSparse 1)
 //	nodoor        keys seen once offered too (tierAdmitMin 1)
-//	s16           one miss in 16 offered (tierAdmitSample 16)
+//	s1, s2, s16   every miss, one in 2, one in 16 offered (tierAdmitSample)
 //	noadmit       the tier offering no miss (the lookup's own cost)
 //	line1, line2  one, two adjacent random lines of the table's VRAM
 //	              (mapped segments only), independent of each other
@@ -25,13 +26,14 @@ import (
 //	keyonly       (string keys) fetching and hashing the key, no lookup
 //
 // Zipf rows compare the hit rates of the admission settings. Each row
-// starts from an empty tier warmed by the same 2^21 Gets.
+// starts from an empty tier warmed by the same 2^21 Gets (or, with
+// VMEM_BENCH_WARM, by that many Gets from all cores: tier_warm_bench_test.go).
 func BenchmarkMapMissPath(b *testing.B) {
 	for _, n := range vmemtest.BenchSizes(b, 1e6) {
 		s := tierBenchBuild(b, n)
 		for _, dist := range []string{"uniform", "zipf1.1", "zipf0.99"} {
 			stream := tierBenchStream(n, dist)
-			for _, v := range []string{"notier", "tier", "dense", "nodoor", "s16", "noadmit"} {
+			for _, v := range []string{"notier", "tier", "dense", "nodoor", "s1", "s2", "s16", "noadmit"} {
 				if dist != "uniform" && (v == "notier" || v == "noadmit") {
 					continue
 				}
@@ -47,9 +49,20 @@ func BenchmarkMapMissPath(b *testing.B) {
 						m.tier.invalidateAll()
 					}
 					var acc uint64
-					for i := tierStreamLen / 2; i < tierStreamLen; i++ {
-						x, _ := m.Get(mapBenchKey(uint64(stream[i])))
-						acc += x
+					if w := tierBenchWarmCount(b); w > 0 {
+						var mu sync.Mutex
+						tierBenchWarm(b, n, dist, w, func(x uint64) {
+							if v, _ := m.Get(mapBenchKey(x)); v == ^uint64(0) {
+								mu.Lock()
+								mapBenchSink++
+								mu.Unlock()
+							}
+						})
+					} else {
+						for i := tierStreamLen / 2; i < tierStreamLen; i++ {
+							x, _ := m.Get(mapBenchKey(uint64(stream[i])))
+							acc += x
+						}
 					}
 					r := rand.New(rand.NewPCG(uint64(len(v)), uint64(b.N)))
 					before := m.Stats().Cache
@@ -118,6 +131,10 @@ func missVariant(v string) func() {
 		tierAdmitSparse = 1
 	case "nodoor":
 		tierAdmitMin = 1
+	case "s1":
+		tierAdmitSample = 1
+	case "s2":
+		tierAdmitSample = 2
 	case "s16":
 		tierAdmitSample = 16
 	case "noadmit":

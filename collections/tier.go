@@ -157,7 +157,7 @@ func (c *tierCore) stripe(s uint64, f int) *uint64 {
 // An offer reads two lines of the sketch, which the next lookup's device
 // load then waits behind; offers that are rejected buy nothing.
 func (c *tierCore) admitMask(s uint64) uint32 {
-	if tierAdmitSample <= 1 {
+	if tierAdmitSample*tierAdmitSparse <= 1 {
 		return 0
 	}
 	if lost := *c.stripe(s, cntLost); lost > 8*(*c.stripe(s, cntWon))+16 {
