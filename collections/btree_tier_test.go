@@ -84,8 +84,7 @@ func btTierRun[K, V any](t *testing.T, d *vmem.Device, c btCodec[K, V], opts []B
 // google/btree on every device (mapped, spilling to private, Vulkan), for
 // every codec and tree shape, with every miss offered to tiny tiers.
 func TestBTreeTierDifferential(t *testing.T) {
-	defer func(n, hs uint32, a uint8) { tierAdmitSample, tierHitSample, tierAdmitMin = n, hs, a }(tierAdmitSample, tierHitSample, tierAdmitMin)
-	tierAdmitSample, tierHitSample, tierAdmitMin = 1, 1, 1
+	tierAdmitEvery(t)
 	ops, seeds := btN(3000), 3
 	for _, d := range btDevices(t) {
 		t.Run(btDevName(d), func(t *testing.T) {
@@ -259,8 +258,7 @@ func TestBTreeTierDefault(t *testing.T) {
 // on a tree with a tiny tier between write phases, against a frozen model
 // (run with -race).
 func TestBTreeTierConcurrent(t *testing.T) {
-	defer func(n, hs uint32, a uint8) { tierAdmitSample, tierHitSample, tierAdmitMin = n, hs, a }(tierAdmitSample, tierHitSample, tierAdmitMin)
-	tierAdmitSample, tierHitSample, tierAdmitMin = 1, 1, 1
+	tierAdmitEvery(t)
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		tr, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeExtentLeaves(8), WithBTreeHostCache(24<<10))
 		if err != nil {

@@ -73,8 +73,7 @@ func TestTierOffersAllocateNothing(t *testing.T) {
 	if buildconst.Race || buildconst.Invariants {
 		t.Skip("the race detector and the invariants checks allocate")
 	}
-	defer func(n uint32, a uint8) { tierAdmitSample, tierAdmitMin = n, a }(tierAdmitSample, tierAdmitMin)
-	tierAdmitSample, tierAdmitMin = 1, 1
+	tierAdmitEvery(t)
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		const n = 1 << 15
 		m, err := NewMap[uint64, uint64](d, WithHostCache(64<<10))

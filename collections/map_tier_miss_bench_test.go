@@ -18,7 +18,7 @@ import (
 //	tier          Get with the default tier
 //	dense         offers never sparser while rejected (tierAdmitSparse 1)
 //	nodoor        keys seen once offered too (tierAdmitMin 1)
-//	s1, s2, s16   every miss, one in 2, one in 16 offered (tierAdmitSample)
+//	s4, s16       one miss in 4, in 16 offered (one in 32 while offers fail)
 //	noadmit       the tier offering no miss (the lookup's own cost)
 //	line1, line2  one, two adjacent random lines of the table's VRAM
 //	              (mapped segments only), independent of each other
@@ -33,7 +33,7 @@ func BenchmarkMapMissPath(b *testing.B) {
 		s := tierBenchBuild(b, n)
 		for _, dist := range []string{"uniform", "zipf1.1", "zipf0.99"} {
 			stream := tierBenchStream(n, dist)
-			for _, v := range []string{"notier", "tier", "dense", "nodoor", "s1", "s2", "s16", "noadmit"} {
+			for _, v := range []string{"notier", "tier", "dense", "nodoor", "s4", "s16", "noadmit"} {
 				if dist != "uniform" && (v == "notier" || v == "noadmit") {
 					continue
 				}
@@ -131,12 +131,10 @@ func missVariant(v string) func() {
 		tierAdmitSparse = 1
 	case "nodoor":
 		tierAdmitMin = 1
-	case "s1":
-		tierAdmitSample = 1
-	case "s2":
-		tierAdmitSample = 2
+	case "s4":
+		tierAdmitSample, tierAdmitSparse = 4, 8
 	case "s16":
-		tierAdmitSample = 16
+		tierAdmitSample, tierAdmitSparse = 16, 2
 	case "noadmit":
 		tierAdmitSample = 1 << 24
 	}

@@ -73,8 +73,7 @@ func tierKeys[K comparable](r *rand.Rand, gen func(*rand.Rand) K, n int) []K {
 // admission evicts) to larger than the map.
 func TestMapTierDifferential(t *testing.T) {
 	steps := mapSteps(6000, 1500)
-	defer func(n, hs uint32, a uint8) { tierAdmitSample, tierHitSample, tierAdmitMin = n, hs, a }(tierAdmitSample, tierHitSample, tierAdmitMin)
-	tierAdmitSample, tierHitSample, tierAdmitMin = 1, 1, 1 // every miss admits its key: constant eviction in small tiers
+	tierAdmitEvery(t) // every miss admits its key: constant eviction in small tiers
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		for _, budget := range tierBudgets {
 			t.Run(fmt.Sprint("budget=", budget), func(t *testing.T) {
@@ -382,4 +381,12 @@ func TestMapTierScanResistant(t *testing.T) {
 			t.Fatalf("%d of %d hot keys missed after a scan", missed, hot)
 		}
 	})
+}
+
+// tierAdmitEvery makes every miss offer its key, admitted from its first
+// count, and counts every hit, until the test ends.
+func tierAdmitEvery(tb testing.TB) {
+	n, sp, hs, a := tierAdmitSample, tierAdmitSparse, tierHitSample, tierAdmitMin
+	tb.Cleanup(func() { tierAdmitSample, tierAdmitSparse, tierHitSample, tierAdmitMin = n, sp, hs, a })
+	tierAdmitSample, tierAdmitSparse, tierHitSample, tierAdmitMin = 1, 1, 1, 1
 }

@@ -167,7 +167,7 @@ func (c *tierCore) admitMask(s uint64) uint32 {
 }
 
 // tierAdmitSparse: how much sparser offers are while they are rejected.
-var tierAdmitSparse uint32 = 8
+var tierAdmitSparse uint32 = 32
 
 // offered records an offer's outcome for admitMask; the counts are halved
 // as they grow, so that they follow the last few dozen offers of the
