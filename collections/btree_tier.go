@@ -441,10 +441,8 @@ func btTierOffer(c *tierCore, p unsafe.Pointer, s uint64) (uint8, bool) {
 	est := c.sk.increment(s)
 	if est < tierAdmitMin || !btTierRoom(c, p, est) {
 		c.count(s, cntRejects, 1)
-		c.offered(s, false)
 		return est, false
 	}
-	c.offered(s, true)
 	return est, true
 }
 

@@ -362,7 +362,6 @@ func (m *Map[K, V]) tierAdmit(c *tierCore, p unsafe.Pointer, s uint64, k *K, h u
 		// uniform keys nearly every offer ends here, after one line of the
 		// sketch: no set is read for a victim and no lock is taken.
 		c.count(s, cntRejects, 1)
-		c.offered(s, false)
 		return
 	}
 	if w, full := c.peekVictim(p); full && c.sk.estimate(tierSpread(m.tierHashAt(c.slotAt(p, w)))) >= est {
@@ -370,7 +369,6 @@ func (m *Map[K, V]) tierAdmit(c *tierCore, p unsafe.Pointer, s uint64, k *K, h u
 		// without taking the set's lock (a locked instruction here would
 		// cost the next lookup's device load; see tierCore.count).
 		c.count(s, cntRejects, 1)
-		c.offered(s, false)
 		return
 	}
 	seq, ok := c.lock(p)
@@ -384,10 +382,8 @@ func (m *Map[K, V]) tierAdmit(c *tierCore, p unsafe.Pointer, s uint64, k *K, h u
 	w, evict := c.victim(p)
 	if evict && c.sk.estimate(tierSpread(m.tierHashAt(c.slotAt(p, w)))) >= est {
 		c.count(s, cntRejects, 1)
-		c.offered(s, false)
 		return
 	}
-	c.offered(s, true)
 	if evict {
 		c.drop(p, w)
 	}

@@ -107,7 +107,6 @@ func tierPairAdmit[K comparable, V any, H tierSpreader[K]](c *tierCore, p unsafe
 		// uniform keys nearly every offer ends here, after one line of the
 		// sketch: no set is read for a victim and no lock is taken.
 		c.count(s, cntRejects, 1)
-		c.offered(s, false)
 		return
 	}
 	if w, full := c.peekVictim(p); full {
@@ -116,7 +115,6 @@ func tierPairAdmit[K comparable, V any, H tierSpreader[K]](c *tierCore, p unsafe
 		// cost the next lookup's device load; see tierCore.count).
 		if vk := tierPairKeyAt[K, V](c.slotAt(p, w)); c.sk.estimate(h.tierSpreadOf(vk)) >= est {
 			c.count(s, cntRejects, 1)
-			c.offered(s, false)
 			return
 		}
 	}
@@ -133,11 +131,9 @@ func tierPairAdmit[K comparable, V any, H tierSpreader[K]](c *tierCore, p unsafe
 		vk := (*tierPair[K, V])(c.slotAt(p, w)).k
 		if c.sk.estimate(h.tierSpreadOf(vk)) >= est {
 			c.count(s, cntRejects, 1)
-			c.offered(s, false)
 			return
 		}
 	}
-	c.offered(s, true)
 	if evict {
 		c.drop(p, w)
 	}
