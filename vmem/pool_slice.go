@@ -43,13 +43,19 @@ import (
 // decides which device holds which element; DeviceLens says how many each
 // holds.
 //
+// Save writes a snapshot in Slice.Save's format, the elements in order
+// whatever the devices, so LoadPoolSlice reads it into a pool of any size
+// and LoadSlice onto one device. Sort, SortBy, Sum and SumAs take a
+// PoolSlice as they take a Slice: each device works on its part at once,
+// and Sort merges the sorted parts through host memory.
+//
 // Concurrency is that of a Slice (and of a []T): any number of goroutines
 // may read at once; a call that changes the PoolSlice must not overlap with
 // any other call. The PoolSlice starts its own goroutines, one per device,
 // inside a call and waits for them before it returns.
 //
 // Concurrency, as in the table of docs/guide.md:
-//   - at the same time: Get, GetMany, CopyTo, Gather, All, Chunks, Len, Cap, Err, DeviceLens, Part, Placement, Pool, Writer
+//   - at the same time: Get, GetMany, CopyTo, Gather, All, Chunks, Len, Cap, Err, DeviceLens, Part, Placement, Pool, Save, Writer
 //   - alone: Set, Append, Grow, Resize, CopyFrom, Fill, a Writer's Set and Flush, Close
 //
 // A PoolSlice is invalid after Close, and after any of its devices is

@@ -294,30 +294,40 @@ func loadSlice[T any](dev *Device, r io.Reader, opts []SliceOption) (*Slice[T], 
 	if err != nil {
 		return nil, err
 	}
-	h := sr.Header()
 	size := unsafe.Sizeof(*new(T))
-	bs, err := sliceSnapBlockBytes(size)
+	per, err := sliceSnapCheck(sr.Header(), size, dev.sliceSnapMaxBytes(), "the device holds")
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case h.Aux[0] != uint64(size) || h.Aux[1] != 0 || h.Aux[2] != 0:
-		return nil, fmt.Errorf("%w: header says %d-byte elements, T has %d", snapfmt.ErrCorrupt, h.Aux[0], size)
-	case h.BlockSize != bs:
-		return nil, fmt.Errorf("%w: block size %d, want %d for %d-byte elements", snapfmt.ErrCorrupt, h.BlockSize, bs, size)
-	case h.Count > math.MaxInt/uint64(max(size, 1)) || h.Count*uint64(max(size, 1)) > dev.sliceSnapMaxBytes():
-		return nil, fmt.Errorf("%w: %d elements of %d bytes, more than the device holds (%s)", snapfmt.ErrCorrupt, h.Count, size, Bytes(dev.sliceSnapMaxBytes()))
-	}
-	count := int(h.Count)
+	count := int(sr.Header().Count)
 	s, err := NewSlice[T](dev, 0, opts...)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.loadBody(sr, count, int(uintptr(bs)/max(size, 1))); err != nil {
+	if err := s.loadBody(sr, count, per); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// sliceSnapCheck checks the header of a Slice snapshot for elements of
+// size bytes loading into room for most bytes (where names that room), and
+// returns how many elements a block holds.
+func sliceSnapCheck(h snapfmt.Header, size uintptr, most uint64, where string) (int, error) {
+	bs, err := sliceSnapBlockBytes(size)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case h.Aux[0] != uint64(size) || h.Aux[1] != 0 || h.Aux[2] != 0:
+		return 0, fmt.Errorf("%w: header says %d-byte elements, T has %d", snapfmt.ErrCorrupt, h.Aux[0], size)
+	case h.BlockSize != bs:
+		return 0, fmt.Errorf("%w: block size %d, want %d for %d-byte elements", snapfmt.ErrCorrupt, h.BlockSize, bs, size)
+	case h.Count > math.MaxInt/uint64(max(size, 1)) || h.Count*uint64(max(size, 1)) > most:
+		return 0, fmt.Errorf("%w: %d elements of %d bytes, more than %s (%s)", snapfmt.ErrCorrupt, h.Count, size, where, Bytes(most))
+	}
+	return int(uintptr(bs) / max(size, 1)), nil
 }
 
 // growTo makes the Slice cover [0, n): capacity a segment at a time, as

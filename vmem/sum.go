@@ -12,7 +12,7 @@ import (
 	"github.com/govram/govram/internal/hostmem"
 )
 
-// Sum returns the sum of the elements.
+// Sum returns the sum of the elements of a Slice or a PoolSlice.
 //
 // Integer sums are exact: they are accumulated in 128 bits, so they do not
 // wrap at the element's width, and when the sum does not fit in T, Sum
@@ -21,7 +21,20 @@ import (
 // with compensated (Neumaier) summation and on a GPU as a tree of float64
 // partials, so the backends agree to within float64 rounding rather than
 // float32's. A GPU without 64-bit float support sums floats on the CPU.
-func Sum[T Number](s *Slice[T]) (T, error) { return SumAs[T](s) }
+//
+// A PoolSlice's parts are summed on their devices at once, and their
+// partial sums added as above: the result is a Slice's sum of the same
+// elements (exactly, for integers).
+//
+// S is *Slice[T] or *PoolSlice[T]; its Get method lets the compiler infer
+// T from the argument, so Sum(s) and SumAs[int64](s) need no more type
+// arguments.
+func Sum[T Number, S interface {
+	*Slice[T] | *PoolSlice[T]
+	Get(int) T
+}](s S) (T, error) {
+	return SumAs[T](s)
+}
 
 // SumAs returns the sum of the elements converted to R: SumAs[int64] sums
 // a Slice[int8] of any length without overflow, SumAs[float64] a
@@ -29,29 +42,48 @@ func Sum[T Number](s *Slice[T]) (T, error) { return SumAs[T](s) }
 // computed as Sum computes it; an integer R that cannot hold it (or a NaN
 // or infinite float sum) gives an error matching ErrRange, and a float sum
 // is truncated toward zero for an integer R, as Go's conversion does.
-func SumAs[R, T Number](s *Slice[T]) (R, error) {
+func SumAs[R, T Number, S interface {
+	*Slice[T] | *PoolSlice[T]
+	Get(int) T
+}](s S) (R, error) {
 	var zero R
-	if err := s.usable(); err != nil {
+	var acc sumAcc
+	var err error
+	switch c := any(s).(type) {
+	case *Slice[T]:
+		err = sliceSum(c, &acc)
+	case *PoolSlice[T]:
+		err = poolSum(c, &acc)
+	}
+	if err != nil {
 		return zero, err
 	}
-	size, kind := kernNumInfo[T]()
-	var acc sumAcc
-	if s.n == 0 {
-		return sumTo[R](&acc, kind)
+	_, kind := kernNumInfo[T]()
+	return sumTo[R](&acc, kind)
+}
+
+// sliceSum adds the Slice's elements to acc.
+func sliceSum[T Number](s *Slice[T], acc *sumAcc) error {
+	if err := s.usable(); err != nil {
+		return err
 	}
+	if s.n == 0 {
+		return nil
+	}
+	size, kind := kernNumInfo[T]()
 	if k := s.dev.kern(); k != nil && (kind != kernFloat || k.f64) {
-		err := kernSum(s, k, size, kind, &acc)
+		err := kernSum(s, k, size, kind, acc)
 		if err == nil {
-			return sumTo[R](&acc, kind)
+			return nil
 		}
 		if !errors.Is(err, errKernUnavailable) {
-			return zero, err
+			return err
 		}
-		acc = sumAcc{}
+		*acc = sumAcc{}
 	}
 	if s.dev.vk == nil {
 		if err := s.dev.enter(); err != nil {
-			return zero, err
+			return err
 		}
 		defer s.dev.exit()
 		for i := range s.segs {
@@ -59,17 +91,33 @@ func SumAs[R, T Number](s *Slice[T]) (R, error) {
 			if first >= s.n {
 				break
 			}
-			sumRun(&acc, unsafe.Slice((*T)(s.segs[i].base), min(s.n-first, s.segs[i].cap)), size, kind)
+			sumRun(acc, unsafe.Slice((*T)(s.segs[i].base), min(s.n-first, s.segs[i].cap)), size, kind)
 		}
-		return sumTo[R](&acc, kind)
+		return nil
 	}
 	for _, run := range s.Chunks() {
-		sumRun(&acc, run, size, kind)
+		sumRun(acc, run, size, kind)
 	}
-	if err := s.err.get(); err != nil {
-		return zero, err
+	return s.err.get()
+}
+
+// poolSum sums each part on its device, all at once, and adds the
+// partial sums to acc.
+func poolSum[T Number](s *PoolSlice[T], acc *sumAcc) error {
+	if err := s.usable(); err != nil {
+		return err
 	}
-	return sumTo[R](&acc, kind)
+	accs := make([]sumAcc, s.nd)
+	err := s.fan(s.spans(0, s.n), func(d int) error {
+		return devErr("Sum", d, sliceSum(s.parts[d], &accs[d]))
+	})
+	if err != nil {
+		return err
+	}
+	for i := range accs {
+		acc.merge(&accs[i])
+	}
+	return nil
 }
 
 // sumAcc is an exact sum in progress: integers as a 128-bit two's
@@ -83,6 +131,14 @@ func (a *sumAcc) add128(lo, hi uint64) {
 	var carry uint64
 	a.lo, carry = bits.Add64(a.lo, lo, 0)
 	a.hi += hi + carry
+}
+
+// merge adds the sum b to a: integers exactly, floats as one more
+// compensated step plus b's compensation.
+func (a *sumAcc) merge(b *sumAcc) {
+	a.add128(b.lo, b.hi)
+	a.addFloat(b.f)
+	a.c += b.c
 }
 
 func (a *sumAcc) addInt(v int64) { a.add128(uint64(v), uint64(v>>63)) }

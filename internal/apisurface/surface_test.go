@@ -19,7 +19,7 @@ import (
 var exportBudget = map[string]int{
 	"collections":  170,
 	"layout":       63,
-	"vmem":         172,
+	"vmem":         174, // +2: PoolSlice.Save and LoadPoolSlice
 	"vmem/shaders": 1,
 }
 
