@@ -302,13 +302,18 @@ func (s *PoolSlice[T]) outOfRange(i int) {
 	panic(fmt.Sprintf("vmem: PoolSlice index %d out of range [0:%d]", i, s.n))
 }
 
-// Get returns element i. It panics if i is out of range, like a slice.
+// Get returns element i. It panics if i is out of range, like a slice, and
+// once the device holding i is lost (see Slice.Get).
 func (s *PoolSlice[T]) Get(i int) T {
 	if uint(i) >= uint(s.n) {
 		s.outOfRange(i)
 	}
 	d, l := s.locate(i)
-	return s.parts[d].Get(l)
+	p := s.parts[d]
+	if p.dev.isLost() {
+		s.readLost("Get")
+	}
+	return p.Get(l)
 }
 
 // Set stores v at i. It panics if i is out of range.
