@@ -641,7 +641,9 @@ func (t *BTree[K, V]) ascend(op string, lo, hi *K) *btRuns[K, V] {
 // leaves are read by DMA as for Ascend, and fn sees them in place, with
 // no call per entry. The slices are valid only during the call, and fn
 // must not modify them or the tree (copy what is kept).
-func (t *BTree[K, V]) AscendRuns(fn func(keys []K, vals []V) bool) { t.scanRuns("AscendRuns", nil, nil, fn) }
+func (t *BTree[K, V]) AscendRuns(fn func(keys []K, vals []V) bool) {
+	t.scanRuns("AscendRuns", nil, nil, fn)
+}
 
 // AscendRangeRuns is AscendRuns over the entries with greaterOrEqual <= key
 // < lessThan.

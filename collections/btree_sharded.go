@@ -50,6 +50,9 @@ import (
 //
 // A ShardedBTree is invalid after Close: methods with an error result
 // return ErrClosed, the others panic.
+//
+// Device loss: as BTree's, shard by shard (the error names the shard's
+// BTree method); GetBatch, DeleteMin, DeleteMax and Save return the loss.
 type ShardedBTree[K, V any] struct {
 	pool   *vmem.Pool
 	less   func(a, b K) bool

@@ -12,8 +12,8 @@ package collections
 //     equals the model as it was before the step, and with the fault
 //     disarmed the same step and the rest of the script succeed;
 //   - device lost: the step returns ErrDeviceLost, every later step with an
-//     error result returns ErrDeviceLost, reads do not crash, and Close
-//     frees everything.
+//     error result returns ErrDeviceLost, reads return the loss or panic
+//     with it (lost.go), and Close frees everything.
 // Construction is part of the sweep: a constructor that fails leaves no
 // block behind.
 

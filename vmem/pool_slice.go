@@ -55,6 +55,10 @@ import (
 // A PoolSlice is invalid after Close, and after any of its devices is
 // closed (which closes that device's part): Get and Set panic, other
 // methods return ErrClosed.
+//
+// Device loss: Get, GetMany, All and Chunks panic with an error matching
+// ErrDeviceLost when a device they read is lost; CopyTo and Gather return
+// the loss instead.
 type PoolSlice[T any] struct {
 	pool  *Pool
 	parts []*Slice[T] // parts[d] on pool device d
