@@ -109,6 +109,12 @@ var ErrUnsorted = errors.New("collections: keys not strictly ascending")
 //
 // A BTree is invalid after Close: methods with an error result return
 // ErrClosed, the others panic.
+//
+// Device loss: reads without an error result (Get, Has, Min, Max, All,
+// Keys, Values, Backward, Range and the Ascend and Descend families)
+// panic with an error matching ErrDeviceLost rather than report a key
+// absent or end early; GetBatch, DeleteMin, DeleteMax and Save return the
+// loss instead.
 type BTree[K, V any] struct {
 	dev  *vmem.Device
 	less func(a, b K) bool

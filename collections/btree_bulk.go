@@ -35,7 +35,7 @@ func (t *BTree[K, V]) BulkLoad(keys []K, vals []V) error {
 		return nil
 	}
 	if t.n > 0 {
-		mk, _, ok := t.Max()
+		mk, _, ok := t.edge(true)
 		if !ok {
 			return t.Err()
 		}

@@ -22,29 +22,46 @@ const btStackLines = 8
 // the slot from its bounds instead (one round trip when the guess holds).
 // Other keys: one batch of streaming loads for the leaf's key lines, then
 // one load for the value's line.
+//
+// Once the device is lost Get panics with an error matching ErrDeviceLost
+// (GetBatch returns it instead), rather than report absent a key that may
+// be there.
 func (t *BTree[K, V]) Get(key K) (V, bool) {
+	t.readable("Get")
 	t.sync()
 	if t.idx.height == 0 {
-		if t.closed {
-			t.usedAfterClose()
-		}
 		var zero V
 		return zero, false
 	}
-	return t.get(key, true)
+	v, ok := t.get(key, true)
+	if !ok {
+		t.readCheck("Get") // a loss met on the way (a DMA)
+	}
+	return v, ok
 }
 
-// Has reports whether key is in the tree; it loads no value.
+// Has reports whether key is in the tree; it loads no value. It panics
+// as Get does.
 func (t *BTree[K, V]) Has(key K) bool {
+	t.readable("Has")
 	t.sync()
 	if t.idx.height == 0 {
-		if t.closed {
-			t.usedAfterClose()
-		}
 		return false
 	}
 	_, ok := t.get(key, false)
+	if !ok {
+		t.readCheck("Has")
+	}
 	return ok
+}
+
+// readable is the entry check of reads without an error result: a closed
+// tree, then a lost device, panics.
+func (t *BTree[K, V]) readable(op string) {
+	if t.closed {
+		t.usedAfterClose()
+	}
+	t.readCheck(op)
 }
 
 // get looks k up in a tree that is not empty: in the entry tier first,
@@ -346,29 +363,35 @@ func (t *BTree[K, V]) vString(h strarena.Handle) V {
 // Min returns the smallest key and its value, and false if the tree is
 // empty.
 func (t *BTree[K, V]) Min() (K, V, bool) {
-	t.sync()
-	if t.idx.height == 0 {
-		if t.closed {
-			t.usedAfterClose()
-		}
-		var k K
-		var v V
-		return k, v, false
+	t.readable("Min")
+	k, v, ok := t.edge(false)
+	if !ok {
+		t.readCheck("Min")
 	}
-	return t.entry(t.idx.nodes[t.idx.first].kids[0], 0)
+	return k, v, ok
 }
 
 // Max returns the largest key and its value, and false if the tree is
 // empty.
 func (t *BTree[K, V]) Max() (K, V, bool) {
+	t.readable("Max")
+	k, v, ok := t.edge(true)
+	if !ok {
+		t.readCheck("Max")
+	}
+	return k, v, ok
+}
+
+// edge is Max (right) or Min without the loss checks, for the methods
+// with an error result: false if the tree is empty or a read failed
+// (kept for Err).
+func (t *BTree[K, V]) edge(right bool) (k K, v V, ok bool) {
 	t.sync()
 	if t.idx.height == 0 {
-		if t.closed {
-			t.usedAfterClose()
-		}
-		var k K
-		var v V
 		return k, v, false
+	}
+	if !right {
+		return t.entry(t.idx.nodes[t.idx.first].kids[0], 0)
 	}
 	nd := t.idx.nodes[t.idx.last]
 	i := nd.n - 1

@@ -252,21 +252,22 @@ func (t *BTree[K, V]) window(desc bool, s *btScan, cur *btCursor, far *K, limit 
 // those with hi >= key > lo; a nil bound is open. While one window's
 // entries are handed to yield, the next window's DMA runs in another
 // goroutine.
-func (t *BTree[K, V]) scan(desc bool, lo, hi *K, yield func(K, V) bool) {
-	t.scanWith(desc, lo, hi, func(s *btScan, first bool, near, far *K) bool {
+func (t *BTree[K, V]) scan(op string, desc bool, lo, hi *K, yield func(K, V) bool) {
+	t.scanWith(op, desc, lo, hi, func(s *btScan, first bool, near, far *K) bool {
 		return t.emit(desc, s, first, near, far, yield)
 	})
 }
 
 // scanWith is scan with the window's consumer given: emit hands entries
-// one by one, emitRuns a leaf's run at a time.
-func (t *BTree[K, V]) scanWith(desc bool, lo, hi *K, emit func(s *btScan, first bool, near, far *K) bool) {
+// one by one, emitRuns a leaf's run at a time. op names the public method
+// in the panic of a lost device.
+func (t *BTree[K, V]) scanWith(op string, desc bool, lo, hi *K, emit func(s *btScan, first bool, near, far *K) bool) {
 	// The caller's function may read runs in place (AscendRuns): the tree
 	// must stay reachable, so that its backstop frees nothing, until the
 	// scan ends.
 	defer runtime.KeepAlive(t)
 	var w btWalk[K, V]
-	if !w.start(t, desc, lo, hi) {
+	if !w.start(t, op, desc, lo, hi) {
 		return
 	}
 	// Every exit gives the windows back, a panic in the caller's function
@@ -290,6 +291,7 @@ func (t *BTree[K, V]) scanWith(desc bool, lo, hi *K, emit func(s *btScan, first 
 // done ahead for a caller that may stop).
 type btWalk[K, V any] struct {
 	t          *BTree[K, V]
+	op         string // the public read, whose lost device panics ("" for Save, which returns it)
 	desc       bool
 	near, far  *K // the bound the scan starts from, the one it runs to
 	cur        btCursor
@@ -302,16 +304,19 @@ type btWalk[K, V any] struct {
 
 // start positions the walk at the first leaf; false if no entry can be in
 // range.
-func (w *btWalk[K, V]) start(t *BTree[K, V], desc bool, lo, hi *K) bool {
+func (w *btWalk[K, V]) start(t *BTree[K, V], op string, desc bool, lo, hi *K) bool {
 	if t.closed {
 		t.usedAfterClose()
+	}
+	if op != "" {
+		t.readCheck(op)
 	}
 	t.sync()
 	x := &t.idx
 	if x.height == 0 || (lo != nil && hi != nil && !t.less(*lo, *hi)) {
 		return false
 	}
-	w.t, w.desc = t, desc
+	w.t, w.op, w.desc = t, op, desc
 	w.near, w.far = lo, hi
 	switch {
 	case desc && hi != nil:
@@ -383,6 +388,10 @@ func (w *btWalk[K, V]) window() *btScan {
 	}
 	if !ok {
 		w.stop()
+		if w.op != "" {
+			// The scan did not run out of entries: the device is gone.
+			t.readCheck(w.op)
+		}
 		return nil
 	}
 	return p.s
@@ -616,9 +625,9 @@ func (r *btRuns[K, V]) stop() {
 }
 
 // ascend starts an ascending scan of [lo, hi) (nil: open) for btRuns.
-func (t *BTree[K, V]) ascend(lo, hi *K) *btRuns[K, V] {
+func (t *BTree[K, V]) ascend(op string, lo, hi *K) *btRuns[K, V] {
 	r := &btRuns[K, V]{first: true, w: &btWalk[K, V]{}}
-	if !r.w.start(t, false, lo, hi) {
+	if !r.w.start(t, op, false, lo, hi) {
 		r.done = true
 		return r
 	}
@@ -632,77 +641,80 @@ func (t *BTree[K, V]) ascend(lo, hi *K) *btRuns[K, V] {
 // leaves are read by DMA as for Ascend, and fn sees them in place, with
 // no call per entry. The slices are valid only during the call, and fn
 // must not modify them or the tree (copy what is kept).
-func (t *BTree[K, V]) AscendRuns(fn func(keys []K, vals []V) bool) { t.scanRuns(nil, nil, fn) }
+func (t *BTree[K, V]) AscendRuns(fn func(keys []K, vals []V) bool) {
+	t.scanRuns("AscendRuns", nil, nil, fn)
+}
 
 // AscendRangeRuns is AscendRuns over the entries with greaterOrEqual <= key
 // < lessThan.
 func (t *BTree[K, V]) AscendRangeRuns(greaterOrEqual, lessThan K, fn func(keys []K, vals []V) bool) {
-	t.scanRuns(&greaterOrEqual, &lessThan, fn)
+	t.scanRuns("AscendRangeRuns", &greaterOrEqual, &lessThan, fn)
 }
 
 // scanRuns is the ascending scan of [lo, hi) a leaf's run at a time.
-func (t *BTree[K, V]) scanRuns(lo, hi *K, fn func(keys []K, vals []V) bool) {
+func (t *BTree[K, V]) scanRuns(op string, lo, hi *K, fn func(keys []K, vals []V) bool) {
 	var vbuf []V
-	t.scanWith(false, lo, hi, func(s *btScan, first bool, near, far *K) bool {
+	t.scanWith(op, false, lo, hi, func(s *btScan, first bool, near, far *K) bool {
 		return t.emitRuns(s, first, near, far, &vbuf, fn)
 	})
 }
 
 // Ascend calls fn for every entry in ascending key order until fn returns
 // false.
-func (t *BTree[K, V]) Ascend(fn func(key K, value V) bool) { t.scan(false, nil, nil, fn) }
+func (t *BTree[K, V]) Ascend(fn func(key K, value V) bool) { t.scan("Ascend", false, nil, nil, fn) }
 
 // AscendRange calls fn for the entries with greaterOrEqual <= key <
 // lessThan, ascending, until fn returns false.
 func (t *BTree[K, V]) AscendRange(greaterOrEqual, lessThan K, fn func(key K, value V) bool) {
-	t.scan(false, &greaterOrEqual, &lessThan, fn)
+	t.scan("AscendRange", false, &greaterOrEqual, &lessThan, fn)
 }
 
 // AscendGreaterOrEqual calls fn for the entries with key >= pivot,
 // ascending, until fn returns false.
 func (t *BTree[K, V]) AscendGreaterOrEqual(pivot K, fn func(key K, value V) bool) {
-	t.scan(false, &pivot, nil, fn)
+	t.scan("AscendGreaterOrEqual", false, &pivot, nil, fn)
 }
 
 // AscendLessThan calls fn for the entries with key < pivot, ascending,
 // until fn returns false.
 func (t *BTree[K, V]) AscendLessThan(pivot K, fn func(key K, value V) bool) {
-	t.scan(false, nil, &pivot, fn)
+	t.scan("AscendLessThan", false, nil, &pivot, fn)
 }
 
 // Descend calls fn for every entry in descending key order until fn
 // returns false.
-func (t *BTree[K, V]) Descend(fn func(key K, value V) bool) { t.scan(true, nil, nil, fn) }
+func (t *BTree[K, V]) Descend(fn func(key K, value V) bool) { t.scan("Descend", true, nil, nil, fn) }
 
 // DescendRange calls fn for the entries with lessOrEqual >= key >
 // greaterThan, descending, until fn returns false.
 func (t *BTree[K, V]) DescendRange(lessOrEqual, greaterThan K, fn func(key K, value V) bool) {
-	t.scan(true, &greaterThan, &lessOrEqual, fn)
+	t.scan("DescendRange", true, &greaterThan, &lessOrEqual, fn)
 }
 
 // DescendLessOrEqual calls fn for the entries with key <= pivot,
 // descending, until fn returns false.
 func (t *BTree[K, V]) DescendLessOrEqual(pivot K, fn func(key K, value V) bool) {
-	t.scan(true, nil, &pivot, fn)
+	t.scan("DescendLessOrEqual", true, nil, &pivot, fn)
 }
 
 // DescendGreaterThan calls fn for the entries with key > pivot,
 // descending, until fn returns false.
 func (t *BTree[K, V]) DescendGreaterThan(pivot K, fn func(key K, value V) bool) {
-	t.scan(true, &pivot, nil, fn)
+	t.scan("DescendGreaterThan", true, &pivot, nil, fn)
 }
 
 // All returns every entry in ascending key order. Leaves are read in bulk
 // (see the type's comment); a transfer error ends the sequence early and
-// is reported by Err.
-func (t *BTree[K, V]) All() iter.Seq2[K, V] { return t.ascendSeq(nil, nil) }
+// is reported by Err, and a lost device panics (see Get), as it does in
+// every scan.
+func (t *BTree[K, V]) All() iter.Seq2[K, V] { return t.ascendSeq("All", nil, nil) }
 
 // ascendSeq is the sequence of the entries in [lo, hi) (nil: open). It is
 // small enough for the compiler to inline with the loop body, which then
 // runs in a plain loop over each leaf's run.
-func (t *BTree[K, V]) ascendSeq(lo, hi *K) iter.Seq2[K, V] {
+func (t *BTree[K, V]) ascendSeq(op string, lo, hi *K) iter.Seq2[K, V] {
 	return func(yield func(K, V) bool) {
-		r := t.ascend(lo, hi)
+		r := t.ascend(op, lo, hi)
 		for {
 			keys, vals := r.next()
 			if keys == nil {
@@ -721,8 +733,8 @@ func (t *BTree[K, V]) ascendSeq(lo, hi *K) iter.Seq2[K, V] {
 
 // Backward returns every entry in descending key order.
 func (t *BTree[K, V]) Backward() iter.Seq2[K, V] {
-	return func(yield func(K, V) bool) { t.scan(true, nil, nil, yield) }
+	return func(yield func(K, V) bool) { t.scan("Backward", true, nil, nil, yield) }
 }
 
 // Range returns the entries with lo <= key < hi in ascending order.
-func (t *BTree[K, V]) Range(lo, hi K) iter.Seq2[K, V] { return t.ascendSeq(&lo, &hi) }
+func (t *BTree[K, V]) Range(lo, hi K) iter.Seq2[K, V] { return t.ascendSeq("Range", &lo, &hi) }

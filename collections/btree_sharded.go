@@ -50,6 +50,9 @@ import (
 //
 // A ShardedBTree is invalid after Close: methods with an error result
 // return ErrClosed, the others panic.
+//
+// Device loss: as BTree's, shard by shard (the error names the shard's
+// BTree method); GetBatch, DeleteMin, DeleteMax and Save return the loss.
 type ShardedBTree[K, V any] struct {
 	pool   *vmem.Pool
 	less   func(a, b K) bool
@@ -175,8 +178,8 @@ func (t *ShardedBTree[K, V]) check() {
 		}
 	}
 	for d, b := range t.shards {
-		mk, _, ok := b.Min()
-		xk, _, _ := b.Max()
+		mk, _, ok := b.edge(false)
+		xk, _, _ := b.edge(true)
 		switch {
 		case !ok:
 		case d > len(t.splits):
@@ -303,6 +306,19 @@ func (t *ShardedBTree[K, V]) Min() (K, V, bool) {
 	var k K
 	var v V
 	return k, v, false
+}
+
+// maxKey is Max without the loss checks, for BulkLoad (which returns the
+// loss).
+func (t *ShardedBTree[K, V]) maxKey() (K, bool) {
+	for i := len(t.shards) - 1; i >= 0; i-- {
+		if b := t.shards[i]; b.Len() > 0 {
+			k, _, ok := b.edge(true)
+			return k, ok
+		}
+	}
+	var k K
+	return k, false
 }
 
 // Max returns the largest key and its value, and false if the tree is
@@ -630,7 +646,7 @@ func (t *ShardedBTree[K, V]) BulkLoad(keys []K, vals []V) error {
 			return fmt.Errorf("collections: ShardedBTree.BulkLoad: keys %d and %d: %w", i-1, i, ErrUnsorted)
 		}
 	}
-	if mk, _, ok := t.Max(); ok && !t.less(mk, keys[0]) {
+	if mk, ok := t.maxKey(); ok && !t.less(mk, keys[0]) {
 		return fmt.Errorf("collections: ShardedBTree.BulkLoad: first key not above the maximum: %w", ErrUnsorted)
 	}
 	defer t.wrote()

@@ -85,6 +85,10 @@ import (
 // Concurrency, as in the table of docs/guide.md:
 //   - at the same time: Get, Has, GetMany, GetBatch, Len, All, Keys, Values, Stats, Err, Save
 //   - alone: Put, PutMany, PutBatch, Delete, Clear, Close
+//
+// Device loss: reads without an error result (Get, Has, GetMany, All, Keys,
+// Values) panic with an error matching ErrDeviceLost rather than report a
+// key absent; GetBatch and Save return the loss instead.
 type Map[K comparable, V any] struct {
 	dev   *vmem.Device
 	r     mapRec

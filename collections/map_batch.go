@@ -50,7 +50,7 @@ type mapLines struct {
 // concurrent callers; otherwise, and wherever the kernels cannot run,
 // by line loads on the CPU, large batches spread over GOMAXPROCS
 // goroutines. A GPU failure leaves the batch to the CPU path; a lost
-// device is also kept for Err.
+// device panics, as in Get (GetBatch returns it).
 func (m *Map[K, V]) GetMany(keys []K, vals []V, found []bool) int {
 	if m.pending.Load() {
 		m.flushForRead()
@@ -62,6 +62,10 @@ func (m *Map[K, V]) GetMany(keys []K, vals []V, found []bool) int {
 	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
 		panic(fmt.Sprintf("collections: GetMany: %d keys, %d values, %d found flags", len(keys), len(vals), len(found)))
 	}
+	m.readCheck("GetMany")
+	// A loss met on the way (the flush above, the kernel, a DMA) ends the
+	// call as one met before it.
+	defer m.readCheck("GetMany")
 	if hmode, ok := m.batchGPU(t, len(keys)); ok {
 		f := found
 		var fp *[]bool
@@ -90,7 +94,7 @@ func (m *Map[K, V]) GetMany(keys []K, vals []V, found []bool) int {
 			return n
 		}
 		if errIsDeviceLost(err) {
-			m.setErr(err)
+			m.readLost("GetMany")
 		}
 	}
 	m.gpu.stats.cpuPath.Add(1)

@@ -30,15 +30,19 @@ var mapIterBytes = 1 << 20 // a variable for tests: small chunks
 // added during the iteration may or may not be, every other entry is
 // produced exactly once with its value at the time. An error (device lost,
 // no host memory for the snapshot) ends the iteration early; Err reports
-// it. All panics if the map is closed.
+// it; a lost device panics instead (see Get). All panics if the map is
+// closed.
 func (m *Map[K, V]) All() iter.Seq2[K, V] {
 	return func(yield func(K, V) bool) {
 		if m.t == nil {
 			m.badRead()
 		}
+		m.readCheck("All")
 		it := mapIter[K, V]{m: m}
 		defer it.free()
 		it.run(yield)
+		// An iteration ended by a lost device did not run out of entries.
+		m.readCheck("All")
 	}
 }
 

@@ -10,23 +10,35 @@ import (
 )
 
 // Get returns the value stored for k and whether there is one. It panics if
-// the map is closed or a write is in progress.
+// the map is closed or a write is in progress, and once the device is lost
+// (an error matching ErrDeviceLost: see GetBatch for the form that returns
+// it), rather than report absent a key that may be there.
 func (m *Map[K, V]) Get(k K) (V, bool) {
 	if m.t == nil || m.writing {
 		m.badRead()
 	}
+	m.readCheck("Get")
 	var h uint64
 	if m.hk == mapHash8 {
 		h = mapMix(*(*uint64)(unsafe.Pointer(&k)), m.seed) // inlined: the common case
 	} else {
 		h = m.hash(&k)
 	}
+	var v V
+	var ok bool
 	if m.tier != nil {
 		// The tier is coherent with every write, those still pending
 		// included: a hit needs no flush.
-		return m.getTiered(&k, h)
+		v, ok = m.getTiered(&k, h)
+	} else {
+		v, ok = m.get(&k, h)
 	}
-	return m.get(&k, h)
+	if !ok {
+		// A miss may be a loss met on the way (a flush, a DMA of a
+		// private segment).
+		m.readCheck("Get")
+	}
+	return v, ok
 }
 
 // get looks k (hash h) up in the table.

@@ -57,6 +57,10 @@ import (
 // each); a shard that failed is unchanged as a Map is after that error,
 // while the others have done their part: after a failed PutBatch every key
 // holds its old or its new value.
+//
+// Device loss: as Map's, shard by shard: Get, Has, GetMany, All, Keys and
+// Values panic on a lost device (the error names the shard's Map method);
+// GetBatch and Save return the loss.
 type ShardedMap[K comparable, V any] struct {
 	pool   *vmem.Pool
 	shards []*Map[K, V]

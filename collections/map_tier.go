@@ -182,14 +182,8 @@ func (m *Map[K, V]) tierFree() {
 // entry found in the table is offered to the tier.
 func (m *Map[K, V]) getTiered(k *K, h uint64) (V, bool) {
 	c := m.tier
-	if err := m.dev.Err(); err != nil {
-		// The device no longer confirms what the tier holds: the tier is
-		// dropped, Err says why, and the lookup reports what the device
-		// path reports.
-		c.invalidateAll()
-		m.setErr(err)
-		return m.get(k, h)
-	}
+	// Get checked the device just before: once it is lost, readLost drops
+	// the tier and no lookup reaches it.
 	s := tierSpread(h)
 	p := c.set(s)
 	var v V

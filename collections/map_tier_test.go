@@ -299,7 +299,7 @@ func TestMapTierDeviceLost(t *testing.T) {
 		d.InjectFaults(vmem.Faults{LoseDevice: true})
 		hits := m.tier.total(cntHits)
 		for i := range uint64(500) {
-			m.Get(i)
+			mustPanicLost(t, "Get", func() { m.Get(i) })
 		}
 		if h := m.tier.total(cntHits); h != hits {
 			t.Fatalf("the tier answered %d Gets after the device was lost", h-hits)

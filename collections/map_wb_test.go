@@ -172,7 +172,7 @@ func TestMapPutBehindFaults(t *testing.T) {
 			}
 		}
 		d.InjectFaults(vmem.Faults{FailSubmit: 1})
-		m.Get(1)
+		mustPanicLost(t, "Get storing recorded Puts", func() { m.Get(1) })
 		if err := m.Err(); !errors.Is(err, vmem.ErrDeviceLost) {
 			t.Fatalf("Err after the device was lost storing recorded Puts: %v", err)
 		}

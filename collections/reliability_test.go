@@ -12,8 +12,8 @@ package collections
 //     equals the model as it was before the step, and with the fault
 //     disarmed the same step and the rest of the script succeed;
 //   - device lost: the step returns ErrDeviceLost, every later step with an
-//     error result returns ErrDeviceLost, reads do not crash, and Close
-//     frees everything.
+//     error result returns ErrDeviceLost, reads return the loss or panic
+//     with it (lost.go), and Close frees everything.
 // Construction is part of the sweep: a constructor that fails leaves no
 // block behind.
 
@@ -332,7 +332,13 @@ func relLostRun(t *testing.T, d *vmem.Device, k relKind, f vmem.Faults, loseAt i
 			d.InjectFaults(f)
 			lost = true
 		}
-		err := st.do()
+		var err error
+		if st.noErr {
+			// A read within may meet the loss: it panics (lost.go).
+			err = relLostPanic(t, what, st.name, st.do)
+		} else {
+			err = st.do()
+		}
 		switch {
 		case lost && st.noErr:
 			// No error result: nothing to check but that it did not crash.
@@ -356,7 +362,9 @@ func relLostRun(t *testing.T, d *vmem.Device, k relKind, f vmem.Faults, loseAt i
 		}
 	}
 	if lost {
-		s.check() // the contents are undefined now, but reading must not crash
+		// The contents are undefined now: a read returns the loss or
+		// panics with it, and nothing else.
+		relLostPanic(t, what, "check", s.check)
 	} else if loseAt < 0 {
 		if d.PendingFaults().FailSubmit != 0 {
 			// Fewer submissions than in the counting run: where a Map's
@@ -375,6 +383,22 @@ func relLostRun(t *testing.T, d *vmem.Device, k relKind, f vmem.Faults, loseAt i
 	if err := d.Close(); err != nil {
 		t.Fatalf("%s: Device.Close: %v", what, err)
 	}
+}
+
+// relLostPanic runs f, accepting a panic only as a read on a lost device
+// raises it (an error matching ErrDeviceLost), which it returns.
+func relLostPanic(t *testing.T, what, name string, f func() error) (err error) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(error)
+			if !ok || !errors.Is(e, vmem.ErrDeviceLost) {
+				t.Fatalf("%s: %s panicked: %v", what, name, r)
+			}
+			err = e
+		}
+	}()
+	return f()
 }
 
 // ---- subjects ----

@@ -226,6 +226,9 @@ const ringTSO = runtime.GOARCH == "amd64" || runtime.GOARCH == "386"
 // Concurrency, as in the table of docs/guide.md:
 //   - at the same time: one producer (Push, PushBatch, Flush) with one consumer (Pop, PopBatch, Peek, All, Save, Err); Len and Cap from any goroutine
 //   - alone: Clear, Reset, Close; several producers, or several consumers, need the caller's lock around their side
+//
+// Device loss: Peek, Pop and All panic with an error matching
+// ErrDeviceLost, consuming nothing; PopBatch and Save return the loss.
 type Ring[T any] struct {
 	// Set by NewRing, then only read (Close sets closed and segs, with no
 	// other call running).

@@ -18,9 +18,12 @@ import (
 
 // Pop removes and returns the oldest element; ok is false when the ring is
 // empty. It reads from a window of lines filled by streaming loads, so
-// consecutive pops of small elements share one load. It panics after Close.
+// consecutive pops of small elements share one load. It panics after Close,
+// and once the device is lost (an error matching ErrDeviceLost; PopBatch
+// returns it instead).
 func (r *Ring[T]) Pop() (v T, ok bool) {
 	r.mustOpen()
+	r.readCheck("Pop")
 	for {
 		h, t := r.cstart(1)
 		if h >= t {
@@ -37,9 +40,10 @@ func (r *Ring[T]) Pop() (v T, ok bool) {
 }
 
 // Peek returns the oldest element without removing it; ok is false when
-// the ring is empty. It panics after Close.
+// the ring is empty. It panics after Close, and once the device is lost.
 func (r *Ring[T]) Peek() (v T, ok bool) {
 	r.mustOpen()
+	r.readCheck("Peek")
 	for {
 		h, t := r.cstart(1)
 		if h >= t {
@@ -106,6 +110,7 @@ func (r *Ring[T]) All() iter.Seq2[int, T] {
 			c.err = ErrClosed
 			return
 		}
+		r.readCheck("All")
 		h0, t := r.cstart(math.MaxUint64)
 		if h0 >= t {
 			return
@@ -121,6 +126,7 @@ func (r *Ring[T]) All() iter.Seq2[int, T] {
 			if r.size != 0 {
 				if err := r.readElems(buf[:k], i); err != nil {
 					c.err = err
+					r.readCheck("All") // a lost device did not run out of elements
 					return
 				}
 			}

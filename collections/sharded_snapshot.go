@@ -162,7 +162,7 @@ func (t *ShardedBTree[K, V]) shLoadBody(r io.Reader) error {
 					end = (d + 1) * count / int(nd)
 				}
 				if done == end && d+1 < int(nd) {
-					if mk, _, ok := t.shards[d].Max(); ok && !t.less(mk, keys[0]) {
+					if mk, _, ok := t.shards[d].edge(true); ok && !t.less(mk, keys[0]) {
 						return fmt.Errorf("%w: keys not strictly ascending under the tree's order near entry %d", snapfmt.ErrCorrupt, done)
 					}
 					t.splits = append(t.splits, keys[0])

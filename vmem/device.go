@@ -21,16 +21,20 @@ import (
 // every block still allocated.
 type Device struct {
 	backend Backend
-	opts    Options
-	tiers   [NumTiers]tierState
-	vk      *vkState // nil on the host backend
-	info    Info     // static part, filled at Open
+	// closed and lost are read by every container read (Device.Err, the
+	// reads' loss check): here, away from mu, whose line every operation
+	// writes.
+	closed atomic.Bool
+	lost   atomic.Bool
+
+	opts  Options
+	tiers [NumTiers]tierState
+	vk    *vkState // nil on the host backend
+	info  Info     // static part, filled at Open
 
 	// mu is held shared by every operation and exclusively by Close, so
 	// Close waits for operations in flight and nothing runs after it.
 	mu     sync.RWMutex
-	closed atomic.Bool
-	lost   atomic.Bool
 	faults faultState
 	stall  stallState // GPU work whose wait timed out (stall.go)
 	// heapReserved: bytes of chunks held per memory heap (tiers that share

@@ -61,6 +61,10 @@ import (
 // A PoolSlice is invalid after Close, and after any of its devices is
 // closed (which closes that device's part): Get and Set panic, other
 // methods return ErrClosed.
+//
+// Device loss: Get, GetMany, All and Chunks panic with an error matching
+// ErrDeviceLost when a device they read is lost; CopyTo and Gather return
+// the loss instead.
 type PoolSlice[T any] struct {
 	pool  *Pool
 	parts []*Slice[T] // parts[d] on pool device d
@@ -308,13 +312,18 @@ func (s *PoolSlice[T]) outOfRange(i int) {
 	panic(fmt.Sprintf("vmem: PoolSlice index %d out of range [0:%d]", i, s.n))
 }
 
-// Get returns element i. It panics if i is out of range, like a slice.
+// Get returns element i. It panics if i is out of range, like a slice, and
+// once the device holding i is lost (see Slice.Get).
 func (s *PoolSlice[T]) Get(i int) T {
 	if uint(i) >= uint(s.n) {
 		s.outOfRange(i)
 	}
 	d, l := s.locate(i)
-	return s.parts[d].Get(l)
+	p := s.parts[d]
+	if p.dev.isLost() {
+		s.readLost("Get")
+	}
+	return p.Get(l)
 }
 
 // Set stores v at i. It panics if i is out of range.

@@ -203,15 +203,17 @@ func (s *PoolSlice[T]) GetMany(idx []int, dst []T) {
 			s.outOfRange(i)
 		}
 	}
+	s.readCheck("GetMany")
+	defer s.readCheck("GetMany") // a loss met on the way, by any part
 	if s.nd == 1 {
-		s.parts[0].GetMany(idx, dst)
+		s.parts[0].getManyAny(idx, dst)
 		return
 	}
 	g := s.group(idx)
 	out := make([]T, len(idx))
 	read := func(d int) error {
 		lo, hi := g.base[d], g.base[d+1]
-		s.parts[d].GetMany(g.local[lo:hi], out[lo:hi])
+		s.parts[d].getManyAny(g.local[lo:hi], out[lo:hi])
 		return nil
 	}
 	if len(idx) < poolGetManyPar {
@@ -267,7 +269,11 @@ func (s *PoolSlice[T]) Gather(indices []int, dst []T) error {
 // is reported by Err.
 func (s *PoolSlice[T]) Chunks() iter.Seq2[int, []T] {
 	return func(yield func(int, []T) bool) {
-		if s.closed || s.n == 0 {
+		if s.closed {
+			return
+		}
+		s.readCheck("Chunks")
+		if s.n == 0 {
 			return
 		}
 		if s.place == FillFirst || s.nd == 1 {
@@ -291,7 +297,7 @@ func (s *PoolSlice[T]) Chunks() iter.Seq2[int, []T] {
 		for i := range bufs {
 			bufs[i] = make([]T, k)
 		}
-		readAhead(s.n, k, bufs, s.CopyTo, s.err.set, yield)
+		readAhead(s.n, k, bufs, s.CopyTo, s.iterFail("Chunks"), yield)
 	}
 }
 
@@ -312,7 +318,11 @@ func (s *PoolSlice[T]) All() iter.Seq2[int, T] {
 	// next while a plain loop hands out this one. The loops repeat
 	// Slice.All's: a helper holding them would be too costly to inline.
 	return func(yield func(int, T) bool) {
-		if s.closed || s.n == 0 {
+		if s.closed {
+			return
+		}
+		s.readCheck("All")
+		if s.n == 0 {
 			return
 		}
 		if s.onHost() {
@@ -333,7 +343,7 @@ func (s *PoolSlice[T]) All() iter.Seq2[int, T] {
 		for {
 			run, at, err := r.run()
 			if err != nil {
-				s.err.set(err)
+				s.iterFail("All")(err)
 				return
 			}
 			if run == nil {

@@ -39,6 +39,11 @@ import (
 // Concurrency, as in the table of docs/guide.md:
 //   - at the same time: Get, GetMany, CopyTo, Gather, All, Chunks, Len, Cap, Err, Save, Writer
 //   - alone: Set, Append, Grow, Resize, CopyFrom, Fill, a Writer's Set and Flush, Close
+//
+// Device loss: Get, GetMany, All and Chunks panic with an error matching
+// ErrDeviceLost rather than return zeros (Get on the host backend's first
+// segment, plain memory, still answers); CopyTo, Gather and Save return
+// the loss instead.
 type Slice[T any] struct {
 	dev     *Device
 	size    uintptr // unsafe.Sizeof(T)

@@ -221,11 +221,19 @@ func TestSliceAllDeviceLost(t *testing.T) {
 		}
 		d.InjectFaults(vmem.Faults{FailSubmit: 2})
 		seen = 0
-		for i, v := range s.All() {
-			if i != seen || v != src[i] {
-				t.Fatalf("after the loss: element %d: index %d, value %#x", seen, i, v)
+		var perr error
+		func() {
+			// The run that meets the loss ends the iteration by a panic.
+			defer func() { perr, _ = recover().(error) }()
+			for i, v := range s.All() {
+				if i != seen || v != src[i] {
+					t.Fatalf("after the loss: element %d: index %d, value %#x", seen, i, v)
+				}
+				seen++
 			}
-			seen++
+		}()
+		if !errors.Is(perr, vmem.ErrDeviceLost) {
+			t.Fatalf("All met the loss with panic %v, want ErrDeviceLost", perr)
 		}
 		if seen == n || !errors.Is(s.Err(), vmem.ErrDeviceLost) {
 			t.Fatalf("All gave %d of %d elements with the device lost, Err %v", seen, n, s.Err())

@@ -1,6 +1,7 @@
 package vmem
 
 import (
+	"errors"
 	"iter"
 	"runtime"
 	"unsafe"
@@ -17,7 +18,11 @@ const chunkBytes = 16 << 20
 // The Slice must not change length while Chunks or All runs.
 func (s *Slice[T]) Chunks() iter.Seq2[int, []T] {
 	return func(yield func(int, []T) bool) {
-		if s.closed || s.n == 0 {
+		if s.closed {
+			return
+		}
+		s.readCheck("Chunks")
+		if s.n == 0 {
 			return
 		}
 		// yield may read a run in place (host memory): s stays reachable
@@ -55,7 +60,19 @@ func (s *Slice[T]) Chunks() iter.Seq2[int, []T] {
 				bufs[i] = make([]T, k)
 			}
 		}
-		readAhead(s.n, k, bufs, s.CopyTo, s.err.set, yield)
+		readAhead(s.n, k, bufs, s.CopyTo, s.iterFail("Chunks"), yield)
+	}
+}
+
+// iterFail is where an iteration's read error goes: kept for Err, and a
+// lost device ends the iteration by a panic (readLost) rather than as if
+// the elements had run out.
+func (s *Slice[T]) iterFail(op string) func(error) {
+	return func(err error) {
+		s.err.set(err)
+		if errors.Is(err, ErrDeviceLost) {
+			s.readLost(op)
+		}
 	}
 }
 
@@ -135,13 +152,17 @@ func (r *runReader[T]) stop() {
 }
 
 // All returns every element with its index, in order (read in bulk, see
-// Chunks). An error stops the iteration and is reported by Err.
+// Chunks). An error stops the iteration and is reported by Err; a lost
+// device panics instead (see Get), CopyTo being the form that returns it.
 func (s *Slice[T]) All() iter.Seq2[int, T] {
 	// Small enough for the compiler to inline into the caller's loop, with
 	// the loop body: the elements of each run are then read by a plain
 	// loop, where a sequence built on Chunks called the body through a
 	// function value for every element (2.4 ns against 0.6 on the host).
 	return func(yield func(int, T) bool) {
+		if s.dev.isLost() && !s.closed {
+			s.readLost("All")
+		}
 		if s.dev.vk != nil {
 			if s.closed || s.n == 0 {
 				return
@@ -150,7 +171,7 @@ func (s *Slice[T]) All() iter.Seq2[int, T] {
 			for {
 				run, at, err := r.run()
 				if err != nil {
-					s.err.set(err)
+					s.allFail(err)
 					return
 				}
 				if run == nil {
@@ -178,6 +199,12 @@ func (s *Slice[T]) All() iter.Seq2[int, T] {
 		}
 	}
 }
+
+// allFail is iterFail for All, whose closure must stay small enough to
+// inline.
+//
+//go:noinline
+func (s *Slice[T]) allFail(err error) { s.iterFail("All")(err) }
 
 // allRunBytes is how much All reads per DMA on a GPU: into buffers of the
 // Go heap (a panic in the loop body leaves nothing to free), so smaller

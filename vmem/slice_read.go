@@ -11,10 +11,15 @@ import (
 	"github.com/govram/govram/layout"
 )
 
-// Get returns element i. It panics if i is out of range, like a slice.
+// Get returns element i. It panics if i is out of range, like a slice, and
+// once the device is lost (with an error matching ErrDeviceLost, see
+// CopyTo for the form that returns it), except on the host backend's first
+// segment, which is plain memory that stays readable.
 func (s *Slice[T]) Get(i int) T {
 	// Small enough to inline: on host memory a Get is then one load in the
-	// caller's loop, and loads of successive Gets overlap.
+	// caller's loop, and loads of successive Gets overlap. A loss check
+	// here would exceed the inlining budget (22 ns a random Get instead
+	// of 9 on the host); the host backend has no device to lose.
 	if uint(i) < uint(len(s.fast)) {
 		return s.fast[i]
 	}
@@ -22,8 +27,32 @@ func (s *Slice[T]) Get(i int) T {
 }
 
 func (s *Slice[T]) get(i int) T {
+	s.readCheck("Get")
+	v, err := s.load(i)
+	if err != nil {
+		s.err.set(err)
+		if errors.Is(err, ErrDeviceLost) {
+			s.readLost("Get")
+		}
+	}
+	return v
+}
+
+// at is Get without the loss check, for GetMany's workers (a panic there
+// would not reach the caller): a failed read is kept for Err.
+func (s *Slice[T]) at(i int) T {
+	if uint(i) < uint(len(s.fast)) {
+		return s.fast[i]
+	}
+	v, err := s.load(i)
+	s.err.set(err)
+	return v
+}
+
+// load reads element i; only private segments can fail.
+func (s *Slice[T]) load(i int) (T, error) {
 	if uint(i) < s.wcN {
-		return loadWCSmall[T](unsafe.Add(s.base0, uintptr(i)*unsafe.Sizeof(*(*T)(nil))))
+		return loadWCSmall[T](unsafe.Add(s.base0, uintptr(i)*unsafe.Sizeof(*(*T)(nil)))), nil
 	}
 	if uint(i) >= uint(s.n) {
 		s.outOfRange(i)
@@ -32,16 +61,16 @@ func (s *Slice[T]) get(i int) T {
 	j := i & (1<<s.shift - 1)
 	switch sg.kind {
 	case segDirect:
-		return *(*T)(unsafe.Add(sg.base, s.off(j)))
+		return *(*T)(unsafe.Add(sg.base, s.off(j))), nil
 	case segWC:
 		if s.size <= layout.LineSize {
-			return loadWCSmall[T](unsafe.Add(sg.base, s.off(j)))
+			return loadWCSmall[T](unsafe.Add(sg.base, s.off(j))), nil
 		}
-		return loadWC[T](unsafe.Add(sg.base, s.off(j)), s.size)
+		return loadWC[T](unsafe.Add(sg.base, s.off(j)), s.size), nil
 	}
 	var v T
-	s.err.set(s.dev.Read(bytesOf(&v), sg.blk, uint64(s.off(j))))
-	return v
+	err := s.dev.Read(bytesOf(&v), sg.blk, uint64(s.off(j)))
+	return v, err
 }
 
 // loadWCSmall reads a T of at most 64 bytes at p, which lies inside one
@@ -126,12 +155,23 @@ const getManyBatch = 64
 // three times more from several cores). A Slice with segments in private
 // VRAM is read by a kernel that gathers the batch in one round trip (as
 // Gather); a device error is then kept for Err. It panics on an index out
-// of range and when dst is shorter than idx (it has no error result;
-// Gather returns an error matching ErrRange).
+// of range, when dst is shorter than idx and once the device is lost (it
+// has no error result; Gather returns an error matching ErrRange or
+// ErrDeviceLost).
 func (s *Slice[T]) GetMany(idx []int, dst []T) {
 	if len(dst) < len(idx) {
 		panic("vmem: GetMany: dst shorter than idx")
 	}
+	s.readCheck("GetMany")
+	s.getManyAny(idx, dst)
+	// A loss met on the way (by a worker, or the kernel) ends the call as
+	// one met before it.
+	s.readCheck("GetMany")
+}
+
+// getManyAny is GetMany without the loss checks, which a PoolSlice makes
+// for all its parts at once; errors are kept for Err.
+func (s *Slice[T]) getManyAny(idx []int, dst []T) {
 	if !s.kernAllMapped() && len(idx) >= getManyKernelMin && s.getManyKernel(idx, dst) {
 		return
 	}
@@ -197,7 +237,7 @@ const (
 func (s *Slice[T]) getMany(idx []int, dst []T) {
 	if s.size > layout.LineSize || s.dev.vk == nil {
 		for k, i := range idx {
-			dst[k] = s.Get(i)
+			dst[k] = s.at(i)
 		}
 		return
 	}
@@ -222,7 +262,7 @@ func (s *Slice[T]) getMany(idx []int, dst []T) {
 		}
 		if m == 0 {
 			// A private segment: one element the slow way.
-			dst[0] = s.Get(idx[0])
+			dst[0] = s.at(idx[0])
 			idx, dst = idx[1:], dst[1:]
 			continue
 		}
