@@ -26,6 +26,19 @@ func readFault(op string, err error) {
 	panic(&lostRead{op: op, err: err})
 }
 
+// recoverLost turns the panic of a read that met a lost device into *err,
+// for methods with an error result that read through one without; other
+// panics go on.
+func recoverLost(err *error) {
+	if r := recover(); r != nil {
+		lr, ok := r.(*lostRead)
+		if !ok {
+			panic(r)
+		}
+		*err = lr.err
+	}
+}
+
 // readLost ends Map read op if the device is lost: the tier is dropped
 // (it must never answer after a loss), Err keeps the loss, and the read
 // panics. Other device errors return.

@@ -125,8 +125,9 @@ type Map[K comparable, V any] struct {
 	wb    mapWB[K, V]  // Puts recorded, not yet stored (map_wb.go)
 	iters atomic.Int32 // iterations running: their loop bodies' Puts go direct
 
-	tier *tierCore // hot entries in host memory (map_tier.go); nil: none
-	tvar bool      // the tier's slots have the string layout
+	tier *tierCore      // hot entries in host memory (map_tier.go); nil: none
+	tvar bool           // the tier's slots have the string layout
+	comb *getComb[K, V] // combining of concurrent Gets (map_getcomb.go); nil: none
 
 	scratch []byte // writer's image of one bucket
 	enc     []byte // writer's image of one record being stored
@@ -249,6 +250,7 @@ func NewMap[K comparable, V any](dev *vmem.Device, opts ...MapOption) (*Map[K, V
 	}
 	m.wbInit()
 	m.tierInit()
+	m.getCombInit()
 	m.unreg = lcAtClose(dev, m, (*Map[K, V]).Close)
 	return m, nil
 }

@@ -218,14 +218,24 @@ func BenchmarkMapGet(b *testing.B) {
 
 // BenchmarkMapGetParallel: g goroutines of Gets of random hits. ns/op is
 // wall time per Get, so it compares throughput directly; Mget/s says the
-// same as a rate.
+// same as a rate. direct is govram with the combining of Gets off
+// (map_getcomb.go).
 func BenchmarkMapGetParallel(b *testing.B) {
 	for _, n := range vmemtest.BenchSizes(b, 1e6) {
 		for _, g := range []int{1, 4, 16, 64, 256} {
 			b.Run(fmt.Sprintf("hit/%s/g=%d", vmemtest.SizeName(n), g), func(b *testing.B) {
 				s := mapBenchBuild(b, n)
-				for _, impl := range []string{"gomap", "govram"} {
+				for _, impl := range []string{"gomap", "govram", "direct"} {
 					b.Run(impl, func(b *testing.B) {
+						if impl == "direct" {
+							// Combining off: every Get looks up alone.
+							if s.m.comb == nil {
+								b.Skip("no combining on this backend")
+							}
+							defer func(n int64) { s.m.comb.min = n }(s.m.comb.min)
+							s.m.comb.min = 1 << 40
+							impl = "govram"
+						}
 						f := mapGetter(true)(s, impl)
 						var wg sync.WaitGroup
 						per := (b.N + g - 1) / g

@@ -31,7 +31,7 @@ func (m *Map[K, V]) Get(k K) (V, bool) {
 		// included: a hit needs no flush.
 		v, ok = m.getTiered(&k, h)
 	} else {
-		v, ok = m.get(&k, h)
+		v, ok = m.lookup(&k, h)
 	}
 	if !ok {
 		// A miss may be a loss met on the way (a flush, a DMA of a

@@ -39,7 +39,10 @@ func (m *Map[K, V]) Save(w io.Writer) error {
 	return nil
 }
 
-func (m *Map[K, V]) mapSave(w io.Writer) error {
+func (m *Map[K, V]) mapSave(w io.Writer) (err error) {
+	// All panics on a lost device (a read without an error result); Save
+	// has one, and returns the loss.
+	defer recoverLost(&err)
 	h := snapfmt.Header{Kind: snapfmt.KindMap, Fingerprint: mapSnapFingerprint[K, V]()}
 	return snapSaveEntries(w, h, m.Len(), m.All(), m.Err)
 }

@@ -2,6 +2,7 @@ package collections
 
 import (
 	"errors"
+	"github.com/govram/govram/internal/hostmem"
 	"math/bits"
 	"sync"
 	"unsafe"
@@ -252,10 +253,11 @@ func (m *Map[K, V]) group(t *mapTable, b uint64) uint64 {
 // mapHeld is what the leak backstop frees if a Map is collected without
 // Close: the blocks of its table.
 type mapHeld struct {
-	mu   sync.Mutex
-	dev  *vmem.Device
-	blks map[vmem.Block]struct{}
-	tier *tierCore // the hot tier's host memory
+	mu    sync.Mutex
+	dev   *vmem.Device
+	blks  map[vmem.Block]struct{}
+	tier  *tierCore      // the hot tier's host memory
+	gauge unsafe.Pointer // the Get combining gauge's (map_getcomb.go)
 }
 
 func (h *mapHeld) add(bs ...vmem.Block) {
@@ -283,4 +285,8 @@ func (h *mapHeld) free() {
 	clear(h.blks)
 	h.tier.free()
 	h.tier = nil
+	if h.gauge != nil {
+		hostmem.Unmap(h.gauge, getGaugeBytes)
+		h.gauge = nil
+	}
 }

@@ -199,7 +199,7 @@ func (m *Map[K, V]) getTiered(k *K, h uint64) (V, bool) {
 	// The stripe's miss count also picks the misses offered to the tier:
 	// cheaper than a random number, and as unrelated to the key.
 	n := c.countMiss(s)
-	v, ok = m.get(k, h)
+	v, ok = m.lookup(k, h)
 	if ok && uint32(n)&c.admitMask(s) == 0 {
 		m.tierAdmit(c, p, s, k, h, &v)
 	}
@@ -441,6 +441,11 @@ type MapStats struct {
 	// Puts' buffer and the hot tier (Cache.Bytes).
 	HostBytes uint64
 	Cache     CacheStats
+	// CombinedGets counts the Gets that missed the tier while more
+	// goroutines than GOMAXPROCS were in Get, and were looked up together
+	// with other goroutines' in one batch of overlapped line loads
+	// (map_getcomb.go).
+	CombinedGets uint64
 }
 
 // Stats returns the map's memory use and its hot tier's counters. It is a
@@ -462,5 +467,8 @@ func (m *Map[K, V]) Stats() MapStats {
 	}
 	s.Cache = m.tier.stats()
 	s.HostBytes += s.Cache.Bytes
+	if m.comb != nil {
+		s.CombinedGets = m.comb.shared.Load()
+	}
 	return s
 }

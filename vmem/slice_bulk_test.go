@@ -158,8 +158,8 @@ func getManyPrivate[T comparable](t *testing.T, d *vmem.Device) {
 
 // TestSliceErrConcurrentReaders has several goroutines read a private
 // Slice while the device is lost under them: each Get that fails keeps
-// its error for Err, at once with the others (run with -race), and Err
-// reports the loss.
+// its error for Err, at once with the others (run with -race), panics with
+// the loss, and Err reports it.
 func TestSliceErrConcurrentReaders(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		if d.Backend() != vmem.BackendVulkan {
@@ -175,7 +175,16 @@ func TestSliceErrConcurrentReaders(t *testing.T) {
 		for g := range 8 {
 			wg.Go(func() {
 				for i := range 50 {
-					s.Get(g*50 + i)
+					func() {
+						defer func() {
+							if r := recover(); r != nil {
+								if err, ok := r.(error); !ok || !errors.Is(err, vmem.ErrDeviceLost) {
+									t.Errorf("Get panicked with %v, want an error matching ErrDeviceLost", r)
+								}
+							}
+						}()
+						s.Get(g*50 + i)
+					}()
 				}
 			})
 		}

@@ -1,0 +1,232 @@
+package collections
+
+// Combining single Gets from many goroutines.
+//
+// A Get that misses the host tier waits a PCIe round trip for one line
+// of VRAM (about 1.1 µs on an H200, more under load), and the core that
+// runs it does nothing else meanwhile: a Go scheduler runs one goroutine
+// per P, so a server with 256 goroutines doing Gets on 16 cores keeps at
+// most 16 lines in flight, and gets about 4 M Gets/s whatever the number
+// of goroutines. Independent line loads from one core overlap (one core
+// reads about 3.8 M random lines/s that way; the machine about 12 M).
+//
+// So when more goroutines are in Get than there are Ps, a miss joins a
+// lane (picked by its hash): the first to find the lane idle leads it,
+// taking every request queued there and looking them all up at once with
+// the batch path's overlapped line loads (getBlock), while the others
+// wait, yielding their P to goroutines that can do work. A leader runs a
+// few rounds at most, then hands the lane to a waiter, so no caller
+// waits on other callers' requests for long.
+//
+// The gauge of goroutines in Get is a plain counter in host memory off
+// the Go heap, not an atomic one: a locked instruction on the lookup path
+// stops the CPU from overlapping one Get's device load with the next
+// one's, which costs a lone caller a round trip per Get. Increments from
+// goroutines that meet may be lost, so the gauge drifts; a leader whose
+// round holds only its own request sets it back to zero.
+//
+// A lone caller, or a few, never sees the gauge above GOMAXPROCS: it keeps
+// the direct path and pays one plain increment and decrement.
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/govram/govram/internal/hostmem"
+	"github.com/govram/govram/vmem"
+)
+
+// Bounds of combining (variables so that tests can force or forbid it).
+var (
+	// getCombMin: combining starts when more goroutines than this are in
+	// Get; 0 means GOMAXPROCS, a negative value every Get (tests).
+	getCombMin = 0
+	// getCombRounds: rounds a leader runs before it hands its lane on.
+	getCombRounds = 4
+	// getCombMaxBatch: requests one round looks up at most.
+	getCombMaxBatch = 256
+)
+
+// getComb is a Map's state for combining Gets.
+type getComb[K comparable, V any] struct {
+	gauge *int64 // goroutines in the lookup path (plain, off the Go heap; see above)
+	min   int64
+	lanes []getLane[K, V]
+	pool  sync.Pool
+	// shared counts the Gets answered by rounds of more than one (Stats).
+	shared atomic.Uint64
+}
+
+// getLane queues requests for one leader at a time.
+type getLane[K comparable, V any] struct {
+	mu     sync.Mutex
+	reqs   []*getReq[K, V] // waiting for a round
+	queued atomic.Int32    // len(reqs), read without the lock by waiters
+	busy   atomic.Bool     // a leader runs rounds
+	spare  []*getReq[K, V] // the leader's: the batch taken
+	keys   []K
+	vals   []V
+	found  []bool
+	_      [64]byte
+}
+
+// getReq is one waiting Get.
+type getReq[K comparable, V any] struct {
+	k    K
+	v    V
+	ok   bool
+	done atomic.Uint32 // getReqDone when v and ok are set; getReqRetry: look up alone
+}
+
+const (
+	getReqDone  = 1
+	getReqRetry = 2
+)
+
+// getCombInit gives a map on a GPU (or any map, where tests force
+// combining with getCombMin) its combining state; without memory for the
+// gauge its Gets stay direct.
+func (m *Map[K, V]) getCombInit() {
+	if (m.dev.Backend() != vmem.BackendVulkan || m.cfg.plain) && getCombMin == 0 {
+		return
+	}
+	mem, err := hostmem.Map(getGaugeBytes)
+	if err != nil {
+		return
+	}
+	m.held.gauge = mem
+	p := runtime.GOMAXPROCS(0)
+	c := &getComb[K, V]{gauge: (*int64)(mem), min: int64(p), lanes: make([]getLane[K, V], max(p/2, 1))}
+	if getCombMin != 0 {
+		c.min = int64(getCombMin)
+	}
+	c.pool.New = func() any { return new(getReq[K, V]) }
+	m.comb = c
+}
+
+const getGaugeBytes = 64
+
+// lookup is the table lookup of Get (after the tier, if any): direct, or
+// combined with other goroutines' when many are in it.
+func (m *Map[K, V]) lookup(kp *K, h uint64) (V, bool) {
+	c := m.comb
+	if c == nil {
+		return m.get(kp, h)
+	}
+	g := c.gauge
+	n := *g + 1
+	*g = n
+	var v V
+	var ok bool
+	if n > c.min && n < 1<<30 || c.min < 0 {
+		v, ok = m.getCombined(c, kp, h)
+	} else {
+		v, ok = m.get(kp, h)
+	}
+	*g--
+	return v, ok
+}
+
+// getCombined looks k up in a round of its lane.
+func (m *Map[K, V]) getCombined(c *getComb[K, V], kp *K, h uint64) (V, bool) {
+	ln := &c.lanes[(h>>32)%uint64(len(c.lanes))]
+	r := c.pool.Get().(*getReq[K, V])
+	r.k = *kp
+	r.done.Store(0)
+	ln.mu.Lock()
+	ln.reqs = append(ln.reqs, r)
+	ln.queued.Store(int32(len(ln.reqs)))
+	lead := !ln.busy.Load()
+	if lead {
+		ln.busy.Store(true)
+	}
+	ln.mu.Unlock()
+	for {
+		if lead {
+			m.leadLane(c, ln)
+			lead = false
+		}
+		if r.done.Load() != 0 {
+			break
+		}
+		runtime.Gosched()
+		if r.done.Load() != 0 {
+			break
+		}
+		// A leader hands the lane on after a few rounds: the first waiter
+		// to find it idle with requests queued leads it.
+		if !ln.busy.Load() && ln.queued.Load() > 0 && ln.busy.CompareAndSwap(false, true) {
+			lead = true
+		}
+	}
+	v, ok, st := r.v, r.ok, r.done.Load()
+	*r = getReq[K, V]{} // the pool keeps no caller's key or value
+	c.pool.Put(r)
+	if st == getReqRetry {
+		return m.get(kp, h)
+	}
+	return v, ok
+}
+
+// leadLane runs up to getCombRounds rounds of the lane's queued requests,
+// then gives the lane up. A panic in a round (a lost device met by a
+// flush) sends the round's callers to look up alone.
+func (m *Map[K, V]) leadLane(c *getComb[K, V], ln *getLane[K, V]) {
+	defer ln.busy.Store(false)
+	for range getCombRounds {
+		ln.mu.Lock()
+		batch := ln.reqs
+		if len(batch) > getCombMaxBatch {
+			batch = batch[:getCombMaxBatch]
+			ln.spare = append(ln.spare[:0], batch...)
+			ln.reqs = append(ln.reqs[:0], ln.reqs[getCombMaxBatch:]...)
+			batch = ln.spare
+		} else {
+			ln.reqs, ln.spare = ln.spare[:0], batch
+		}
+		ln.queued.Store(int32(len(ln.reqs)))
+		ln.mu.Unlock()
+		if len(batch) == 0 {
+			break
+		}
+		if len(batch) == 1 {
+			*c.gauge = 0 // alone after all: the gauge had drifted
+		} else {
+			c.shared.Add(uint64(len(batch)))
+		}
+		m.runRound(ln, batch)
+	}
+}
+
+// runRound looks up a batch of requests with overlapped line loads and
+// answers each.
+func (m *Map[K, V]) runRound(ln *getLane[K, V], batch []*getReq[K, V]) {
+	done := false
+	defer func() {
+		if !done {
+			for _, r := range batch {
+				r.done.CompareAndSwap(0, getReqRetry)
+			}
+		}
+	}()
+	if m.pending.Load() {
+		m.flushForRead()
+	}
+	n := len(batch)
+	if cap(ln.keys) < n {
+		ln.keys, ln.vals, ln.found = make([]K, n, getCombMaxBatch), make([]V, n, getCombMaxBatch), make([]bool, n, getCombMaxBatch)
+	}
+	keys, vals, found := ln.keys[:n], ln.vals[:n], ln.found[:n]
+	for i, r := range batch {
+		keys[i] = r.k
+	}
+	m.getBlock(m.t, keys, vals, found)
+	for i, r := range batch {
+		r.v, r.ok = vals[i], found[i]
+		r.done.Store(getReqDone)
+	}
+	clear(keys) // the lane keeps no caller's key or value
+	clear(vals)
+	done = true
+}
