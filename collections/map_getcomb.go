@@ -10,8 +10,8 @@ package collections
 // of goroutines. Independent line loads from one core overlap (one core
 // reads about 3.8 M random lines/s that way; the machine about 12 M).
 //
-// So when more goroutines are in Get than there are Ps, a miss joins a
-// lane (picked by its hash): the first to find the lane idle leads it,
+// So when another goroutine is in Get too, a miss joins a lane (picked by
+// its hash): the first to find the lane idle leads it,
 // taking every request queued there and looking them all up at once with
 // the batch path's overlapped line loads (getBlock), while the others
 // wait, yielding their P to goroutines that can do work. A leader runs a
@@ -22,16 +22,24 @@ package collections
 // the Go heap, not an atomic one: a locked instruction on the lookup path
 // stops the CPU from overlapping one Get's device load with the next
 // one's, which costs a lone caller a round trip per Get. Increments from
-// goroutines that meet may be lost, so the gauge drifts; a leader whose
-// round holds only its own request sets it back to zero.
+// goroutines that meet may be lost, so the gauge drifts; after many rounds
+// in a row that held only their leader's request, it is set back to zero.
 //
-// A lone caller, or a few, never sees the gauge above GOMAXPROCS: it keeps
-// the direct path and pays one plain increment and decrement.
+// A lone caller never sees the gauge above one: it keeps the direct path
+// and pays one plain increment and decrement. (A bound of GOMAXPROCS would
+// never be reached: a Get that waits for VRAM stalls its core, it does not
+// yield its P, so no more goroutines than Ps are ever in Get at once.)
+//
+// Off by default (VMEM_COMBINE_GETS=1 turns it on): on lavapipe, whose
+// "VRAM" is host memory, 16 goroutines' Gets ran 3x slower combined, and
+// it has not yet been measured on a GPU.
 
 import (
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/vmem"
@@ -40,7 +48,7 @@ import (
 // Bounds of combining (variables so that tests can force or forbid it).
 var (
 	// getCombMin: combining starts when more goroutines than this are in
-	// Get; 0 means GOMAXPROCS, a negative value every Get (tests).
+	// Get; 0 means 1, a negative value every Get (tests).
 	getCombMin = 0
 	// getCombRounds: rounds a leader runs before it hands its lane on.
 	getCombRounds = 4
@@ -71,6 +79,15 @@ type getLane[K comparable, V any] struct {
 	_      [64]byte
 }
 
+// singles is the count of rounds in a row that held one request (plain,
+// beside the gauge).
+func (c *getComb[K, V]) singles() *int64 {
+	return (*int64)(unsafe.Add(unsafe.Pointer(c.gauge), 8))
+}
+
+// getCombSingles: rounds of one in a row after which the gauge is reset.
+const getCombSingles = 64
+
 // getReq is one waiting Get.
 type getReq[K comparable, V any] struct {
 	k    K
@@ -84,26 +101,40 @@ const (
 	getReqRetry = 2
 )
 
-// getCombInit gives a map on a GPU (or any map, where tests force
-// combining with getCombMin) its combining state; without memory for the
-// gauge its Gets stay direct.
+// getCombInit gives a map on a GPU its combining state when combining is
+// on (VMEM_COMBINE_GETS=1, or tests' getCombMin); without memory for the
+// gauge its Gets stay direct. Combining is off by default until it is
+// shown faster on a GPU than a line load per caller (docs/map.md).
 func (m *Map[K, V]) getCombInit() {
-	if (m.dev.Backend() != vmem.BackendVulkan || m.cfg.plain) && getCombMin == 0 {
+	if getCombMin == 0 && (!getCombOn || m.dev.Backend() != vmem.BackendVulkan || m.cfg.plain) {
 		return
 	}
-	mem, err := hostmem.Map(getGaugeBytes)
-	if err != nil {
-		return
+	m.getCombStart()
+}
+
+// getCombStart makes the combining state (benchmarks call it to compare).
+func (m *Map[K, V]) getCombStart() {
+	if m.held.gauge == nil {
+		mem, err := hostmem.Map(getGaugeBytes)
+		if err != nil {
+			return
+		}
+		m.held.gauge = mem
 	}
-	m.held.gauge = mem
 	p := runtime.GOMAXPROCS(0)
-	c := &getComb[K, V]{gauge: (*int64)(mem), min: int64(p), lanes: make([]getLane[K, V], max(p/2, 1))}
+	c := &getComb[K, V]{gauge: (*int64)(m.held.gauge), min: 1, lanes: make([]getLane[K, V], max(p/2, 1))}
+	*c.gauge, *c.singles() = 0, 0
 	if getCombMin != 0 {
 		c.min = int64(getCombMin)
 	}
 	c.pool.New = func() any { return new(getReq[K, V]) }
 	m.comb = c
 }
+
+// envCombineGets, set to 1, turns the combining of single Gets on.
+const envCombineGets = "VMEM_COMBINE_GETS"
+
+var getCombOn = os.Getenv(envCombineGets) == "1"
 
 const getGaugeBytes = 64
 
@@ -115,7 +146,7 @@ func (m *Map[K, V]) lookup(kp *K, h uint64) (V, bool) {
 		return m.get(kp, h)
 	}
 	g := c.gauge
-	n := *g + 1
+	n := max(*g, 0) + 1 // lost increments drift it below zero
 	*g = n
 	var v V
 	var ok bool
@@ -191,8 +222,14 @@ func (m *Map[K, V]) leadLane(c *getComb[K, V], ln *getLane[K, V]) {
 			break
 		}
 		if len(batch) == 1 {
-			*c.gauge = 0 // alone after all: the gauge had drifted
+			// Alone in its round: after many such rounds in a row, the
+			// gauge has drifted (lost decrements) and is set back.
+			s := c.singles()
+			if *s++; *s >= getCombSingles {
+				*c.gauge, *s = 0, 0
+			}
 		} else {
+			*c.singles() = 0
 			c.shared.Add(uint64(len(batch)))
 		}
 		m.runRound(ln, batch)

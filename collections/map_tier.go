@@ -441,10 +441,10 @@ type MapStats struct {
 	// Puts' buffer and the hot tier (Cache.Bytes).
 	HostBytes uint64
 	Cache     CacheStats
-	// CombinedGets counts the Gets that missed the tier while more
-	// goroutines than GOMAXPROCS were in Get, and were looked up together
-	// with other goroutines' in one batch of overlapped line loads
-	// (map_getcomb.go).
+	// CombinedGets counts the Gets that missed the tier while other
+	// goroutines were in Get, and were looked up together with theirs in
+	// one batch of overlapped line loads (map_getcomb.go; off unless
+	// VMEM_COMBINE_GETS=1).
 	CombinedGets uint64
 }
 
