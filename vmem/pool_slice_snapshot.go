@@ -57,56 +57,15 @@ func (s *PoolSlice[T]) Save(w io.Writer) error {
 	return nil
 }
 
-// poolStage is a host buffer of the snapshot pipelines.
-type poolStage[T any] struct {
-	buf   []T
-	at, k int
-	err   error
-}
-
 // saveBody copies stages out of the devices on one goroutine while this
 // one checksums and writes the stage before.
 func (s *PoolSlice[T]) saveBody(sw *snapfmt.Writer, per int) error {
 	stageN := min(s.n, max(sliceSnapStage/int(s.size)/per, 1)*per)
-	free := make(chan *poolStage[T], 2)
-	full := make(chan *poolStage[T], 2)
-	quit := make(chan struct{})
-	free <- &poolStage[T]{buf: make([]T, stageN)}
+	bufs := [][]T{make([]T, stageN)}
 	if stageN < s.n {
-		free <- &poolStage[T]{buf: make([]T, stageN)}
+		bufs = append(bufs, make([]T, stageN))
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(full)
-		for at := 0; at < s.n; at += stageN {
-			var x *poolStage[T]
-			select {
-			case x = <-free:
-			case <-quit:
-				return
-			}
-			x.at, x.k = at, min(stageN, s.n-at)
-			x.err = s.CopyTo(x.buf[:x.k], at)
-			full <- x
-			if x.err != nil {
-				return
-			}
-		}
-	}()
-	defer wg.Wait()
-	defer close(quit)
-	for x := range full {
-		if x.err != nil {
-			return x.err
-		}
-		if err := snapWriteStage(sw, elemBytes(x.buf[:x.k]), per*int(s.size)); err != nil {
-			return err
-		}
-		free <- x
-	}
-	return nil
+	return snapSaveStages(sw, s.n, stageN, bufs, s.CopyTo, per*int(s.size))
 }
 
 // elemBytes is the memory of v.

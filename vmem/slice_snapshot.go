@@ -140,7 +140,6 @@ type sliceStage[T any] struct {
 	buf   []T
 	blk   Block // zero when buf is on the Go heap
 	at, k int
-	err   error
 }
 
 // newStages returns count staging buffers of n elements in pinned host
@@ -177,26 +176,45 @@ func (s *Slice[T]) saveStaged(sw *snapfmt.Writer, per int) error {
 	stageN := min(s.n, max(sliceSnapStage/int(s.size)/per, 1)*per)
 	st := s.newStages(2, stageN)
 	defer s.freeStages(st)
-	free := make(chan *sliceStage[T], len(st))
-	full := make(chan *sliceStage[T], len(st))
+	bufs := make([][]T, len(st))
+	for i, x := range st {
+		bufs[i] = x.buf
+	}
+	return snapSaveStages(sw, s.n, stageN, bufs, s.CopyTo, per*int(s.size))
+}
+
+// snapStage is a host buffer of snapSaveStages's pipeline.
+type snapStage[T any] struct {
+	buf   []T
+	at, k int
+	err   error
+}
+
+// snapSaveStages writes elements [0, n) as blocks of bs bytes, copied out
+// by copyTo in stages of stageN elements into bufs on one goroutine while
+// this one checksums and writes the stage before (two buffers overlap the
+// copy and the write; one runs them in turn).
+func snapSaveStages[T any](sw *snapfmt.Writer, n, stageN int, bufs [][]T, copyTo func(dst []T, at int) error, bs int) error {
+	free := make(chan *snapStage[T], len(bufs))
+	full := make(chan *snapStage[T], len(bufs))
 	quit := make(chan struct{})
-	for _, x := range st {
-		free <- x
+	for _, b := range bufs {
+		free <- &snapStage[T]{buf: b}
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		defer close(full)
-		for at := 0; at < s.n; at += stageN {
-			var x *sliceStage[T]
+		for at := 0; at < n; at += stageN {
+			var x *snapStage[T]
 			select {
 			case x = <-free:
 			case <-quit:
 				return
 			}
-			x.at, x.k = at, min(stageN, s.n-at)
-			x.err = s.CopyTo(x.buf[:x.k], at)
+			x.at, x.k = at, min(stageN, n-at)
+			x.err = copyTo(x.buf[:x.k], at)
 			full <- x
 			if x.err != nil {
 				return
@@ -205,30 +223,12 @@ func (s *Slice[T]) saveStaged(sw *snapfmt.Writer, per int) error {
 	}()
 	defer wg.Wait()
 	defer close(quit)
-	bs := per * int(s.size)
-	var crcs []uint32
 	for x := range full {
 		if x.err != nil {
 			return x.err
 		}
-		data := s.stageBytes(x, x.k)
-		nb := (len(data) + bs - 1) / bs
-		crcs = append(crcs[:0], make([]uint32, nb)...)
-		// The blocks of a stage are checksummed at once, each on several
-		// goroutines when large.
-		var cw sync.WaitGroup
-		for i := range nb {
-			cw.Add(1)
-			go func() {
-				defer cw.Done()
-				crcs[i] = snapfmt.Checksum(data[i*bs : min((i+1)*bs, len(data))])
-			}()
-		}
-		cw.Wait()
-		for i := range nb {
-			if err := sw.WriteBlock(crcs[i], data[i*bs:min((i+1)*bs, len(data))]); err != nil {
-				return err
-			}
+		if err := snapWriteStage(sw, elemBytes(x.buf[:x.k]), bs); err != nil {
+			return err
 		}
 		free <- x
 	}
