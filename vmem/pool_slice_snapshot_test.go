@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"testing"
 	"testing/iotest"
 	"unsafe"
@@ -104,7 +103,7 @@ func poolSnapRoundTrip[T any](t *testing.T, p, other *vmem.Pool, n int) {
 		}
 		for rname, mk := range readers {
 			for iname, load := range into {
-				before := runtime.NumGoroutine()
+				before := snapGoroutines()
 				l, err := load(mk())
 				if err != nil {
 					t.Fatalf("%s/%s: %v", iname, rname, err)
@@ -157,7 +156,7 @@ func TestPoolSliceSnapshotLarge(t *testing.T) {
 			"buffer": func() io.Reader { return bytes.NewBuffer(data) },
 			"reader": func() io.Reader { return bytes.NewReader(data) },
 		} {
-			before := runtime.NumGoroutine()
+			before := snapGoroutines()
 			l, err := vmem.LoadPoolSlice[uint64](p, r(), vmem.WithStripe(1<<15))
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
@@ -173,7 +172,7 @@ func TestPoolSliceSnapshotLarge(t *testing.T) {
 		flip := bytes.Clone(data)
 		flip[last] ^= 0x10
 		for name, b := range map[string][]byte{"flip": flip, "cut": data[:last], "end": data[:len(data)-8]} {
-			before := runtime.NumGoroutine()
+			before := snapGoroutines()
 			l, err := vmem.LoadPoolSlice[uint64](p, bytes.NewReader(b))
 			if !errors.Is(err, vmem.ErrCorrupt) || l != nil {
 				t.Errorf("%s: (%v, %v), want ErrCorrupt", name, l, err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -347,18 +348,35 @@ func snapFillLarge[T any](t testing.TB, d *vmem.Device, n int, opts ...vmem.Slic
 // snapBlockElems is how many elements of T a snapshot block holds.
 func snapBlockElems[T any]() int { return max(16<<20/int(unsafe.Sizeof(*new(T))), 1) }
 
-// snapSettle waits until no more goroutines run than before: LoadSlice
-// must leave none behind, whatever happened.
+// snapSettle waits until no more goroutines run than before (as counted
+// by snapGoroutines): LoadSlice must leave none behind, whatever happened.
 func snapSettle(t *testing.T, before int) {
 	t.Helper()
 	for range 200 {
-		if runtime.NumGoroutine() <= before {
+		if snapGoroutines() <= before {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	buf := make([]byte, 1<<20)
-	t.Fatalf("%d goroutines after LoadSlice, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+	t.Fatalf("%d goroutines after LoadSlice, %d before:\n%s", snapGoroutines(), before, buf[:runtime.Stack(buf, true)])
+}
+
+// snapGoroutines counts the goroutines, less the parallel copies' kept
+// workers (internal/par), which the first large copy starts and which stay
+// for the process.
+func snapGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	all := strings.Count("\n"+string(buf), "\ngoroutine ")
+	return all - strings.Count(string(buf), "internal/par.(*worker).loop")
 }
 
 // TestSliceSnapshotLargeSegments loads snapshots of several 16 MiB blocks
@@ -415,7 +433,7 @@ func snapLarge[T any](t *testing.T, d *vmem.Device, n int, opts ...vmem.SliceOpt
 		"pinned": func() io.Reader { return bytes.NewBuffer(pinned) },
 	}
 	for name, mk := range readers {
-		before := runtime.NumGoroutine()
+		before := snapGoroutines()
 		l, err := vmem.LoadSlice[T](d, mk(), opts...)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -452,7 +470,7 @@ func TestSliceSnapshotLateDamage(t *testing.T) {
 				"buffer": func() io.Reader { return bytes.NewBuffer(b) },
 				"reader": func() io.Reader { return bytes.NewReader(b) },
 			} {
-				before := runtime.NumGoroutine()
+				before := snapGoroutines()
 				l, err := vmem.LoadSlice[uint64](d, r(), seg)
 				if !errors.Is(err, vmem.ErrCorrupt) {
 					t.Errorf("%s/%s: %v, want ErrCorrupt", name, rname, err)
@@ -467,7 +485,7 @@ func TestSliceSnapshotLateDamage(t *testing.T) {
 		// segment, a stage or a segment allocated ahead).
 		for k := int64(2); k <= 8; k += 3 {
 			d.InjectFaults(vmem.Faults{FailAlloc: k})
-			before := runtime.NumGoroutine()
+			before := snapGoroutines()
 			l, err := vmem.LoadSlice[uint64](d, bytes.NewBuffer(data), seg)
 			d.InjectFaults(vmem.Faults{})
 			if err == nil {
