@@ -25,11 +25,11 @@ package vmem
 //
 // Adding a kernel:
 //
-//  1. Write vmem/shaders/<name>.comp (#include "common.glsl" for the
+//  1. Write internal/shaders/<name>.comp (#include "common.glsl" for the
 //     address helpers and the workgroup size); declare its push constants
 //     with every 64-bit field before the 32-bit ones, so that a Go struct of
 //     the same fields has the same layout.
-//  2. Run go generate ./vmem/shaders and commit the .spv.
+//  2. Run go generate ./internal/shaders and commit the .spv.
 //  3. Declare the push struct here and var kernFoo = newKernel("name",
 //     kernFooPush{}, needsFloat64); TestKernelPushLayouts checks the struct
 //     against the SPIR-V's push-constant block.
@@ -56,8 +56,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/govram/govram/internal/shaders"
 	"github.com/govram/govram/internal/vk"
-	"github.com/govram/govram/vmem/shaders"
 )
 
 // kernWG is every kernel's workgroup size (WG in common.glsl).
