@@ -126,7 +126,7 @@ func TestKernelBatchCopyQueues(t *testing.T) {
 	for _, env := range []string{"default", "1"} {
 		t.Run("env="+env, func(t *testing.T) {
 			if env != "default" {
-				t.Setenv(vmem.EnvCopyQueues, env)
+				t.Setenv("VMEM_COPY_QUEUES", env)
 			}
 			testKernelBatchCopyQueues(t)
 		})
@@ -201,7 +201,7 @@ func testKernelBatchCopyQueues(t *testing.T) {
 // ErrDeviceLost, after the parts already submitted have finished, and the
 // batch still closes.
 func TestKernelBatchCopyQueuesFault(t *testing.T) {
-	t.Setenv(vmem.EnvCopyQueues, "1")
+	t.Setenv("VMEM_COPY_QUEUES", "1")
 	for n := int64(1); n <= 3; n++ {
 		t.Run(fmt.Sprintf("fail-submit-%d", n), func(t *testing.T) {
 			vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {

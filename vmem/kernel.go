@@ -147,12 +147,12 @@ var (
 // operation on its CPU path (for comparisons and for ruling kernels out).
 const EnvKernels = "VMEM_KERNELS"
 
-// EnvCopyQueues, set to 0, keeps each kernel batch on the compute queue
+// envCopyQueues, set to 0, keeps each kernel batch on the compute queue
 // alone instead of moving its leading and trailing copies to the copy
 // engines' queues (for comparisons). Set to 1 on a device without copy
 // engines of their own (lavapipe), it submits the three parts all the same,
 // one after the other on the compute queue, so that tests run that path.
-const EnvCopyQueues = "VMEM_COPY_QUEUES"
+const envCopyQueues = "VMEM_COPY_QUEUES"
 
 // kernState is a device's kernel machinery: lazily made pipelines, idle
 // compute streams, and kept scratch buffers.
@@ -222,7 +222,7 @@ func (k *kernState) init(d *Device) {
 	case c.MaxSharedMemory < 16<<10:
 		k.err = fmt.Errorf("%w: %d bytes of shared memory", errKernUnavailable, c.MaxSharedMemory)
 	}
-	dev, env := d.vk.dev, os.Getenv(EnvCopyQueues)
+	dev, env := d.vk.dev, os.Getenv(envCopyQueues)
 	switch {
 	case env == "0":
 	case dev.TransferOnly(vk.QueueIndexTransfer) && dev.TransferOnly(vk.QueueIndexTransfer2):
