@@ -13,7 +13,7 @@ package vmem
 //	kb, err := dev.NewKernelBatch()  // vmem.ErrNoKernels: take the CPU path
 //	defer kb.Close()
 //	in, _ := kb.Staging(n * 8)       // pinned host memory: CPU pointer + device address
-//	// ... the CPU fills in.Bytes() ...
+//	// ... the CPU fills in.Ptr ...
 //	tmp, _ := kb.Scratch(n * 4)      // device-local scratch
 //	kb.Dispatch(myKernel, n, &myPush{keys: in.Addr, out: tmp, table: blk.DeviceAddr(0)})
 //	kb.Barrier()
@@ -34,7 +34,6 @@ import (
 	"reflect"
 	"unsafe"
 
-	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/vk"
 )
 
@@ -97,10 +96,6 @@ type Staging struct {
 	Size uint64
 	mem  *vk.Memory
 }
-
-// Bytes returns the staging memory as a slice (valid until the batch's
-// Close).
-func (s Staging) Bytes() []byte { return hostmem.Bytes(s.Ptr, s.Size) }
 
 // NewKernelBatch starts a batch on d. It fails with ErrNoKernels where
 // kernels cannot run, or with ErrClosed or ErrDeviceLost. The device stays
