@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check-shaders.sh: compiles the GLSL kernels of vmem/shaders again into a
+# check-shaders.sh: compiles the GLSL kernels of internal/shaders again into a
 # temporary directory and fails if any committed .spv differs (or is
 # missing, or has no source). Needs glslangValidator; the SPIR-V header
 # records its version, so CI must use the version the .spv files were
@@ -16,20 +16,20 @@ glslangValidator --version | head -1
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-sh vmem/shaders/compile.sh "$tmp"
+sh internal/shaders/compile.sh "$tmp"
 
 status=0
 for f in "$tmp"/*.spv; do
   name=$(basename "$f")
-  if ! cmp -s "$f" "vmem/shaders/$name"; then
-    echo "vmem/shaders/$name differs from its source: run go generate ./vmem/shaders" >&2
+  if ! cmp -s "$f" "internal/shaders/$name"; then
+    echo "internal/shaders/$name differs from its source: run go generate ./internal/shaders" >&2
     status=1
   fi
 done
-for f in vmem/shaders/*.spv; do
+for f in internal/shaders/*.spv; do
   name=$(basename "$f")
   if [ ! -e "$tmp/$name" ]; then
-    echo "vmem/shaders/$name has no source (.comp)" >&2
+    echo "internal/shaders/$name has no source (.comp)" >&2
     status=1
   fi
 done

@@ -201,13 +201,6 @@ func (b *Batcher) PutUint64(off uintptr, v uint64) error {
 	return b.Put(off, t[:])
 }
 
-// PutUint32 records a store of v, in the machine's byte order, at off.
-func (b *Batcher) PutUint32(off uintptr, v uint32) error {
-	var t [4]byte
-	binary.NativeEndian.PutUint32(t[:], v)
-	return b.Put(off, t[:])
-}
-
 // Get reads len(dst) bytes at off as they will be after the next flush:
 // pending bytes come from the batch, the others from memory by streaming
 // loads of whole lines (a line whose wanted bytes are all pending is not

@@ -13,7 +13,7 @@ package vmem
 //	kb, err := dev.NewKernelBatch()  // vmem.ErrNoKernels: take the CPU path
 //	defer kb.Close()
 //	in, _ := kb.Staging(n * 8)       // pinned host memory: CPU pointer + device address
-//	// ... the CPU fills in.Bytes() ...
+//	// ... the CPU fills in.Ptr ...
 //	tmp, _ := kb.Scratch(n * 4)      // device-local scratch
 //	kb.Dispatch(myKernel, n, &myPush{keys: in.Addr, out: tmp, table: blk.DeviceAddr(0)})
 //	kb.Barrier()
@@ -34,7 +34,6 @@ import (
 	"reflect"
 	"unsafe"
 
-	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/vk"
 )
 
@@ -98,10 +97,6 @@ type Staging struct {
 	mem  *vk.Memory
 }
 
-// Bytes returns the staging memory as a slice (valid until the batch's
-// Close).
-func (s Staging) Bytes() []byte { return hostmem.Bytes(s.Ptr, s.Size) }
-
 // NewKernelBatch starts a batch on d. It fails with ErrNoKernels where
 // kernels cannot run, or with ErrClosed or ErrDeviceLost. The device stays
 // open until Close.
@@ -153,19 +148,15 @@ func (kb *KernelBatch) take(kind int, size uint64) (*vk.Memory, error) {
 	return m, nil
 }
 
-// Groups returns the workgroups of 256 invocations a grid-stride kernel
-// over items items is dispatched with (at most the device's limit).
-func (kb *KernelBatch) Groups(items uint64) uint32 { return kb.k.groups(items) }
-
-// Dispatch records kn over items items (grid-stride: Groups(items)
-// workgroups of 256) with push constants *push, which must be a pointer
-// to kn's push struct.
+// Dispatch records kn over items items (grid-stride: workgroups of 256,
+// as many as items need up to the device's limit) with push constants
+// *push, which must be a pointer to kn's push struct.
 func (kb *KernelBatch) Dispatch(kn *Kernel, items uint64, push any) {
-	kb.DispatchGroups(kn, kb.k.groups(items), push)
+	kb.dispatchGroups(kn, kb.k.groups(items), push)
 }
 
-// DispatchGroups is Dispatch with an explicit workgroup count.
-func (kb *KernelBatch) DispatchGroups(kn *Kernel, groups uint32, push any) {
+// dispatchGroups is Dispatch with an explicit workgroup count.
+func (kb *KernelBatch) dispatchGroups(kn *Kernel, groups uint32, push any) {
 	v := reflect.ValueOf(push)
 	if v.Kind() != reflect.Pointer || v.Elem().Type() != kn.k.pushType {
 		panic(fmt.Sprintf("vmem: kernel %s takes a *%v, not a %T", kn.k.name, kn.k.pushType, push))
@@ -214,7 +205,7 @@ func (kb *KernelBatch) scratchAt(a uint64) (*vk.Memory, uint64) {
 // Start round after round of upload, kernel and download gain: one
 // round's upload and another's download run beside a third's kernels,
 // where one queue runs them one after the other. A batch with only one
-// round trip gains nothing and pays two more submissions. EnvCopyQueues
+// round trip gains nothing and pays two more submissions. VMEM_COPY_QUEUES
 // turns this off (0), or on for devices without copy engines (1: the
 // three submissions on the one queue, for tests).
 func (kb *KernelBatch) UseCopyQueues() { kb.copyQ = true }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -33,7 +34,8 @@ func TestKernelBatchStart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in, out := st.Bytes()[:n], st.Bytes()[n:]
+		buf := hostmem.Bytes(st.Ptr, st.Size)
+		in, out := buf[:n], buf[n:]
 		// round trips in through the device into out, with pattern p.
 		round := func(p byte) {
 			for i := range in {
@@ -126,7 +128,7 @@ func TestKernelBatchCopyQueues(t *testing.T) {
 	for _, env := range []string{"default", "1"} {
 		t.Run("env="+env, func(t *testing.T) {
 			if env != "default" {
-				t.Setenv(vmem.EnvCopyQueues, env)
+				t.Setenv("VMEM_COPY_QUEUES", env)
 			}
 			testKernelBatchCopyQueues(t)
 		})
@@ -150,7 +152,7 @@ func testKernelBatchCopyQueues(t *testing.T) {
 		}
 		start := func(s *set, p byte) {
 			t.Helper()
-			in := s.st.Bytes()[:n]
+			in := hostmem.Bytes(s.st.Ptr, s.st.Size)[:n]
 			for i := range in {
 				in[i] = byte(i*7) ^ p
 			}
@@ -171,7 +173,7 @@ func testKernelBatchCopyQueues(t *testing.T) {
 			if err := s.f.Wait(); err != nil {
 				t.Fatal(err)
 			}
-			out := s.st.Bytes()[n:]
+			out := hostmem.Bytes(s.st.Ptr, s.st.Size)[n:]
 			for i := range out {
 				if want := byte((i%(16*period))*7) ^ s.p; out[i] != want {
 					t.Fatalf("pattern %#x: byte %d is %#x, want %#x", s.p, i, out[i], want)
@@ -201,7 +203,7 @@ func testKernelBatchCopyQueues(t *testing.T) {
 // ErrDeviceLost, after the parts already submitted have finished, and the
 // batch still closes.
 func TestKernelBatchCopyQueuesFault(t *testing.T) {
-	t.Setenv(vmem.EnvCopyQueues, "1")
+	t.Setenv("VMEM_COPY_QUEUES", "1")
 	for n := int64(1); n <= 3; n++ {
 		t.Run(fmt.Sprintf("fail-submit-%d", n), func(t *testing.T) {
 			vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {

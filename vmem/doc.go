@@ -32,7 +32,7 @@
 // # Kernels
 //
 // Whole-slice passes (sort, fill, sum, gather) and the containers' batch
-// operations run as SPIR-V kernels (package shaders), reaching memory
+// operations run as SPIR-V kernels (internal/shaders), reaching memory
 // through buffer device addresses. Each operation is recorded into one
 // command buffer so that it pays one GPU round trip, not one per step;
 // VMEM_KERNELS=0 keeps every operation on its CPU path.

@@ -25,11 +25,11 @@ package vmem
 //
 // Adding a kernel:
 //
-//  1. Write vmem/shaders/<name>.comp (#include "common.glsl" for the
+//  1. Write internal/shaders/<name>.comp (#include "common.glsl" for the
 //     address helpers and the workgroup size); declare its push constants
 //     with every 64-bit field before the 32-bit ones, so that a Go struct of
 //     the same fields has the same layout.
-//  2. Run go generate ./vmem/shaders and commit the .spv.
+//  2. Run go generate ./internal/shaders and commit the .spv.
 //  3. Declare the push struct here and var kernFoo = newKernel("name",
 //     kernFooPush{}, needsFloat64); TestKernelPushLayouts checks the struct
 //     against the SPIR-V's push-constant block.
@@ -56,8 +56,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/govram/govram/internal/shaders"
 	"github.com/govram/govram/internal/vk"
-	"github.com/govram/govram/vmem/shaders"
 )
 
 // kernWG is every kernel's workgroup size (WG in common.glsl).
@@ -147,12 +147,12 @@ var (
 // operation on its CPU path (for comparisons and for ruling kernels out).
 const EnvKernels = "VMEM_KERNELS"
 
-// EnvCopyQueues, set to 0, keeps each kernel batch on the compute queue
+// envCopyQueues, set to 0, keeps each kernel batch on the compute queue
 // alone instead of moving its leading and trailing copies to the copy
 // engines' queues (for comparisons). Set to 1 on a device without copy
 // engines of their own (lavapipe), it submits the three parts all the same,
 // one after the other on the compute queue, so that tests run that path.
-const EnvCopyQueues = "VMEM_COPY_QUEUES"
+const envCopyQueues = "VMEM_COPY_QUEUES"
 
 // kernState is a device's kernel machinery: lazily made pipelines, idle
 // compute streams, and kept scratch buffers.
@@ -222,7 +222,7 @@ func (k *kernState) init(d *Device) {
 	case c.MaxSharedMemory < 16<<10:
 		k.err = fmt.Errorf("%w: %d bytes of shared memory", errKernUnavailable, c.MaxSharedMemory)
 	}
-	dev, env := d.vk.dev, os.Getenv(EnvCopyQueues)
+	dev, env := d.vk.dev, os.Getenv(envCopyQueues)
 	switch {
 	case env == "0":
 	case dev.TransferOnly(vk.QueueIndexTransfer) && dev.TransferOnly(vk.QueueIndexTransfer2):

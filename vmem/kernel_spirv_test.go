@@ -3,7 +3,7 @@ package vmem
 import (
 	"testing"
 
-	"github.com/govram/govram/vmem/shaders"
+	"github.com/govram/govram/internal/shaders"
 )
 
 // TestKernelPushLayouts checks every kernel's Go push struct against the

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/govram/govram/vmem/shaders"
+	"github.com/govram/govram/internal/shaders"
 )
 
 // TestDispatch runs the fill kernel through a pipeline, device addresses

@@ -5,7 +5,7 @@
 //
 // After changing a kernel, regenerate with
 //
-//	go generate ./vmem/shaders
+//	go generate ./internal/shaders
 //
 // which needs glslangValidator (Debian/Ubuntu: apt-get install glslang-tools).
 // CI runs .ci/check-shaders.sh, which compiles the sources again and fails if
