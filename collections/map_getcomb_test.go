@@ -2,6 +2,7 @@ package collections
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -127,6 +128,50 @@ func TestMapGetLoneDirect(t *testing.T) {
 		}
 		if g := *m.comb.gauge; g != 0 {
 			t.Errorf("gauge %d after the Gets, want 0", g)
+		}
+	})
+}
+
+// TestMapBatchStats: Stats shows the path each batch lookup took: a small
+// GetMany by CPU line loads; on a GPU, a GetBatch of thousands of keys by
+// a round that counts its keys; the sharded map sums its shards.
+func TestMapBatchStats(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		m, err := NewMap[uint64, uint64](d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		const n = 8192
+		keys, vals := make([]uint64, n), make([]uint64, n)
+		for i := range keys {
+			keys[i], vals[i] = uint64(i)*7+1, uint64(i)
+		}
+		if err := m.PutBatch(keys, vals); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]uint64, n)
+		if f := m.GetMany(keys[:8], got[:8], nil); f != 8 {
+			t.Fatalf("GetMany found %d of 8", f)
+		}
+		st := m.Stats().Batch
+		if st.CPUCalls != 1 || st.GPUCalls != 0 {
+			t.Errorf("after a GetMany of 8 keys: %+v, want one CPU call", st)
+		}
+		if err := m.GetBatch(keys, got, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, vals) {
+			t.Fatal("GetBatch: wrong values")
+		}
+		st = m.Stats().Batch
+		if st.CPUCalls+st.GPUCalls != 2 {
+			t.Errorf("after two calls: %+v", st)
+		}
+		if d.KernelsAvailable() {
+			if st.GPUCalls != 1 || st.Rounds == 0 || st.RoundKeys < n {
+				t.Errorf("a GetBatch of %d keys on a GPU: %+v, want one GPU call and its round's keys", n, st)
+			}
 		}
 	})
 }

@@ -222,6 +222,8 @@ func (s *ShardedMap[K, V]) Stats() MapStats {
 		st.DeviceBytes += sh.DeviceBytes
 		st.HostBytes += sh.HostBytes
 		st.Cache = st.Cache.add(sh.Cache)
+		st.Batch = st.Batch.add(sh.Batch)
+		st.CombinedGets += sh.CombinedGets
 	}
 	return st
 }

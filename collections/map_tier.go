@@ -441,11 +441,34 @@ type MapStats struct {
 	// Puts' buffer and the hot tier (Cache.Bytes).
 	HostBytes uint64
 	Cache     CacheStats
+	// Batch counts how GetBatch and GetMany calls were answered.
+	Batch BatchStats
 	// CombinedGets counts the Gets that missed the tier while other
 	// goroutines were in Get, and were looked up together with theirs in
 	// one batch of overlapped line loads (map_getcomb.go; off unless
 	// VMEM_COMBINE_GETS=1).
 	CombinedGets uint64
+}
+
+// BatchStats counts how a map's batch lookups (GetBatch, GetMany) were
+// answered: each call picks CPU line loads or GPU rounds by its size and
+// where the table lives, and these counts show which path a program's
+// batches take.
+type BatchStats struct {
+	CPUCalls    uint64 // calls answered by CPU line loads
+	GPUCalls    uint64 // calls answered by GPU rounds
+	SharedCalls uint64 // GPU calls whose round was shared with other calls
+	Rounds      uint64 // GPU rounds run (a submission and a wait each)
+	RoundKeys   uint64 // keys those rounds looked up
+}
+
+func (s BatchStats) add(o BatchStats) BatchStats {
+	s.CPUCalls += o.CPUCalls
+	s.GPUCalls += o.GPUCalls
+	s.SharedCalls += o.SharedCalls
+	s.Rounds += o.Rounds
+	s.RoundKeys += o.RoundKeys
+	return s
 }
 
 // Stats returns the map's memory use and its hot tier's counters. It is a
@@ -469,6 +492,14 @@ func (m *Map[K, V]) Stats() MapStats {
 	s.HostBytes += s.Cache.Bytes
 	if m.comb != nil {
 		s.CombinedGets = m.comb.shared.Load()
+	}
+	b := &m.gpu.stats
+	s.Batch = BatchStats{
+		CPUCalls:    b.cpuPath.Load(),
+		GPUCalls:    b.gpuPath.Load(),
+		SharedCalls: b.combined.Load(),
+		Rounds:      b.rounds.Load(),
+		RoundKeys:   b.keys.Load(),
 	}
 	return s
 }
