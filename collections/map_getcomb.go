@@ -72,7 +72,6 @@ type getLane[K comparable, V any] struct {
 	reqs   []*getReq[K, V] // waiting for a round
 	queued atomic.Int32    // len(reqs), read without the lock by waiters
 	busy   atomic.Bool     // a leader runs rounds
-	spare  []*getReq[K, V] // the leader's: the batch taken
 	keys   []K
 	vals   []V
 	found  []bool
@@ -207,14 +206,13 @@ func (m *Map[K, V]) leadLane(c *getComb[K, V], ln *getLane[K, V]) {
 	defer ln.busy.Store(false)
 	for range getCombRounds {
 		ln.mu.Lock()
+		// The batch keeps the queue's array; the queue starts a new one, so
+		// that no enqueuer ever writes where a round reads.
 		batch := ln.reqs
+		ln.reqs = nil
 		if len(batch) > getCombMaxBatch {
+			ln.reqs = append([]*getReq[K, V](nil), batch[getCombMaxBatch:]...)
 			batch = batch[:getCombMaxBatch]
-			ln.spare = append(ln.spare[:0], batch...)
-			ln.reqs = append(ln.reqs[:0], ln.reqs[getCombMaxBatch:]...)
-			batch = ln.spare
-		} else {
-			ln.reqs, ln.spare = ln.spare[:0], batch
 		}
 		ln.queued.Store(int32(len(ln.reqs)))
 		ln.mu.Unlock()
