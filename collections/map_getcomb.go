@@ -167,10 +167,10 @@ func (m *Map[K, V]) getCombined(c *getComb[K, V], kp *K, h uint64) (V, bool) {
 	ln.mu.Lock()
 	ln.reqs = append(ln.reqs, r)
 	ln.queued.Store(int32(len(ln.reqs)))
-	lead := !ln.busy.Load()
-	if lead {
-		ln.busy.Store(true)
-	}
+	// A waiter may take the lane (below) without the lock: only a
+	// compare-and-swap keeps the two ways from making two leaders, who
+	// would share the lane's buffers.
+	lead := ln.busy.CompareAndSwap(false, true)
 	ln.mu.Unlock()
 	for {
 		if lead {
