@@ -30,9 +30,8 @@ package collections
 // never be reached: a Get that waits for VRAM stalls its core, it does not
 // yield its P, so no more goroutines than Ps are ever in Get at once.)
 //
-// Off by default (VMEM_COMBINE_GETS=1 turns it on): on lavapipe, whose
-// "VRAM" is host memory, 16 goroutines' Gets ran 3x slower combined, and
-// it has not yet been measured on a GPU.
+// Off by default (VMEM_COMBINE_GETS=1 turns it on) until it is measured
+// on a GPU (BenchmarkMapGetParallel's combined rows).
 
 import (
 	"os"
