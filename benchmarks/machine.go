@@ -65,7 +65,7 @@ func describeDevice(dev *vmem.Device) Device {
 	in := dev.Info()
 	d := Device{Backend: in.Backend.String(), Name: in.Name, Type: in.Type, Driver: in.Driver,
 		APIVersion: in.APIVersion, Fallback: in.Fallback, TransferQueue: in.TransferQueue,
-		Kernels: os.Getenv(vmem.EnvKernels) != "0"}
+		Kernels: os.Getenv("VMEM_KERNELS") != "0"}
 	for _, t := range in.Tiers {
 		d.Tiers = append(d.Tiers, TierDesc{Tier: t.Tier.String(), Available: t.Available,
 			MemoryType: t.MemoryType, Capacity: t.Capacity, Budget: t.Budget, MaxBlock: t.MaxBlock})

@@ -45,13 +45,13 @@ func (e *env) cpuPathDevice() (*vmem.Device, error) {
 		e.noKernErr = skipf("the host backend has no kernels to turn off")
 		return nil, e.noKernErr
 	}
-	old, had := os.LookupEnv(vmem.EnvKernels)
-	os.Setenv(vmem.EnvKernels, "0")
+	old, had := os.LookupEnv("VMEM_KERNELS")
+	os.Setenv("VMEM_KERNELS", "0")
 	defer func() {
 		if had {
-			os.Setenv(vmem.EnvKernels, old)
+			os.Setenv("VMEM_KERNELS", old)
 		} else {
-			os.Unsetenv(vmem.EnvKernels)
+			os.Unsetenv("VMEM_KERNELS")
 		}
 	}()
 	d, err := vmem.Open(vmem.Options{Backend: vmem.BackendVulkan, Device: e.dev.Info().Name})

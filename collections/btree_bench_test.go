@@ -2,12 +2,13 @@ package collections
 
 import (
 	"fmt"
-	"github.com/govram/govram/internal/vmemtest"
 	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/govram/govram/internal/vmemtest"
 
 	"github.com/google/btree"
 	"github.com/govram/govram/vmem"

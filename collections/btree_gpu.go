@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/vmem"
 )
 
@@ -32,7 +33,7 @@ type btGetPush struct {
 	n, ks, vs, keyOff, valOff, perLine, group, stride, sgn uint32
 }
 
-var btGetKernel = vmem.NewKernel("bt_get", btGetPush{})
+var btGetKernel = kern.NewKernel("bt_get", btGetPush{})
 
 // btGPUChunk bounds the keys of one kernel round (tests shrink it).
 var btGPUChunk = 1 << 21
@@ -72,7 +73,7 @@ func (t *BTree[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 	}
 	if !btGPUOff && t.gpuOK() {
 		err := t.gpuGet(keys, vals, found)
-		if !errors.Is(err, vmem.ErrNoKernels) {
+		if !errors.Is(err, kern.ErrNoKernels) {
 			return err
 		}
 	}
@@ -105,7 +106,7 @@ func (t *BTree[K, V]) gpuOK() bool {
 }
 
 func (t *BTree[K, V]) gpuGet(keys []K, vals []V, found []bool) error {
-	kb, err := t.dev.NewKernelBatch()
+	kb, err := kdev(t.dev).NewBatch()
 	if err != nil {
 		return err
 	}
@@ -183,7 +184,7 @@ func (t *BTree[K, V]) gpuQuery(k K) btQuery {
 	nd := x.nodes[b]
 	id, cnt := nd.kids[i], uint32(nd.cnts[i])
 	e := t.lv.extentOf(id)
-	q := btQuery{leaf: e.blk.DeviceAddr(uint64(id&t.g.xMask) * uint64(t.g.leafSize)), cnt: cnt}
+	q := btQuery{leaf: kdev(t.dev).BlockAddr(e.blk, uint64(id&t.g.xMask)*uint64(t.g.leafSize)), cnt: cnt}
 	if t.g.ks == 8 {
 		q.key = *(*uint64)(unsafe.Pointer(&k))
 	} else {

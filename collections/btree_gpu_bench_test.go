@@ -1,8 +1,9 @@
 package collections
 
 import (
-	"github.com/govram/govram/internal/vmemtest"
 	"testing"
+
+	"github.com/govram/govram/internal/vmemtest"
 
 	"github.com/google/btree"
 )

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -78,7 +79,7 @@ type btGPUVal12 struct{ A, B, C uint32 }
 func TestBTreeBatchDifferential(t *testing.T) {
 	steps := mapSteps(150, 50)
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		before := d.KernelDispatches()
+		before := kdev(d).KernelDispatches()
 		t.Run("u64", func(t *testing.T) {
 			tr, err := NewBTreeOrdered[uint64, uint64](d)
 			if err != nil {
@@ -122,7 +123,7 @@ func TestBTreeBatchDifferential(t *testing.T) {
 			defer tr.Close()
 			btGPURun(t, tr, func(r *rand.Rand) uint64 { return uint64(r.IntN(3000)) }, func(r *rand.Rand) string { return string(rune('a' + r.IntN(26))) }, steps/2)
 		})
-		if d.KernelsAvailable() && d.KernelDispatches() == before {
+		if kdev(d).KernelsAvailable() && kdev(d).KernelDispatches() == before {
 			t.Error("no kernel ran on a device that runs kernels")
 		}
 	})
@@ -154,8 +155,8 @@ func TestBTreeBatchErrors(t *testing.T) {
 		if err := tr.BulkLoad(keys, keys); err != nil {
 			t.Fatal(err)
 		}
-		if d.KernelsAvailable() {
-			d.InjectFaults(vmem.Faults{FailSubmit: 1})
+		if kdev(d).KernelsAvailable() {
+			kdev(d).InjectFaults(kern.Faults{FailSubmit: 1})
 			if err := tr.GetBatch(keys, make([]uint64, len(keys)), nil); !errors.Is(err, vmem.ErrDeviceLost) {
 				t.Fatalf("GetBatch on a lost device: %v", err)
 			}

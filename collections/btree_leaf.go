@@ -235,7 +235,9 @@ func (lv *btLeaves) setBlock(i int, b vmem.Block, n int) {
 }
 
 // chunkBase is the start of the driver mapping that holds e's block.
-func btChunkBase(e *btExtent) uintptr { return uintptr(e.base) - uintptr(e.blk.Offset()) }
+func (lv *btLeaves) chunkBase(e *btExtent) uintptr {
+	return uintptr(e.base) - uintptr(kdev(lv.dev).BlockOffset(e.blk))
+}
 
 // attach gives WC extent i a batcher. One batcher serves every extent whose
 // block lies within layout.MaxRegion of its base, so stores to all leaves
@@ -275,7 +277,7 @@ func (lv *btLeaves) rebatch() {
 		}
 	}
 	slices.SortFunc(wc, func(a, b int) int {
-		return btCompareUintptr(btChunkBase(&lv.ext[a]), btChunkBase(&lv.ext[b]))
+		return btCompareUintptr(lv.chunkBase(&lv.ext[a]), lv.chunkBase(&lv.ext[b]))
 	})
 	for _, i := range wc {
 		e := &lv.ext[i]
@@ -284,7 +286,7 @@ func (lv *btLeaves) rebatch() {
 			e.bat, e.boff = b, uintptr(e.base)-uintptr(b.Base())
 			continue
 		}
-		base := unsafe.Add(e.base, -int(e.blk.Offset()))
+		base := unsafe.Add(e.base, -int(kdev(lv.dev).BlockOffset(e.blk)))
 		b, err := layout.NewBatcher(base, layout.MaxRegion, btBatchLines)
 		if err != nil {
 			// Cannot happen for a 64-byte aligned mapping; without a

@@ -119,7 +119,7 @@ func shBTNew[K, V any](pool *vmem.Pool, less func(a, b K) bool, mk func(*vmem.De
 	if pool == nil {
 		return nil, errors.New("collections: NewShardedBTree: nil pool")
 	}
-	if err := pool.Usable(); err != nil {
+	if err := pool.Err(); err != nil {
 		return nil, fmt.Errorf("collections: NewShardedBTree: %w", err)
 	}
 	var cfg shBTConfig

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -323,7 +324,7 @@ func TestShardedBTreeFaults(t *testing.T) {
 		for i := range ks {
 			ks[i], vs[i] = int64(i), uint64(i)*3
 		}
-		p.Device(p.Len() - 1).InjectFaults(vmem.Faults{FailAlloc: 1})
+		kdev(p.Device(p.Len() - 1)).InjectFaults(kern.Faults{FailAlloc: 1})
 		if err := s.BulkLoad(ks, vs); !errors.Is(err, vmem.ErrOutOfMemory) {
 			t.Fatalf("BulkLoad with a failing device: %v, want ErrOutOfMemory", err)
 		}
@@ -334,7 +335,7 @@ func TestShardedBTreeFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Now a failing load above the maximum leaves the loaded tree as it was.
-		p.Device(p.Len() - 1).InjectFaults(vmem.Faults{FailAlloc: 1})
+		kdev(p.Device(p.Len() - 1)).InjectFaults(kern.Faults{FailAlloc: 1})
 		more := make([]int64, 600)
 		for i := range more {
 			more[i] = int64(1000 + i)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/btree"
 	"github.com/govram/govram/internal/buildconst"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -247,7 +248,7 @@ func TestBTreeOutOfMemory(t *testing.T) {
 			failures := 0
 			for i := range btN(3000) {
 				if i%7 == 0 {
-					d.InjectFaults(vmem.Faults{FailAlloc: 1})
+					kdev(d).InjectFaults(kern.Faults{FailAlloc: 1})
 				}
 				k := rng.Uint64N(5000)
 				_, _, err := tr.ReplaceOrInsert(k, uint64(i))
@@ -256,13 +257,13 @@ func TestBTreeOutOfMemory(t *testing.T) {
 						t.Fatal(err)
 					}
 					failures++
-					d.InjectFaults(vmem.Faults{})
+					kdev(d).InjectFaults(kern.Faults{})
 					btModelEqual(t, tr, m)
 					continue
 				}
 				m.ReplaceOrInsert(btItem{k, uint64(i)})
 			}
-			d.InjectFaults(vmem.Faults{})
+			kdev(d).InjectFaults(kern.Faults{})
 			if failures == 0 {
 				t.Error("no allocation failed")
 			}
@@ -270,11 +271,11 @@ func TestBTreeOutOfMemory(t *testing.T) {
 			for i := range keys {
 				keys[i] = 10000 + uint64(i)
 			}
-			d.InjectFaults(vmem.Faults{FailAlloc: 1})
+			kdev(d).InjectFaults(kern.Faults{FailAlloc: 1})
 			if err := tr.BulkLoad(keys, keys); !errors.Is(err, ErrOutOfMemory) {
 				t.Fatalf("BulkLoad with a failing allocation: %v", err)
 			}
-			d.InjectFaults(vmem.Faults{})
+			kdev(d).InjectFaults(kern.Faults{})
 			btModelEqual(t, tr, m)
 			tr.Close()
 		}
@@ -297,7 +298,7 @@ func TestBTreeDeviceLost(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		d.InjectFaults(vmem.Faults{FailSubmit: 1})
+		kdev(d).InjectFaults(kern.Faults{FailSubmit: 1})
 		if _, _, err := tr.ReplaceOrInsert(100, 1); !errors.Is(err, ErrDeviceLost) {
 			t.Fatalf("insert on a lost device: %v", err)
 		}
@@ -466,7 +467,7 @@ func TestBTreeStringValues(t *testing.T) {
 		for i := range btN(4000) {
 			k := int32(rng.IntN(2000)) - 1000
 			if i%9 == 0 {
-				d.InjectFaults(vmem.Faults{FailAlloc: 1})
+				kdev(d).InjectFaults(kern.Faults{FailAlloc: 1})
 			}
 			switch rng.IntN(4) {
 			case 0:
@@ -483,7 +484,7 @@ func TestBTreeStringValues(t *testing.T) {
 				old, rep, err := tr.ReplaceOrInsert(k, v)
 				if errors.Is(err, ErrOutOfMemory) {
 					ooms++
-					d.InjectFaults(vmem.Faults{})
+					kdev(d).InjectFaults(kern.Faults{})
 					continue
 				}
 				if err != nil {
@@ -495,7 +496,7 @@ func TestBTreeStringValues(t *testing.T) {
 				m[k] = v
 			}
 		}
-		d.InjectFaults(vmem.Faults{})
+		kdev(d).InjectFaults(kern.Faults{})
 		if ooms == 0 && !buildconst.Invariants {
 			t.Error("no allocation failed")
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/govram/govram/internal/buildconst"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -357,7 +358,7 @@ func TestBTreeTierDeviceLost(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		d.InjectFaults(vmem.Faults{LoseDevice: true})
+		kdev(d).InjectFaults(kern.Faults{LoseDevice: true})
 		c, e := tr.lv.hot, tr.et
 		hits := c.total(cntHits) + e.total(cntHits)
 		for k := range uint64(300) {

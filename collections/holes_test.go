@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/snapfmt"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
@@ -280,7 +281,7 @@ func TestStickyErrorOnRetry(t *testing.T) {
 				m.Put(i, i)
 				tr.ReplaceOrInsert(i, i)
 			}
-			d.InjectFaults(vmem.Faults{LoseDevice: true})
+			kdev(d).InjectFaults(kern.Faults{LoseDevice: true})
 			for try := range 3 {
 				if err := m.Save(io.Discard); !errors.Is(err, vmem.ErrDeviceLost) {
 					t.Errorf("Map.Save #%d after the loss: %v", try+1, err)
@@ -316,7 +317,7 @@ func TestConstructorsOnDeadDevice(t *testing.T) {
 				d := relOpen(t, b)
 				want := vmem.ErrClosed
 				if how == "lost" {
-					d.InjectFaults(vmem.Faults{LoseDevice: true})
+					kdev(d).InjectFaults(kern.Faults{LoseDevice: true})
 					want = vmem.ErrDeviceLost
 				} else {
 					d.Close()

@@ -102,7 +102,7 @@ func TestMapKeptAlive(t *testing.T) {
 				waits += vmemtest.KeptAlive(t, newMap(t, d), func(m M) { op.run(t, m) })
 			})
 		}
-		kaWaited(t, d.KernelsAvailable(), waits)
+		kaWaited(t, kdev(d).KernelsAvailable(), waits)
 	})
 }
 
@@ -170,7 +170,7 @@ func TestBTreeKeptAlive(t *testing.T) {
 				waits += vmemtest.KeptAlive(t, newTree(t, d, !op.empty), func(bt B) { op.run(t, bt) })
 			})
 		}
-		kaWaited(t, d.KernelsAvailable(), waits)
+		kaWaited(t, kdev(d).KernelsAvailable(), waits)
 	})
 }
 
@@ -324,7 +324,7 @@ func TestShardedKeptAlive(t *testing.T) {
 				waits += vmemtest.KeptAlive(t, newTree(t, op.empty), func(bt SB) { op.run(t, bt) })
 			})
 		}
-		kaWaited(t, p.Device(0).KernelsAvailable(), waits)
+		kaWaited(t, kdev(p.Device(0)).KernelsAvailable(), waits)
 	})
 }
 

@@ -21,7 +21,7 @@ import (
 // backstop. The result removes the registration.
 func lcAtClose[C any](dev *vmem.Device, c *C, closeFn func(*C) error) func() {
 	w := weak.Make(c)
-	return dev.AtClose(func() {
+	return kdev(dev).AtClose(func() {
 		if c := w.Value(); c != nil {
 			closeFn(c)
 		}

@@ -5,6 +5,7 @@ import (
 	"iter"
 	"testing"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -209,7 +210,7 @@ func TestReadsPanicWhenLost(t *testing.T) {
 			read{"Ring.Pop", func() { rg.Pop() }},
 			read{"Ring.All", drainI(rg.All())})
 
-		d.InjectFaults(vmem.Faults{LoseDevice: true})
+		kdev(d).InjectFaults(kern.Faults{LoseDevice: true})
 		for _, r := range reads {
 			mustPanicLost(t, r.name, r.f)
 		}

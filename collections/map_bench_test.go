@@ -2,7 +2,6 @@ package collections
 
 import (
 	"fmt"
-	"github.com/govram/govram/internal/vmemtest"
 	"math"
 	"os"
 	"runtime"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/govram/govram/internal/vmemtest"
 
 	"github.com/govram/govram/vmem"
 )

@@ -142,7 +142,7 @@ var mapBatchGPUMin = layout.DefaultPlanner().GatherMinLines
 // round trips than one round.
 func (m *Map[K, V]) batchGPU(t *mapTable, n int) (uint32, bool) {
 	hmode, ok := m.gpuMode()
-	if !ok || n == 0 || !m.dev.KernelsAvailable() {
+	if !ok || n == 0 || !kdev(m.dev).KernelsAvailable() {
 		return 0, false
 	}
 	if n >= mapBatchGPUMin {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/govram/govram/internal/buildconst"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -151,7 +152,7 @@ func TestMapCombineConcurrent(t *testing.T) {
 				if st.cpuPath.Load() == 0 {
 					t.Error("no batch took the CPU path")
 				}
-				if d.KernelsAvailable() {
+				if kdev(d).KernelsAvailable() {
 					if st.gpuPath.Load() == 0 || st.rounds.Load() == 0 {
 						t.Error("no batch took the GPU path on a device with kernels")
 					}
@@ -173,7 +174,7 @@ func TestMapCombineConcurrent(t *testing.T) {
 // answers from a round that failed.
 func TestMapCombineFailedRound(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		if !d.KernelsAvailable() {
+		if !kdev(d).KernelsAvailable() {
 			t.Skip("no kernels")
 		}
 		for _, nth := range []int64{1, 2, 3} {
@@ -199,7 +200,7 @@ func TestMapCombineFailedRound(t *testing.T) {
 				if err := m.GetBatch(ks[:100], make([]uint64, 100), nil); err != nil {
 					t.Fatal(err)
 				}
-				d.InjectFaults(vmem.Faults{FailSubmit: nth})
+				kdev(d).InjectFaults(kern.Faults{FailSubmit: nth})
 				const g = 64
 				start := make(chan struct{})
 				var wg sync.WaitGroup

@@ -168,7 +168,7 @@ func TestMapBatchStats(t *testing.T) {
 		if st.CPUCalls+st.GPUCalls != 2 {
 			t.Errorf("after two calls: %+v", st)
 		}
-		if d.KernelsAvailable() {
+		if kdev(d).KernelsAvailable() {
 			if st.GPUCalls != 1 || st.Rounds == 0 || st.RoundKeys < n {
 				t.Errorf("a GetBatch of %d keys on a GPU: %+v, want one GPU call and its round's keys", n, st)
 			}

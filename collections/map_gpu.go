@@ -37,6 +37,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/vmem"
 )
 
@@ -66,8 +67,8 @@ type (
 )
 
 var (
-	mapGetKernel = vmem.NewKernel("map_get", mapGetPush{})
-	mapPutKernel = vmem.NewKernel("map_put", mapPutPush{})
+	mapGetKernel = kern.NewKernel("map_get", mapGetPush{})
+	mapPutKernel = kern.NewKernel("map_put", mapPutPush{})
 )
 
 // mapGPUChunk bounds the keys of one kernel round (a variable so that
@@ -128,7 +129,7 @@ func (m *Map[K, V]) gpuFreeMirror() {
 // before any kernel reads the mirror. It reports whether it recorded
 // copies. On error (out of memory) nothing is recorded and the map is
 // unchanged.
-func (m *Map[K, V]) gpuMirror(kb *vmem.KernelBatch, t *mapTable) (bool, error) {
+func (m *Map[K, V]) gpuMirror(kb kern.Batch[vmem.Block], t *mapTable) (bool, error) {
 	g := &m.gpu
 	if g.t != t {
 		m.gpuFreeMirror()
@@ -164,9 +165,10 @@ func (m *Map[K, V]) gpuMirror(kb *vmem.KernelBatch, t *mapTable) (bool, error) {
 // staging memory at p.
 func (m *Map[K, V]) gpuSegs(t *mapTable, p unsafe.Pointer) {
 	s := unsafe.Slice((*uint64)(p), 2*len(t.segs))
+	kd := kdev(m.dev)
 	for i := range t.segs {
-		s[2*i] = t.segs[i].slots.DeviceAddr(0)
-		s[2*i+1] = m.gpu.mirror[i].DeviceAddr(0)
+		s[2*i] = kd.BlockAddr(t.segs[i].slots, 0)
+		s[2*i+1] = kd.BlockAddr(m.gpu.mirror[i], 0)
 	}
 }
 
@@ -207,7 +209,7 @@ func (m *Map[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 	}
 	if hmode, ok := m.batchGPU(t, len(keys)); ok {
 		err := m.combGet(t, hmode, keys, vals, found)
-		if !errors.Is(err, vmem.ErrNoKernels) {
+		if !errors.Is(err, kern.ErrNoKernels) {
 			m.gpu.stats.gpuPath.Add(1)
 			return err
 		}
@@ -252,7 +254,7 @@ func (m *Map[K, V]) gpuGet(t *mapTable, hmode uint32, keys []K, vals []V, found 
 		errs[p] = m.gpuGetPart(t, hmode, keys[lo:hi], vals[lo:hi], f)
 	})
 	for _, err := range errs {
-		if errors.Is(err, vmem.ErrNoKernels) {
+		if errors.Is(err, kern.ErrNoKernels) {
 			return err // the caller answers the whole batch on the CPU
 		}
 	}
@@ -298,8 +300,8 @@ type mapGetJob[K comparable, V any] struct {
 	m      *Map[K, V]
 	t      *mapTable
 	hmode  uint32
-	kb     *vmem.KernelBatch
-	st     vmem.Staging
+	kb     kern.Batch[vmem.Block]
+	st     kern.Staging
 	dv     uint64 // device-local twin of st, same layout
 	c      int
 	ks, vs uint64
@@ -318,7 +320,7 @@ func (m *Map[K, V]) gpuGetBegin(t *mapTable, hmode uint32, c int) (*mapGetJob[K,
 // engines (rounds that follow or run beside others gain; a lone round
 // pays two more submissions for nothing).
 func (m *Map[K, V]) gpuGetBeginQ(t *mapTable, hmode uint32, c int, copyQ bool) (*mapGetJob[K, V], error) {
-	kb, err := m.dev.NewKernelBatch()
+	kb, err := kdev(m.dev).NewBatch()
 	if err != nil {
 		return nil, err
 	}
@@ -394,7 +396,7 @@ func (j *mapGetJob[K, V]) run(n int, wantFound bool) error {
 }
 
 // start is run without the wait: the Flight's Wait ends it.
-func (j *mapGetJob[K, V]) start(n int, wantFound bool) (*vmem.Flight, error) {
+func (j *mapGetJob[K, V]) start(n int, wantFound bool) (kern.Flight, error) {
 	m, t, nn := j.m, j.t, uint64(n)
 	m.gpu.stats.rounds.Add(1)
 	m.gpu.stats.keys.Add(nn)

@@ -2,7 +2,6 @@ package collections
 
 import (
 	"fmt"
-	"github.com/govram/govram/internal/vmemtest"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/govram/govram/internal/vmemtest"
 
 	"github.com/govram/govram/vmem"
 )

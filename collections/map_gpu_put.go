@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/buildconst"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/vmem"
 )
 
@@ -53,7 +54,7 @@ func (m *Map[K, V]) PutBatch(keys []K, vals []V) error {
 		}
 		return m.gpuPut(hmode, keys, vals)
 	}()
-	if errors.Is(err, vmem.ErrNoKernels) {
+	if errors.Is(err, kern.ErrNoKernels) {
 		return m.PutMany(keys, vals)
 	}
 	m.putBatchDone()
@@ -101,7 +102,7 @@ func mapPutLayoutFor(n, ks, tsize uint64) mapPutLayout {
 // nothing was changed. The caller has stored what was pending (settle):
 // the kernels read and write memory, not the batcher.
 func (m *Map[K, V]) gpuPut(hmode uint32, keys []K, vals []V) error {
-	kb, err := m.dev.NewKernelBatch()
+	kb, err := kdev(m.dev).NewBatch()
 	if err != nil {
 		return err
 	}
@@ -136,7 +137,7 @@ func (m *Map[K, V]) gpuPut(hmode uint32, keys []K, vals []V) error {
 	for lo := 0; lo < len(keys); lo += int(c) {
 		hi := min(lo+int(c), len(keys))
 		if err := m.gpuPutChunk(kb, hmode, keys[lo:hi], vals[lo:hi], scr, st, tsize, o); err != nil {
-			if lo > 0 && errors.Is(err, vmem.ErrNoKernels) {
+			if lo > 0 && errors.Is(err, kern.ErrNoKernels) {
 				// Earlier chunks are stored: not a reason for the CPU path.
 				err = fmt.Errorf("collections: PutBatch: %v", err)
 			}
@@ -154,7 +155,7 @@ type mapPutStage struct{ h, v, s, l, c, dv uint64 }
 // gpuPutChunk stores one chunk: round one dedups, syncs the mirror and
 // classifies; the CPU grows the table if the new keys need room; round two
 // (re-classifying after a growth) applies; the CPU sets the control bytes.
-func (m *Map[K, V]) gpuPutChunk(kb *vmem.KernelBatch, hmode uint32, keys []K, vals []V, scr uint64, st vmem.Staging, tsize uint64, o mapPutStage) error {
+func (m *Map[K, V]) gpuPutChunk(kb kern.Batch[vmem.Block], hmode uint32, keys []K, vals []V, scr uint64, st kern.Staging, tsize uint64, o mapPutStage) error {
 	var zk K
 	var zv V
 	ks, vs := uint64(unsafe.Sizeof(zk)), uint64(unsafe.Sizeof(zv))
@@ -195,12 +196,12 @@ func (m *Map[K, V]) gpuPutChunk(kb *vmem.KernelBatch, hmode uint32, keys []K, va
 // layouts), and the sizes the kernel's push constants carry.
 type mapPutChunk[K comparable, V any] struct {
 	m         *Map[K, V]
-	kb        *vmem.KernelBatch
+	kb        kern.Batch[vmem.Block]
 	hmode     uint32
 	keys      []K
 	vals      []V
 	scr       uint64
-	st        vmem.Staging
+	st        kern.Staging
 	tsize     uint64
 	o         mapPutStage
 	y         mapPutLayout
@@ -293,7 +294,7 @@ func (c *mapPutChunk[K, V]) roundOne() (*mapTable, uint64, int, error) {
 	}
 	kb.CopyTo(st, o.c, c.scr+y.c, 16)
 	if err := kb.Run(); err != nil {
-		if !errors.Is(err, vmem.ErrNoKernels) {
+		if !errors.Is(err, kern.ErrNoKernels) {
 			c.inStep(false)
 		}
 		return nil, 0, 0, err

@@ -29,7 +29,7 @@ func BenchmarkMapGetBatchSteps(b *testing.B) {
 		b.Run(vmemtest.SizeName(n), func(b *testing.B) {
 			m := mapGPUStepsBuild(b, n)
 			hmode, ok := m.gpuMode()
-			if !ok || !m.dev.KernelsAvailable() {
+			if !ok || !kdev(m.dev).KernelsAvailable() {
 				b.Skip("no kernels on this device")
 			}
 			ks := mapGPUBenchKeys(n, batch, 42)

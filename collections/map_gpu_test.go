@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -166,7 +167,7 @@ func TestMapBatchDifferential(t *testing.T) {
 	mapBatchGPUMin = 1
 	defer func() { mapBatchGPUMin = oldMin }()
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		before := d.KernelDispatches()
+		before := kdev(d).KernelDispatches()
 		t.Run("u64", func(t *testing.T) {
 			x := newMapDiff(t, d, 1, genU64(3000), genU64(1<<62))
 			defer x.close()
@@ -202,7 +203,7 @@ func TestMapBatchDifferential(t *testing.T) {
 			defer x.close()
 			mapGPURun(x, steps/2, mapGPUSizes)
 		})
-		if d.KernelsAvailable() && d.KernelDispatches() == before {
+		if kdev(d).KernelsAvailable() && kdev(d).KernelDispatches() == before {
 			t.Error("no kernel ran on a device that runs kernels")
 		}
 	})
@@ -289,9 +290,9 @@ func TestMapBatchOOM(t *testing.T) {
 				for i := range ks {
 					ks[i], vs[i] = uint64(i*3), uint64(i)
 				}
-				d.InjectFaults(vmem.Faults{FailAlloc: nth})
+				kdev(d).InjectFaults(kern.Faults{FailAlloc: nth})
 				err := x.m.PutBatch(ks, vs)
-				d.InjectFaults(vmem.Faults{})
+				kdev(d).InjectFaults(kern.Faults{})
 				// A failed allocation may have been retried in another tier.
 				switch {
 				case err == nil:
@@ -306,12 +307,12 @@ func TestMapBatchOOM(t *testing.T) {
 				// A fresh mirror: the first GetBatch after single writes.
 				x.put(1, 2)
 				x.model[1] = 2
-				d.InjectFaults(vmem.Faults{FailAlloc: 1})
+				kdev(d).InjectFaults(kern.Faults{FailAlloc: 1})
 				x.m.gpu.mu.Lock()
 				x.m.gpuFreeMirror()
 				x.m.gpu.mu.Unlock()
 				err = x.m.GetBatch(ks, vs, nil)
-				d.InjectFaults(vmem.Faults{})
+				kdev(d).InjectFaults(kern.Faults{})
 				if err != nil && !errors.Is(err, vmem.ErrOutOfMemory) {
 					t.Fatalf("GetBatch with a failing allocation: %v", err)
 				}
@@ -324,7 +325,7 @@ func TestMapBatchOOM(t *testing.T) {
 // TestMapBatchDeviceLost: a failed submission is an error, never a crash.
 func TestMapBatchDeviceLost(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		if !d.KernelsAvailable() {
+		if !kdev(d).KernelsAvailable() {
 			t.Skip("no kernels")
 		}
 		m, err := NewMap[uint64, uint64](d)
@@ -340,7 +341,7 @@ func TestMapBatchDeviceLost(t *testing.T) {
 		if err := m.PutBatch(ks, ks); err != nil {
 			t.Fatal(err)
 		}
-		d.InjectFaults(vmem.Faults{FailSubmit: 1})
+		kdev(d).InjectFaults(kern.Faults{FailSubmit: 1})
 		if err := m.GetBatch(ks, make([]uint64, len(ks)), nil); !errors.Is(err, vmem.ErrDeviceLost) {
 			t.Fatalf("GetBatch on a lost device: %v", err)
 		}

@@ -86,7 +86,7 @@ func NewShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*Sh
 	if pool == nil {
 		return nil, errors.New("collections: NewShardedMap: nil pool")
 	}
-	if err := pool.Usable(); err != nil {
+	if err := pool.Err(); err != nil {
 		return nil, fmt.Errorf("collections: NewShardedMap: %w", err)
 	}
 	strK, strV, err := mapCheckTypes[K, V]()

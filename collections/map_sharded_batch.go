@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/internal/route"
 	"github.com/govram/govram/vmem"
@@ -70,7 +71,7 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 		return false, nil
 	}
 	for _, m := range s.shards {
-		if _, ok := m.gpuMode(); !ok || m.closed || m.writing || m.t == nil || !m.dev.KernelsAvailable() {
+		if _, ok := m.gpuMode(); !ok || m.closed || m.writing || m.t == nil || !kdev(m.dev).KernelsAvailable() {
 			return false, nil
 		}
 	}
@@ -176,7 +177,7 @@ func (g *shGetBatch[K, V]) begin() (bool, error) {
 			jobs[d] = j
 			return err
 		})
-		if errors.Is(err, vmem.ErrNoKernels) {
+		if errors.Is(err, kern.ErrNoKernels) {
 			return false, nil
 		}
 		if err != nil {
@@ -353,7 +354,7 @@ var shGetQueued = 2
 // shFlight is a shard's run in progress.
 type shFlight struct {
 	d int
-	f *vmem.Flight
+	f kern.Flight
 }
 
 // splitFixed splits a round of 8-byte keys in one pass (route.Route8):

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/govram/govram/internal/buildconst"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -228,7 +229,7 @@ func TestShardedMapFaults(t *testing.T) {
 		last := s.Shards() - 1
 		// A single Put that must grow the last shard's table fails and
 		// changes nothing.
-		p.Device(last).InjectFaults(vmem.Faults{FailAlloc: 1})
+		kdev(p.Device(last)).InjectFaults(kern.Faults{FailAlloc: 1})
 		// (In invariants builds the walk after a write allocates too and
 		// may take the fault instead, so the loop is bounded.)
 		failed := false
@@ -262,7 +263,7 @@ func TestShardedMapFaults(t *testing.T) {
 		// its new value. (On Vulkan the first allocation may be the GPU
 		// copy of the control bytes, which falls back to another tier, so
 		// the batch may also succeed.)
-		p.Device(last).InjectFaults(vmem.Faults{FailAlloc: 1})
+		kdev(p.Device(last)).InjectFaults(kern.Faults{FailAlloc: 1})
 		nk := 20000
 		if buildconst.Invariants {
 			nk = 4000 // every store then walks the table
@@ -578,7 +579,7 @@ func TestShardedMapGetBatchFixed(t *testing.T) {
 					delete(model, k)
 				}
 			}
-			if p.Device(0).KernelsAvailable() && s.Shards() == 2 {
+			if kdev(p.Device(0)).KernelsAvailable() && s.Shards() == 2 {
 				// The split itself: regions of spread keys hold; one shard's do not.
 				sh := s.shards[0]
 				hmode, _ := sh.gpuMode()

@@ -2,10 +2,11 @@ package collections
 
 import (
 	"errors"
-	"github.com/govram/govram/internal/hostmem"
 	"math/bits"
 	"sync"
 	"unsafe"
+
+	"github.com/govram/govram/internal/hostmem"
 
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/govram/govram/internal/buildconst"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -474,9 +475,9 @@ func mapOOMRun[K comparable, V comparable](t *testing.T, x *mapDiff[K, V], nth i
 			continue
 		}
 		before := x.m.t
-		x.m.dev.InjectFaults(vmem.Faults{FailAlloc: nth})
+		kdev(x.m.dev).InjectFaults(kern.Faults{FailAlloc: nth})
 		err := x.m.Put(k, v)
-		x.m.dev.InjectFaults(vmem.Faults{})
+		kdev(x.m.dev).InjectFaults(kern.Faults{})
 		switch {
 		case errors.Is(err, ErrOutOfMemory):
 			failed = true
@@ -508,7 +509,7 @@ func TestMapDeviceLost(t *testing.T) {
 		for i := uint64(0); m.t.growthLeft > 0; i++ {
 			m.Put(i, i)
 		}
-		d.InjectFaults(vmem.Faults{FailSubmit: 1})
+		kdev(d).InjectFaults(kern.Faults{FailSubmit: 1})
 		var perr error
 		for i := uint64(1 << 40); perr == nil && i < 1<<40+100; i++ {
 			perr = m.Put(i, i)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -296,7 +297,7 @@ func TestMapTierDeviceLost(t *testing.T) {
 		for i := range uint64(100) {
 			m.Put(i, i+1000)
 		}
-		d.InjectFaults(vmem.Faults{LoseDevice: true})
+		kdev(d).InjectFaults(kern.Faults{LoseDevice: true})
 		hits := m.tier.total(cntHits)
 		for i := range uint64(500) {
 			mustPanicLost(t, "Get", func() { m.Get(i) })

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"unsafe"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/vmem"
 )
 
@@ -184,7 +185,7 @@ func (m *Map[K, V]) wbApply() error {
 		m.wb.batches++
 		return nil
 	}
-	if errors.Is(err, vmem.ErrNoKernels) {
+	if errors.Is(err, kern.ErrNoKernels) {
 		m.wb.off = true
 	} else if !errors.Is(err, vmem.ErrOutOfMemory) {
 		return err

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -125,9 +126,9 @@ func TestMapPutBehindFaults(t *testing.T) {
 				for range 2 * mapWBDirect {
 					x.put(x.genK(x.r), x.genV(x.r))
 				}
-				d.InjectFaults(vmem.Faults{FailAlloc: nth})
+				kdev(d).InjectFaults(kern.Faults{FailAlloc: nth})
 				n := x.m.Len() // stores the recorded Puts
-				d.InjectFaults(vmem.Faults{})
+				kdev(d).InjectFaults(kern.Faults{})
 				if err := x.m.Err(); err != nil {
 					t.Fatalf("after a failed allocation: %v", err)
 				}
@@ -140,7 +141,7 @@ func TestMapPutBehindFaults(t *testing.T) {
 		// A batch that cannot run (no memory for its work, no kernels)
 		// leaves the Puts to the direct way; without kernels, later Puts
 		// go direct at once.
-		for _, fail := range []error{vmem.ErrOutOfMemory, vmem.ErrNoKernels} {
+		for _, fail := range []error{vmem.ErrOutOfMemory, kern.ErrNoKernels} {
 			t.Run(fmt.Sprint("batch-", fail), func(t *testing.T) {
 				mapWBFail = fmt.Errorf("injected: %w", fail)
 				defer func() { mapWBFail = nil }()
@@ -153,7 +154,7 @@ func TestMapPutBehindFaults(t *testing.T) {
 				if err := x.m.Err(); err != nil {
 					t.Fatalf("after a failed batch: %v", err)
 				}
-				if d.Backend() == vmem.BackendVulkan && x.m.wb.off != errors.Is(fail, vmem.ErrNoKernels) {
+				if d.Backend() == vmem.BackendVulkan && x.m.wb.off != errors.Is(fail, kern.ErrNoKernels) {
 					t.Fatalf("write-behind off = %v after %v", x.m.wb.off, fail)
 				}
 			})
@@ -171,7 +172,7 @@ func TestMapPutBehindFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		d.InjectFaults(vmem.Faults{FailSubmit: 1})
+		kdev(d).InjectFaults(kern.Faults{FailSubmit: 1})
 		mustPanicLost(t, "Get storing recorded Puts", func() { m.Get(1) })
 		if err := m.Err(); !errors.Is(err, vmem.ErrDeviceLost) {
 			t.Fatalf("Err after the device was lost storing recorded Puts: %v", err)

@@ -25,6 +25,7 @@ import (
 	"testing"
 
 	"github.com/govram/govram/internal/buildconst"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -84,7 +85,7 @@ var relOpts = vmem.Options{ChunkSize: 1 << 20}
 func relCount(t *testing.T, d *vmem.Device, k relKind) (allocs, submits int64) {
 	t.Helper()
 	const big = 1 << 60
-	d.InjectFaults(vmem.Faults{FailAlloc: big, FailSubmit: big})
+	kdev(d).InjectFaults(kern.Faults{FailAlloc: big, FailSubmit: big})
 	s, err := k.build(d)
 	if err != nil {
 		t.Fatalf("build: %v", err)
@@ -95,8 +96,8 @@ func relCount(t *testing.T, d *vmem.Device, k relKind) (allocs, submits int64) {
 		}
 		st.model()
 	}
-	p := d.PendingFaults() // the checks below read, and count too
-	d.InjectFaults(vmem.Faults{})
+	p := kdev(d).PendingFaults() // the checks below read, and count too
+	kdev(d).InjectFaults(kern.Faults{})
 	if err := s.check(); err != nil {
 		t.Fatalf("after the script without faults: %v", err)
 	}
@@ -138,8 +139,8 @@ func TestFaultsOutOfMemory(t *testing.T) {
 
 func relOOMRun(t *testing.T, d *vmem.Device, k relKind, n int64) {
 	t.Helper()
-	d.InjectFaults(vmem.Faults{FailAlloc: n})
-	defer d.InjectFaults(vmem.Faults{})
+	kdev(d).InjectFaults(kern.Faults{FailAlloc: n})
+	defer kdev(d).InjectFaults(kern.Faults{})
 	s, err := k.build(d)
 	if err != nil {
 		if !relInjected(err, vmem.ErrOutOfMemory) {
@@ -169,7 +170,7 @@ func relOOMRun(t *testing.T, d *vmem.Device, k relKind, n int64) {
 			t.Fatalf("FailAlloc %d: step %d (%s) failed with %v but changed the container: %v", n, i, st.name, err, cerr)
 		}
 		// Disarmed, the same step works.
-		d.InjectFaults(vmem.Faults{})
+		kdev(d).InjectFaults(kern.Faults{})
 		if err := st.do(); err != nil {
 			t.Fatalf("FailAlloc %d: step %d (%s) again without the fault: %v", n, i, st.name, err)
 		}
@@ -177,7 +178,7 @@ func relOOMRun(t *testing.T, d *vmem.Device, k relKind, n int64) {
 	}
 	// Reads may allocate too (a Map iteration's snapshot buffer): disarm a
 	// fault that no step reached.
-	d.InjectFaults(vmem.Faults{})
+	kdev(d).InjectFaults(kern.Faults{})
 	if err := s.check(); err != nil {
 		t.Fatalf("FailAlloc %d: at the end: %v", n, err)
 	}
@@ -220,13 +221,13 @@ func TestFaultsDeviceLost(t *testing.T) {
 						if t.Failed() {
 							return
 						}
-						relLostRun(t, relOpen(t, b), k, vmem.Faults{FailSubmit: n}, -1)
+						relLostRun(t, relOpen(t, b), k, kern.Faults{FailSubmit: n}, -1)
 					}
 					for _, at := range relPoints(int64(steps), runs/2) {
 						if t.Failed() {
 							return
 						}
-						relLostRun(t, relOpen(t, b), k, vmem.Faults{LoseDevice: true}, int(at-1))
+						relLostRun(t, relOpen(t, b), k, kern.Faults{LoseDevice: true}, int(at-1))
 					}
 				})
 			}
@@ -308,12 +309,12 @@ func relBuild(t *testing.T, d *vmem.Device, k relKind) *relSubject {
 
 // relLostRun runs the script with f armed; with loseAt >= 0, f is armed
 // before step loseAt instead of at the start. It closes d.
-func relLostRun(t *testing.T, d *vmem.Device, k relKind, f vmem.Faults, loseAt int) {
+func relLostRun(t *testing.T, d *vmem.Device, k relKind, f kern.Faults, loseAt int) {
 	t.Helper()
 	defer d.Close()
 	what := fmt.Sprintf("%+v before step %d", f, loseAt)
 	if loseAt < 0 {
-		d.InjectFaults(f)
+		kdev(d).InjectFaults(f)
 	}
 	s, err := k.build(d)
 	if err != nil {
@@ -328,7 +329,7 @@ func relLostRun(t *testing.T, d *vmem.Device, k relKind, f vmem.Faults, loseAt i
 	lost := false
 	for i, st := range s.steps {
 		if i == loseAt {
-			d.InjectFaults(f)
+			kdev(d).InjectFaults(f)
 			lost = true
 		}
 		var err error
@@ -365,7 +366,7 @@ func relLostRun(t *testing.T, d *vmem.Device, k relKind, f vmem.Faults, loseAt i
 		// panics with it, and nothing else.
 		relLostPanic(t, what, "check", s.check)
 	} else if loseAt < 0 {
-		if d.PendingFaults().FailSubmit != 0 {
+		if kdev(d).PendingFaults().FailSubmit != 0 {
 			// Fewer submissions than in the counting run: where a Map's
 			// keys land depends on its random seed.
 			t.Logf("%s: not reached", what)

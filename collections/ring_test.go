@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/buildconst"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -427,14 +428,14 @@ func TestRingBulkDMA(t *testing.T) {
 func TestRingFaults(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		for _, fail := range []int64{1, 3} {
-			d.InjectFaults(vmem.Faults{FailAlloc: fail})
+			kdev(d).InjectFaults(kern.Faults{FailAlloc: fail})
 			_, err := NewRing[uint64](d, 1000, ringWithSegmentLines(16))
 			if !errors.Is(err, ErrOutOfMemory) {
 				t.Fatalf("FailAlloc %d: NewRing: %v, want ErrOutOfMemory", fail, err)
 			}
 			vmemtest.CheckNoLeaks(t, d)
 		}
-		d.InjectFaults(vmem.Faults{})
+		kdev(d).InjectFaults(kern.Faults{})
 		r, err := NewRing[uint64](d, 4096)
 		if err != nil {
 			t.Fatal(err)
@@ -447,7 +448,7 @@ func TestRingFaults(t *testing.T) {
 		if _, err := r.PushBatch(vs); err != nil {
 			t.Fatal(err)
 		}
-		d.InjectFaults(vmem.Faults{FailSubmit: 1})
+		kdev(d).InjectFaults(kern.Faults{FailSubmit: 1})
 		dst := make([]uint64, 4096)
 		if n, err := r.PopBatch(dst); n != 0 || !errors.Is(err, ErrDeviceLost) {
 			t.Fatalf("PopBatch under a lost device: %d, %v", n, err)

@@ -1,85 +1,69 @@
 package vmem
 
-// Kernel batches for govram's containers.
-//
-// The containers of package collections keep their slots in Blocks of a
-// Device; their batch operations (Map.GetBatch, Map.PutBatch,
-// BTree.GetBatch) run kernels of package shaders over those Blocks. This
-// file is the small exported surface they use, so that collections never
-// imports Vulkan and vmem never imports collections:
-//
-//	var myKernel = vmem.NewKernel("my_kernel", myPush{}) // package level
-//
-//	kb, err := dev.NewKernelBatch()  // vmem.ErrNoKernels: take the CPU path
-//	defer kb.Close()
-//	in, _ := kb.Staging(n * 8)       // pinned host memory: CPU pointer + device address
-//	// ... the CPU fills in.Ptr ...
-//	tmp, _ := kb.Scratch(n * 4)      // device-local scratch
-//	kb.Dispatch(myKernel, n, &myPush{keys: in.Addr, out: tmp, table: blk.DeviceAddr(0)})
-//	kb.Barrier()
-//	kb.CopyTo(out, 0, tmp, n*4)      // device to pinned host memory
-//	err = kb.Run()                   // one submission, one fence wait
-//
-// Everything recorded between two Runs is one command buffer: one round
-// trip (docs/physics.md) however many uploads, dispatches and copies.
-// Staging and scratch buffers stay valid until Close, across Runs, so an
-// operation of several round trips (look up, decide on the CPU, apply)
-// keeps its uploaded keys on the device.
-//
-// These calls are for govram's own packages; their contract is the same
-// as the unexported plumbing described in kernel.go.
+// The kernel plumbing of internal/kern, implemented for a Device: the
+// batches of GPU commands that the containers of package collections run
+// over their Blocks (Map.GetBatch, Map.PutBatch, BTree.GetBatch), so that
+// collections never imports Vulkan and vmem never imports collections.
+// Users never see it; internal/kern documents the contract.
 
 import (
 	"fmt"
 	"reflect"
 	"unsafe"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vk"
 )
 
-// ErrNoKernels is returned by NewKernelBatch (and by Run, when a kernel's
-// pipeline cannot be built before anything was submitted) on devices that
-// run no compute kernels: the host backend, VMEM_KERNELS=0, a device
-// without buffer device addresses. The caller then takes its CPU path.
-var ErrNoKernels = errKernUnavailable
-
-// Kernel is a compute kernel of package shaders declared by another
-// govram package. Create it with NewKernel in a package-level variable.
-type Kernel struct{ k *kernel }
-
-// NewKernel declares the kernel shaders/<name>.spv whose push constants
-// are the fields of the struct push (a zero value), laid out as the
-// shader's push-constant block (std430, 64-bit fields first). The first
-// use of the kernel on a device checks the struct against the SPIR-V's
-// block, member by member, and panics on a difference (a broken build,
-// not a runtime condition). Call it only during package initialisation.
-func NewKernel(name string, push any) *Kernel {
-	if reflect.TypeOf(push).Kind() != reflect.Struct {
-		panic("vmem: NewKernel: push must be a struct value")
-	}
-	return &Kernel{k: newKernel(name, push, false)}
+func init() {
+	kern.Register(func(name string, push any) any {
+		if reflect.TypeOf(push).Kind() != reflect.Struct {
+			panic("vmem: NewKernel: push must be a struct value")
+		}
+		return newKernel(name, push, false)
+	}, func(dev any) any { return &dev.(*Device).plumb })
 }
 
-// DeviceAddr returns the device address of byte off of b, which kernels
+// devPlumbing is a Device's kern.Device[Block]; it lives in the Device so
+// that kern.Of allocates nothing.
+type devPlumbing struct{ d *Device }
+
+var _ kern.Device[Block] = (*devPlumbing)(nil)
+
+func (p *devPlumbing) NewBatch() (kern.Batch[Block], error) {
+	kb, err := p.d.newKernelBatch()
+	if err != nil {
+		return nil, err
+	}
+	return kb, nil
+}
+func (p *devPlumbing) KernelsAvailable() bool               { return p.d.kern() != nil }
+func (p *devPlumbing) KernelDispatches() int64              { return p.d.kernelDispatches() }
+func (p *devPlumbing) AtClose(f func()) (cancel func())     { return p.d.atClose(f) }
+func (p *devPlumbing) InjectFaults(f kern.Faults)           { p.d.injectFaults(f) }
+func (p *devPlumbing) PendingFaults() kern.Faults           { return p.d.pendingFaults() }
+func (p *devPlumbing) BlockAddr(b Block, off uint64) uint64 { return b.deviceAddr(off) }
+func (p *devPlumbing) BlockOffset(b Block) uint64           { return b.off }
+
+// deviceAddr returns the device address of byte off of b, which kernels
 // dereference (GL_EXT_buffer_reference), or 0 where kernels cannot run
 // (the host backend).
-func (b Block) DeviceAddr(off uint64) uint64 {
+func (b Block) deviceAddr(off uint64) uint64 {
 	if b.c == nil || b.c.mem == nil {
 		return 0
 	}
 	return b.kaddr(off)
 }
 
-// KernelBatch records the commands of one operation of a container:
-// uploads, dispatches, copies. Run submits them as one command buffer and
-// waits once. A KernelBatch is used by one goroutine; Close it.
-type KernelBatch struct {
+// kernelBatch is a kern.Batch[Block]: the commands of one operation of a
+// container, recorded, then submitted as one command buffer.
+type kernelBatch struct {
 	d      *Device
 	k      *kernState
 	b      *kernBatch
 	held   []kernHeld
 	open   bool
-	flight *Flight // started and not yet waited for
+	flight *flight // started and not yet waited for
 	copyQ  bool
 }
 
@@ -88,47 +72,38 @@ type kernHeld struct {
 	m    *vk.Memory
 }
 
-// Staging is pinned host memory of a KernelBatch: the CPU reads and writes
-// it through Ptr, kernels and copies reach it at Addr (over the bus).
-type Staging struct {
-	Ptr  unsafe.Pointer
-	Addr uint64
-	Size uint64
-	mem  *vk.Memory
-}
-
-// NewKernelBatch starts a batch on d. It fails with ErrNoKernels where
-// kernels cannot run, or with ErrClosed or ErrDeviceLost. The device stays
-// open until Close.
-func (d *Device) NewKernelBatch() (*KernelBatch, error) {
+// newKernelBatch starts a batch on d. It fails with errKernUnavailable
+// where kernels cannot run, or with ErrClosed or ErrDeviceLost. The device
+// stays open until Close.
+func (d *Device) newKernelBatch() (*kernelBatch, error) {
 	k := d.kern()
 	if k == nil {
 		if err := d.enter(); err != nil {
 			return nil, err
 		}
 		d.exit()
-		return nil, ErrNoKernels
+		return nil, errKernUnavailable
 	}
 	if err := d.enter(); err != nil {
 		return nil, err
 	}
-	return &KernelBatch{d: d, k: k, b: d.newKernBatch(k), open: true}, nil
+	return &kernelBatch{d: d, k: k, b: d.newKernBatch(k), open: true}, nil
 }
 
 // Staging returns size bytes of pinned host memory, kept until Close. Its
 // contents are not zeroed.
-func (kb *KernelBatch) Staging(size uint64) (Staging, error) {
+func (kb *kernelBatch) Staging(size uint64) (kern.Staging, error) {
 	m, err := kb.take(kernScratchHost, size)
 	if err != nil {
-		return Staging{}, err
+		return kern.Staging{}, err
 	}
-	return Staging{Ptr: m.Ptr, Addr: m.Addr, Size: size, mem: m}, nil
+	return kern.Staging{Ptr: m.Ptr, Addr: m.Addr, Size: size, Mem: m}, nil
 }
 
 // Scratch returns the device address of size bytes of device-local
 // memory (the private tier's memory type where there is one), kept until
 // Close. Its contents are not zeroed.
-func (kb *KernelBatch) Scratch(size uint64) (uint64, error) {
+func (kb *kernelBatch) Scratch(size uint64) (uint64, error) {
 	m, err := kb.take(kernScratchDevice, size)
 	if err != nil {
 		return 0, err
@@ -136,7 +111,7 @@ func (kb *KernelBatch) Scratch(size uint64) (uint64, error) {
 	return m.Addr, nil
 }
 
-func (kb *KernelBatch) take(kind int, size uint64) (*vk.Memory, error) {
+func (kb *kernelBatch) take(kind int, size uint64) (*vk.Memory, error) {
 	if !kb.open {
 		return nil, ErrClosed
 	}
@@ -151,51 +126,52 @@ func (kb *KernelBatch) take(kind int, size uint64) (*vk.Memory, error) {
 // Dispatch records kn over items items (grid-stride: workgroups of 256,
 // as many as items need up to the device's limit) with push constants
 // *push, which must be a pointer to kn's push struct.
-func (kb *KernelBatch) Dispatch(kn *Kernel, items uint64, push any) {
+func (kb *kernelBatch) Dispatch(kn *kern.Kernel, items uint64, push any) {
 	kb.dispatchGroups(kn, kb.k.groups(items), push)
 }
 
 // dispatchGroups is Dispatch with an explicit workgroup count.
-func (kb *KernelBatch) dispatchGroups(kn *Kernel, groups uint32, push any) {
+func (kb *kernelBatch) dispatchGroups(kn *kern.Kernel, groups uint32, push any) {
+	k := kn.Impl.(*kernel)
 	v := reflect.ValueOf(push)
-	if v.Kind() != reflect.Pointer || v.Elem().Type() != kn.k.pushType {
-		panic(fmt.Sprintf("vmem: kernel %s takes a *%v, not a %T", kn.k.name, kn.k.pushType, push))
+	if v.Kind() != reflect.Pointer || v.Elem().Type() != k.pushType {
+		panic(fmt.Sprintf("vmem: kernel %s takes a *%v, not a %T", k.name, k.pushType, push))
 	}
-	kb.b.dispatch(kn.k, max(groups, 1), unsafe.Slice((*byte)(v.UnsafePointer()), kn.k.push))
+	kb.b.dispatch(k, max(groups, 1), unsafe.Slice((*byte)(v.UnsafePointer()), k.push))
 }
 
 // Barrier makes the writes of every command before it visible to every
 // command after it.
-func (kb *KernelBatch) Barrier() { kb.b.barrier() }
+func (kb *kernelBatch) Barrier() { kb.b.barrier() }
 
 // CopyBlock records a copy of n bytes from src at srcOff to dst at dstOff
 // (any tiers of kb's device).
-func (kb *KernelBatch) CopyBlock(dst Block, dstOff uint64, src Block, srcOff, n uint64) {
+func (kb *kernelBatch) CopyBlock(dst Block, dstOff uint64, src Block, srcOff, n uint64) {
 	kb.b.copy(dst.c.mem, dst.off+dstOff, src.c.mem, src.off+srcOff, n)
 }
 
 // Upload records a copy of n bytes from staging memory at srcOff to the
 // scratch buffer at device address dst.
-func (kb *KernelBatch) Upload(dst uint64, src Staging, srcOff, n uint64) {
+func (kb *kernelBatch) Upload(dst uint64, src kern.Staging, srcOff, n uint64) {
 	m, off := kb.scratchAt(dst)
-	kb.b.copy(m, off, src.mem, srcOff, n)
+	kb.b.copy(m, off, src.Mem.(*vk.Memory), srcOff, n)
 }
 
 // CopyTo records a copy of n bytes from the scratch buffer at device
 // address src to staging memory at dstOff.
-func (kb *KernelBatch) CopyTo(dst Staging, dstOff uint64, src uint64, n uint64) {
+func (kb *kernelBatch) CopyTo(dst kern.Staging, dstOff uint64, src uint64, n uint64) {
 	m, off := kb.scratchAt(src)
-	kb.b.copy(dst.mem, dstOff, m, off, n)
+	kb.b.copy(dst.Mem.(*vk.Memory), dstOff, m, off, n)
 }
 
 // scratchAt finds the held buffer that holds device address a.
-func (kb *KernelBatch) scratchAt(a uint64) (*vk.Memory, uint64) {
+func (kb *kernelBatch) scratchAt(a uint64) (*vk.Memory, uint64) {
 	for _, h := range kb.held {
 		if a >= h.m.Addr && a < h.m.Addr+h.m.Size {
 			return h.m, a - h.m.Addr
 		}
 	}
-	panic("vmem: KernelBatch: address is not a buffer of this batch")
+	panic("vmem: kernel batch: address is not a buffer of this batch")
 }
 
 // UseCopyQueues makes every later Run and Start submit the copies recorded
@@ -208,13 +184,13 @@ func (kb *KernelBatch) scratchAt(a uint64) (*vk.Memory, uint64) {
 // round trip gains nothing and pays two more submissions. VMEM_COPY_QUEUES
 // turns this off (0), or on for devices without copy engines (1: the
 // three submissions on the one queue, for tests).
-func (kb *KernelBatch) UseCopyQueues() { kb.copyQ = true }
+func (kb *kernelBatch) UseCopyQueues() { kb.copyQ = true }
 
 // Run submits what was recorded since the last Run as one command buffer
 // and waits for it. The batch can then record more. A failed submission
 // returns ErrDeviceLost (every later call fails too); ErrNoKernels means a
 // pipeline could not be built and nothing was submitted.
-func (kb *KernelBatch) Run() error {
+func (kb *kernelBatch) Run() error {
 	fl, err := kb.Start()
 	if err != nil {
 		return err
@@ -228,7 +204,7 @@ func (kb *KernelBatch) Run() error {
 // devices submits to each from one goroutine, which no busy core can hold
 // back (a goroutine started per device waits for a free core before its
 // submit). Run, Start and Close wait for a flight not yet waited for.
-func (kb *KernelBatch) Start() (*Flight, error) {
+func (kb *kernelBatch) Start() (kern.Flight, error) {
 	if !kb.open {
 		return nil, ErrClosed
 	}
@@ -236,7 +212,7 @@ func (kb *KernelBatch) Start() (*Flight, error) {
 	b := kb.b
 	b.copyQueues = kb.copyQ
 	kb.b = kb.d.newKernBatch(kb.k)
-	fl := &Flight{kb: kb}
+	fl := &flight{kb: kb}
 	if len(b.ops) == 0 && b.err == nil {
 		fl.done = true
 		return fl, nil
@@ -249,9 +225,9 @@ func (kb *KernelBatch) Start() (*Flight, error) {
 	return fl, nil
 }
 
-// Flight is a KernelBatch's run in progress (Start).
-type Flight struct {
-	kb   *KernelBatch
+// flight is a kernelBatch's run in progress (Start): a kern.Flight.
+type flight struct {
+	kb   *kernelBatch
 	f    *kernFlight
 	err  error
 	done bool
@@ -259,7 +235,7 @@ type Flight struct {
 
 // Wait waits for the run's commands to complete and returns Run's error
 // for them; later calls return the same.
-func (fl *Flight) Wait() error {
+func (fl *flight) Wait() error {
 	if fl.done {
 		return fl.err
 	}
@@ -273,7 +249,7 @@ func (fl *Flight) Wait() error {
 
 // settle waits for a flight left unwaited, whose memory the next commands
 // (or Close) may reuse; its error stays with the Flight.
-func (kb *KernelBatch) settle() {
+func (kb *kernelBatch) settle() {
 	if kb.flight != nil {
 		kb.flight.Wait()
 	}
@@ -281,7 +257,7 @@ func (kb *KernelBatch) settle() {
 
 // Close returns the batch's staging and scratch memory and releases the
 // device. It is idempotent.
-func (kb *KernelBatch) Close() {
+func (kb *kernelBatch) Close() {
 	if !kb.open {
 		return
 	}
@@ -294,13 +270,9 @@ func (kb *KernelBatch) Close() {
 	kb.d.exit()
 }
 
-// KernelsAvailable reports whether d runs compute kernels (else batch
-// operations take their CPU paths).
-func (d *Device) KernelsAvailable() bool { return d.kern() != nil }
-
-// KernelDispatches returns how many kernel dispatches d has completed,
+// kernelDispatches returns how many kernel dispatches d has completed,
 // for tests and diagnostics.
-func (d *Device) KernelDispatches() int64 {
+func (d *Device) kernelDispatches() int64 {
 	if d.vk == nil {
 		return 0
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/govram/govram/internal/hostmem"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -16,8 +17,8 @@ import (
 // Start, Run or Close, so no command outlives the memory it uses.
 func TestKernelBatchStart(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		kb, err := d.NewKernelBatch()
-		if errors.Is(err, vmem.ErrNoKernels) {
+		kb, err := kdev(d).NewBatch()
+		if errors.Is(err, kern.ErrNoKernels) {
 			t.Skip("no kernels on this device")
 		}
 		if err != nil {
@@ -116,7 +117,7 @@ type batchFillPush struct {
 	n, period uint32
 }
 
-var batchFill = vmem.NewKernel("fill", batchFillPush{})
+var batchFill = kern.NewKernel("fill", batchFillPush{})
 
 // TestKernelBatchCopyQueues: with UseCopyQueues, rounds of upload, kernel
 // and download started back to back (on a GPU with copy engines: three
@@ -139,10 +140,10 @@ func testKernelBatchCopyQueues(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		const n, period, sets = 4 << 20, 3, 3
 		type set struct {
-			kb *vmem.KernelBatch
-			st vmem.Staging
+			kb kern.Batch[vmem.Block]
+			st kern.Staging
 			dv uint64
-			f  *vmem.Flight
+			f  kern.Flight
 			p  byte
 		}
 		var ss [sets]set
@@ -214,11 +215,11 @@ func TestKernelBatchCopyQueuesFault(t *testing.T) {
 				kb.Dispatch(batchFill, size/16, &batchFillPush{dst: dv, n: size / 16, period: 1})
 				kb.Barrier()
 				kb.CopyTo(st, size, dv, size)
-				d.InjectFaults(vmem.Faults{FailSubmit: n})
+				kdev(d).InjectFaults(kern.Faults{FailSubmit: n})
 				if _, err := kb.Start(); !errors.Is(err, vmem.ErrDeviceLost) {
 					t.Fatalf("Start with submission %d failing: %v, want ErrDeviceLost", n, err)
 				}
-				if left := d.PendingFaults().FailSubmit; left != 0 {
+				if left := kdev(d).PendingFaults().FailSubmit; left != 0 {
 					t.Fatalf("%d submissions left before the fault: the batch was not split in three", left)
 				}
 				// The device stays lost for the batch's later rounds.
@@ -234,10 +235,10 @@ func TestKernelBatchCopyQueuesFault(t *testing.T) {
 // copyQueueBatch opens a batch that uses the copy queues, closed with the
 // test, with 2n bytes of staging (in, then out) and n of scratch; it skips
 // the test where kernels cannot run.
-func copyQueueBatch(t *testing.T, d *vmem.Device, n uint64) (*vmem.KernelBatch, vmem.Staging, uint64) {
+func copyQueueBatch(t *testing.T, d *vmem.Device, n uint64) (kern.Batch[vmem.Block], kern.Staging, uint64) {
 	t.Helper()
-	kb, err := d.NewKernelBatch()
-	if errors.Is(err, vmem.ErrNoKernels) {
+	kb, err := kdev(d).NewBatch()
+	if errors.Is(err, kern.ErrNoKernels) {
 		t.Skip("no kernels on this device")
 	}
 	if err != nil {

@@ -42,10 +42,6 @@ func (b Block) Tier() Tier {
 	return b.c.tier
 }
 
-// Offset returns the block's offset inside its chunk (a multiple of the
-// requested alignment). Kernels address the block by chunk and offset.
-func (b Block) Offset() uint64 { return b.off }
-
 // Size returns the size the block was allocated with.
 func (b Block) Size() uint64 { return b.size }
 

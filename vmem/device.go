@@ -36,12 +36,13 @@ type Device struct {
 	// Close waits for operations in flight and nothing runs after it.
 	mu     sync.RWMutex
 	faults faultState
-	stall  stallState // GPU work whose wait timed out (stall.go)
+	plumb  devPlumbing // kern.Of(d)
+	stall  stallState  // GPU work whose wait timed out (stall.go)
 	// heapReserved: bytes of chunks held per memory heap (tiers that share
 	// a heap share its capacity; the host backend's tiers are all heap 0).
 	heapReserved [maxHeaps]atomic.Uint64
 
-	// owners are the containers open on the device (see AtClose); Close
+	// owners are the containers open on the device (see atClose); Close
 	// closes them before it frees what is left.
 	ownMu   sync.Mutex
 	owners  map[uint64]func()
@@ -102,6 +103,7 @@ func newDevice(b Backend, o Options) *Device {
 	}
 	o.ChunkSize = roundUp(o.ChunkSize, chunkGranule)
 	d := &Device{backend: b, opts: o}
+	d.plumb.d = d
 	for t := range d.tiers {
 		d.tiers[t] = tierState{tier: Tier(t), a: tlsf.New(), limit: o.Limits[t], memType: -1, spare: -1}
 	}
@@ -157,7 +159,7 @@ func pickDevice(pds []vk.PhysicalDevice, sel string, auto bool) (*vk.PhysicalDev
 // Close frees every block and the device. It is idempotent. Blocks and
 // containers of the device are invalid afterwards.
 //
-// Containers still open are closed first (each registered with AtClose),
+// Containers still open are closed first (each registered with kern.Device.AtClose),
 // so their later calls see a closed container (ErrClosed where they return
 // an error) and never touch freed memory; then every block still allocated
 // is freed. Either way nothing leaks, but Close then returns an error
@@ -235,14 +237,10 @@ func (e *openBlocksError) Is(t error) bool { return t == ErrOpenBlocks }
 // a container was not closed first.
 var ErrOpenBlocks = errors.New("vmem: blocks still allocated at Close")
 
-// AtClose registers f to run when the device is closed, before its memory
-// is freed; cancel removes it (call it when the owner closes first). A
-// container registers its own Close this way, so that closing the device
-// closes the container rather than leaving it pointing at freed memory. f
-// must not keep the container reachable (capture a weak.Pointer), or the
-// container's garbage-collection backstop never runs. On a closed device f
-// runs at once.
-func (d *Device) AtClose(f func()) (cancel func()) {
+// atClose registers f to run when the device is closed, before its memory
+// is freed (kern.Device.AtClose says what for); cancel removes it. On a
+// closed device f runs at once.
+func (d *Device) atClose(f func()) (cancel func()) {
 	d.ownMu.Lock()
 	if d.closed.Load() {
 		d.ownMu.Unlock()

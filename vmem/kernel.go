@@ -48,7 +48,6 @@ package vmem
 // arrays the kept buffer cannot hold takes ordinary blocks.
 
 import (
-	"errors"
 	"fmt"
 	"math/bits"
 	"os"
@@ -56,6 +55,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/shaders"
 	"github.com/govram/govram/internal/vk"
 )
@@ -143,9 +143,9 @@ var (
 	kernReduceF64   = newKernel("reduce_f64", kernReducePush{}, true)
 )
 
-// EnvKernels is the environment variable that, set to 0, keeps every
+// envKernels is the environment variable that, set to 0, keeps every
 // operation on its CPU path (for comparisons and for ruling kernels out).
-const EnvKernels = "VMEM_KERNELS"
+const envKernels = "VMEM_KERNELS"
 
 // envCopyQueues, set to 0, keeps each kernel batch on the compute queue
 // alone instead of moving its leading and trailing copies to the copy
@@ -193,10 +193,10 @@ const (
 	kernScratchKept = 4
 )
 
-// errKernUnavailable is returned by kernel paths on devices that cannot run
+// errKernUnavailable (kern.ErrNoKernels) is returned by kernel paths on devices that cannot run
 // them, or when a kernel's pipeline cannot be made (before anything was
 // submitted); callers then take their CPU path.
-var errKernUnavailable = errors.New("vmem: compute kernels are not available on this device")
+var errKernUnavailable = kern.ErrNoKernels
 
 // kern returns the device's kernel state, or nil when kernels cannot run
 // (host backend, missing features, VMEM_KERNELS=0).
@@ -215,8 +215,8 @@ func (d *Device) kern() *kernState {
 func (k *kernState) init(d *Device) {
 	c := &d.vk.pd.Compute
 	switch {
-	case os.Getenv(EnvKernels) == "0":
-		k.err = fmt.Errorf("%w: %s=0", errKernUnavailable, EnvKernels)
+	case os.Getenv(envKernels) == "0":
+		k.err = fmt.Errorf("%w: %s=0", errKernUnavailable, envKernels)
 	case !d.vk.dev.Kernels:
 		k.err = fmt.Errorf("%w: no buffer device addresses or 64-bit shader integers", errKernUnavailable)
 	case c.MaxSharedMemory < 16<<10:

@@ -59,8 +59,8 @@ func FuzzSizes(f *testing.F) {
 		b, err := d.Alloc(vmem.Tier(tier), size, align)
 		within("Alloc")
 		if err == nil {
-			if b.Size() != size || (align > 0 && b.Offset()%align != 0) {
-				t.Fatalf("Alloc(%d, align %d): size %d offset %d", size, align, b.Size(), b.Offset())
+			if b.Size() != size || (align > 0 && kdev(d).BlockOffset(b)%align != 0) {
+				t.Fatalf("Alloc(%d, align %d): size %d offset %d", size, align, b.Size(), kdev(d).BlockOffset(b))
 			}
 			if err := d.Free(b); err != nil {
 				t.Fatal(err)

@@ -207,8 +207,8 @@ func TestBadArguments(t *testing.T) {
 				t.Errorf("Alloc with alignment %d: %v", align, err)
 				continue
 			}
-			if align > 0 && b.Offset()%align != 0 {
-				t.Errorf("alignment %d: offset %d", align, b.Offset())
+			if align > 0 && kdev(d).BlockOffset(b)%align != 0 {
+				t.Errorf("alignment %d: offset %d", align, kdev(d).BlockOffset(b))
 			}
 			d.Free(b)
 		}

@@ -321,9 +321,12 @@ func (p *Pool) TotalStats(t Tier) Stats {
 	return sum
 }
 
-// Err returns the first device's error (ErrClosed, ErrDeviceLost), nil if
-// every device is usable.
+// Err returns ErrClosed after Close, else the first device's error
+// (ErrClosed, ErrDeviceLost), nil if every device is usable.
 func (p *Pool) Err() error {
+	if p.closed.Load() {
+		return ErrClosed
+	}
 	for _, d := range p.devs {
 		if err := d.Err(); err != nil {
 			return err
@@ -373,7 +376,3 @@ func (p *Pool) usable() error {
 	}
 	return nil
 }
-
-// Usable reports ErrClosed after Close (nil otherwise); container
-// constructors in other packages call it.
-func (p *Pool) Usable() error { return p.usable() }

@@ -11,7 +11,6 @@ package vmem_test
 import (
 	"errors"
 	"fmt"
-	"github.com/govram/govram/internal/vmemtest"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -19,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/govram/govram/internal/vmemtest"
 
 	"github.com/govram/govram/vmem"
 )

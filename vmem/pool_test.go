@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/govram/govram/internal/buildconst"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -600,7 +601,7 @@ func TestPoolSliceFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			last := p.Device(p.Len() - 1)
-			last.InjectFaults(vmem.Faults{FailAlloc: 1})
+			kdev(last).InjectFaults(kern.Faults{FailAlloc: 1})
 			before := s.DeviceLens()
 			if err := s.Append(make([]uint64, 20000)...); !errors.Is(err, vmem.ErrOutOfMemory) {
 				t.Fatalf("Append with a failing allocation: %v, want ErrOutOfMemory", err)
@@ -618,7 +619,7 @@ func TestPoolSliceFaults(t *testing.T) {
 			model = append(model, 7)
 
 			// Lose device 1 during a bulk write.
-			p.Device(1).InjectFaults(vmem.Faults{FailSubmit: 1})
+			kdev(p.Device(1)).InjectFaults(kern.Faults{FailSubmit: 1})
 			src := make([]uint64, len(model))
 			err = s.CopyFrom(src, 0)
 			if !errors.Is(err, vmem.ErrDeviceLost) {

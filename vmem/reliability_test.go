@@ -11,13 +11,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
 
 func TestFaultFailAlloc(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		d.InjectFaults(vmem.Faults{FailAlloc: 3})
+		kdev(d).InjectFaults(kern.Faults{FailAlloc: 3})
 		var blks []vmem.Block
 		for i := 1; i <= 4; i++ {
 			b, err := d.Alloc(vmem.Mapped, 100, 0)
@@ -35,7 +36,7 @@ func TestFaultFailAlloc(t *testing.T) {
 			}
 			blks = append(blks, b)
 		}
-		if p := d.PendingFaults(); p != (vmem.Faults{}) {
+		if p := kdev(d).PendingFaults(); p != (kern.Faults{}) {
 			t.Errorf("PendingFaults after the fault fired: %+v", p)
 		}
 		if err := d.Err(); err != nil {
@@ -59,8 +60,8 @@ func TestFaultFailSubmitIsSticky(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d.InjectFaults(vmem.Faults{FailSubmit: 2})
-			if p := d.PendingFaults(); p.FailSubmit != 2 {
+			kdev(d).InjectFaults(kern.Faults{FailSubmit: 2})
+			if p := kdev(d).PendingFaults(); p.FailSubmit != 2 {
 				t.Fatalf("PendingFaults: %+v", p)
 			}
 			buf := make([]byte, 256)
@@ -103,11 +104,11 @@ func TestFaultLoseDevice(t *testing.T) {
 		if err := d.Err(); err != nil {
 			t.Fatal(err)
 		}
-		d.InjectFaults(vmem.Faults{LoseDevice: true})
+		kdev(d).InjectFaults(kern.Faults{LoseDevice: true})
 		if err := d.Err(); !errors.Is(err, vmem.ErrDeviceLost) {
 			t.Fatalf("Err after LoseDevice: %v", err)
 		}
-		d.InjectFaults(vmem.Faults{}) // disarming does not bring the device back
+		kdev(d).InjectFaults(kern.Faults{}) // disarming does not bring the device back
 		if err := d.Err(); !errors.Is(err, vmem.ErrDeviceLost) {
 			t.Fatalf("Err after disarming: %v", err)
 		}
@@ -141,8 +142,8 @@ func TestDeviceCloseReportsOpenBlocks(t *testing.T) {
 				}
 			}
 			ran := 0
-			d.AtClose(func() { ran++ })
-			cancel := d.AtClose(func() { t.Error("a cancelled AtClose ran") })
+			kdev(d).AtClose(func() { ran++ })
+			cancel := kdev(d).AtClose(func() { t.Error("a cancelled AtClose ran") })
 			cancel()
 			err = d.Close()
 			if !errors.Is(err, vmem.ErrOpenBlocks) || !strings.Contains(err.Error(), "3 blocks (3.0 MiB)") {

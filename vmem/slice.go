@@ -56,7 +56,7 @@ type Slice[T any] struct {
 	closed  bool
 	err     stickyErr   // first DMA error of Get/Set on private segments
 	held    *heldBlocks // what the leak backstop frees
-	unreg   func()      // removes the Slice from the device's AtClose list
+	unreg   func()      // removes the Slice from the device's close list
 	tier    Tier        // tier new segments try first
 
 	// inflight counts SliceWriter batches being written in the background:
@@ -202,7 +202,7 @@ func NewSlice[T any](dev *Device, n int, opts ...SliceOption) (*Slice[T], error)
 	// Closing the device closes the Slice, so that later calls report
 	// ErrClosed instead of touching freed memory.
 	ws := weak.Make(s)
-	s.unreg = dev.AtClose(func() {
+	s.unreg = dev.atClose(func() {
 		if s := ws.Value(); s != nil {
 			s.Close()
 		}

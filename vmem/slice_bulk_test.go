@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -117,7 +118,7 @@ func getManyPrivate[T comparable](t *testing.T, d *vmem.Device) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(5, 5))
-	before := d.KernelDispatches()
+	before := kdev(d).KernelDispatches()
 	for _, m := range []int{0, 1, 15, 16, 17, 5000} {
 		idx := make([]int, m)
 		for i := range idx {
@@ -140,7 +141,7 @@ func getManyPrivate[T comparable](t *testing.T, d *vmem.Device) {
 			}
 		}
 	}
-	if d.KernelsAvailable() && d.KernelDispatches() == before {
+	if kdev(d).KernelsAvailable() && kdev(d).KernelDispatches() == before {
 		t.Errorf("%T: no kernel ran for batches of 16 and more", model[0])
 	}
 	if err := s.Err(); err != nil {
@@ -170,7 +171,7 @@ func TestSliceErrConcurrentReaders(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		d.InjectFaults(vmem.Faults{FailSubmit: 20})
+		kdev(d).InjectFaults(kern.Faults{FailSubmit: 20})
 		var wg sync.WaitGroup
 		for g := range 8 {
 			wg.Go(func() {
@@ -228,7 +229,7 @@ func TestSliceAllDeviceLost(t *testing.T) {
 		if d.Backend() != vmem.BackendVulkan {
 			return // host runs are read in place, with no transfer to fail
 		}
-		d.InjectFaults(vmem.Faults{FailSubmit: 2})
+		kdev(d).InjectFaults(kern.Faults{FailSubmit: 2})
 		seen = 0
 		var perr error
 		func() {

@@ -2,12 +2,13 @@ package vmem_test
 
 import (
 	"fmt"
-	"github.com/govram/govram/internal/vmemtest"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"unsafe"
+
+	"github.com/govram/govram/internal/vmemtest"
 
 	"github.com/govram/govram/vmem"
 )

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -481,9 +482,9 @@ func TestKernelFaults(t *testing.T) {
 			if err := s.CopyFrom(vals, 0); err != nil {
 				t.Fatal(err)
 			}
-			d.InjectFaults(vmem.Faults{FailAlloc: fail})
+			kdev(d).InjectFaults(kern.Faults{FailAlloc: fail})
 			err := vmem.Sort(s)
-			d.InjectFaults(vmem.Faults{})
+			kdev(d).InjectFaults(kern.Faults{})
 			if err != nil {
 				if !errors.Is(err, vmem.ErrOutOfMemory) {
 					t.Fatalf("Sort with a failing Alloc: %v", err)
@@ -503,7 +504,7 @@ func TestKernelFaults(t *testing.T) {
 		}
 
 		if vmem.KernelsAvailable(d) {
-			d.InjectFaults(vmem.Faults{FailSubmit: 1})
+			kdev(d).InjectFaults(kern.Faults{FailSubmit: 1})
 			if _, err := vmem.Sum(s); !errors.Is(err, vmem.ErrDeviceLost) {
 				t.Fatalf("Sum with a failing submission: %v", err)
 			}

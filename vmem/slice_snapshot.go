@@ -22,13 +22,14 @@ package vmem
 
 import (
 	"fmt"
-	"github.com/govram/govram/internal/hostmem"
 	"io"
 	"math"
 	"reflect"
 	"runtime"
 	"sync"
 	"unsafe"
+
+	"github.com/govram/govram/internal/hostmem"
 
 	"github.com/govram/govram/internal/snapfmt"
 	"github.com/govram/govram/layout"

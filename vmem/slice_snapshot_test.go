@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/buildconst"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/snapfmt"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
@@ -293,9 +294,9 @@ func TestSliceSnapshotFaults(t *testing.T) {
 		data := snapSave(t, s)
 		s.Close()
 		for n := int64(1); n <= 4; n++ {
-			d.InjectFaults(vmem.Faults{FailAlloc: n})
+			kdev(d).InjectFaults(kern.Faults{FailAlloc: n})
 			l, err := vmem.LoadSlice[uint64](d, bytes.NewReader(data), vmem.WithSegmentBytes(4096))
-			d.InjectFaults(vmem.Faults{})
+			kdev(d).InjectFaults(kern.Faults{})
 			if err == nil {
 				l.Close()
 				continue // the Nth allocation was a staging buffer, which falls back to the heap
@@ -484,10 +485,10 @@ func TestSliceSnapshotLateDamage(t *testing.T) {
 		// An allocation failing in the middle of the load (the first
 		// segment, a stage or a segment allocated ahead).
 		for k := int64(2); k <= 8; k += 3 {
-			d.InjectFaults(vmem.Faults{FailAlloc: k})
+			kdev(d).InjectFaults(kern.Faults{FailAlloc: k})
 			before := snapGoroutines()
 			l, err := vmem.LoadSlice[uint64](d, bytes.NewBuffer(data), seg)
-			d.InjectFaults(vmem.Faults{})
+			kdev(d).InjectFaults(kern.Faults{})
 			if err == nil {
 				// On Vulkan a segment the mapped tier refuses goes to
 				// the private tier.
@@ -562,20 +563,20 @@ func TestSliceSnapshotGPUCheck(t *testing.T) {
 		data := snapSave(t, s)
 		s.Close()
 		pinned := snapPinned(t, d, len(data))
-		gpu := d.Backend() == vmem.BackendVulkan && d.KernelsAvailable()
+		gpu := d.Backend() == vmem.BackendVulkan && kdev(d).KernelsAvailable()
 		readers := map[string]func(b []byte) io.Reader{
 			"pinned": func(b []byte) io.Reader { copy(pinned, b); return bytes.NewBuffer(pinned) },
 			"reader": func(b []byte) io.Reader { return bytes.NewReader(b) },
 		}
 		for name, r := range readers {
-			before := d.KernelDispatches()
+			before := kdev(d).KernelDispatches()
 			l, err := vmem.LoadSlice[uint64](d, r(data))
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
 			snapCheck(t, l, want)
 			l.Close()
-			if ran := d.KernelDispatches() - before; gpu && ran < int64(blocks) {
+			if ran := kdev(d).KernelDispatches() - before; gpu && ran < int64(blocks) {
 				t.Errorf("%s: %d kernel dispatches for %d blocks: the GPU did not check them", name, ran, blocks)
 			}
 			for _, at := range []int{len(data) / 3, len(data) - 64 - 4000} {

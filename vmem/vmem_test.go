@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -97,8 +98,8 @@ func TestAllocValidation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if uintptr(b.Ptr())%4096 != 0 || b.Offset()%4096 != 0 {
-			t.Errorf("alignment 4096 not honoured: %p offset %d", b.Ptr(), b.Offset())
+		if uintptr(b.Ptr())%4096 != 0 || kdev(d).BlockOffset(b)%4096 != 0 {
+			t.Errorf("alignment 4096 not honoured: %p offset %d", b.Ptr(), kdev(d).BlockOffset(b))
 		}
 		if err := d.Free(b); err != nil {
 			t.Fatal(err)
@@ -165,7 +166,7 @@ func TestAllocPatterns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b.Size() != size || b.Tier() != tier || b.Offset()%64 != 0 {
+			if b.Size() != size || b.Tier() != tier || kdev(d).BlockOffset(b)%64 != 0 {
 				t.Fatalf("block %+v for %d bytes in %s", b, size, tier)
 			}
 			l := live{b, 0}
@@ -384,7 +385,7 @@ func TestConcurrent(t *testing.T) {
 
 func TestInjectedFaults(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		d.InjectFaults(vmem.Faults{FailAlloc: 2})
+		kdev(d).InjectFaults(kern.Faults{FailAlloc: 2})
 		a, err := d.Alloc(vmem.Mapped, 64, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -399,7 +400,7 @@ func TestInjectedFaults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("alloc after injected OOM: %v", err)
 		}
-		d.InjectFaults(vmem.Faults{FailSubmit: 1})
+		kdev(d).InjectFaults(kern.Faults{FailSubmit: 1})
 		if err := d.Write(b, 0, []byte{1, 2, 3, 4}); !errors.Is(err, vmem.ErrDeviceLost) {
 			t.Fatalf("injected loss: %v", err)
 		}

@@ -1,0 +1,10 @@
+package collections
+
+import (
+	"github.com/govram/govram/internal/kern"
+	"github.com/govram/govram/vmem"
+)
+
+// kdev returns d's plumbing (internal/kern): kernel batches, close hooks,
+// block addresses, fault injection for tests.
+func kdev(d *vmem.Device) kern.Device[vmem.Block] { return kern.Of[vmem.Block](d) }

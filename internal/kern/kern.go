@@ -1,0 +1,199 @@
+// Package kern is the device plumbing govram's containers use and users
+// never see: batches of GPU commands over a device's blocks, pinned
+// staging memory, compute kernels, close hooks and fault injection.
+//
+// vmem implements it (vmem/kern.go) and registers itself when it is
+// initialised; package collections reaches a device's plumbing with Of:
+//
+//	var myKernel = kern.NewKernel("my_kernel", myPush{}) // package level
+//
+//	kb, err := kern.Of[vmem.Block](dev).NewBatch() // ErrNoKernels: take the CPU path
+//	defer kb.Close()
+//	in, _ := kb.Staging(n * 8)  // pinned host memory: CPU pointer + device address
+//	// ... the CPU fills in.Ptr ...
+//	tmp, _ := kb.Scratch(n * 4) // device-local scratch
+//	kb.Dispatch(myKernel, n, &myPush{keys: in.Addr, out: tmp, table: addr})
+//	kb.Barrier()
+//	kb.CopyTo(out, 0, tmp, n*4) // device to pinned host memory
+//	err = kb.Run()              // one submission, one fence wait
+//
+// Everything recorded between two Runs is one command buffer: one round
+// trip however many uploads, dispatches and copies. Staging and scratch
+// buffers stay valid until Close, across Runs, so an operation of several
+// round trips (look up, decide on the CPU, apply) keeps its uploaded keys
+// on the device.
+//
+// The interfaces are generic in the block type B (vmem.Block), which this
+// package cannot name: vmem imports it.
+package kern
+
+import (
+	"errors"
+	"unsafe"
+)
+
+// ErrNoKernels is returned by NewBatch (and by Run, when a kernel's
+// pipeline cannot be built before anything was submitted) on devices that
+// run no compute kernels: the host backend, VMEM_KERNELS=0, a device
+// without buffer device addresses. The caller then takes its CPU path.
+var ErrNoKernels = errors.New("vmem: compute kernels are not available on this device")
+
+// Kernel is a compute kernel of internal/shaders declared by a govram
+// package. Create it with NewKernel in a package-level variable.
+type Kernel struct {
+	// Impl is the implementation's state for the kernel (vmem's).
+	Impl any
+}
+
+// NewKernel declares the kernel shaders/<name>.spv whose push constants
+// are the fields of the struct push (a zero value), laid out as the
+// shader's push-constant block (std430, 64-bit fields first). The first
+// use of the kernel on a device checks the struct against the SPIR-V's
+// block, member by member, and panics on a difference (a broken build,
+// not a runtime condition). Call it only during package initialisation:
+// the implementation registers itself before its importers initialise.
+func NewKernel(name string, push any) *Kernel {
+	if impl.newKernel == nil {
+		panic("kern: NewKernel before vmem registered")
+	}
+	return &Kernel{Impl: impl.newKernel(name, push)}
+}
+
+// Staging is pinned host memory of a Batch: the CPU reads and writes it
+// through Ptr, kernels and copies reach it at Addr (over the bus).
+type Staging struct {
+	Ptr  unsafe.Pointer
+	Addr uint64
+	Size uint64
+	// Mem is the implementation's handle for the memory.
+	Mem any
+}
+
+// Batch records the commands of one operation of a container: uploads,
+// dispatches, copies. Run submits them as one command buffer and waits
+// once. A Batch is used by one goroutine; Close it.
+type Batch[B any] interface {
+	// Staging returns size bytes of pinned host memory, kept until
+	// Close. Its contents are not zeroed.
+	Staging(size uint64) (Staging, error)
+	// Scratch returns the device address of size bytes of device-local
+	// memory, kept until Close. Its contents are not zeroed.
+	Scratch(size uint64) (uint64, error)
+	// Dispatch records k over items items (grid-stride) with push
+	// constants *push, a pointer to k's push struct.
+	Dispatch(k *Kernel, items uint64, push any)
+	// Barrier makes the writes of every command before it visible to
+	// every command after it.
+	Barrier()
+	// CopyBlock records a copy of n bytes from src at srcOff to dst at
+	// dstOff (any tiers of the batch's device).
+	CopyBlock(dst B, dstOff uint64, src B, srcOff, n uint64)
+	// Upload records a copy of n bytes from staging memory at srcOff to
+	// the scratch buffer at device address dst.
+	Upload(dst uint64, src Staging, srcOff, n uint64)
+	// CopyTo records a copy of n bytes from the scratch buffer at device
+	// address src to staging memory at dstOff.
+	CopyTo(dst Staging, dstOff uint64, src uint64, n uint64)
+	// UseCopyQueues makes every later Run and Start submit the copies
+	// recorded before the first dispatch and after the last one on the
+	// device's copy engines, ordered against the dispatches by
+	// semaphores (docs/gpu.md). VMEM_COPY_QUEUES=0 turns it off.
+	UseCopyQueues()
+	// Run submits what was recorded since the last Run as one command
+	// buffer and waits for it. A failed submission returns ErrDeviceLost
+	// (every later call fails too); ErrNoKernels means a pipeline could
+	// not be built and nothing was submitted.
+	Run() error
+	// Start submits as Run does and returns without waiting; the
+	// Flight's Wait ends the run. Run, Start and Close wait for a flight
+	// not yet waited for.
+	Start() (Flight, error)
+	// Close returns the batch's staging and scratch memory and releases
+	// the device. It is idempotent.
+	Close()
+}
+
+// Flight is a Batch's run in progress (Start).
+type Flight interface {
+	// Wait waits for the run's commands and returns Run's error for
+	// them; later calls return the same.
+	Wait() error
+}
+
+// Faults makes a device fail on purpose, so tests can show that containers
+// survive out-of-memory and device loss. Production code never arms it.
+// Counts are 1-based and start when InjectFaults is called: FailAlloc 3
+// fails the third Alloc from then. Zero disables a fault.
+//
+// What counts as a submission: every GPU submission (a copy, a fill, a
+// kernel batch — three where Batch.UseCopyQueues splits it — a staged
+// transfer) and, so that the host backend can be tested the same way,
+// every Read, Write, Copy and Fill of the host backend and every CPU-side
+// Read or Write of mapped memory. Plain loads and stores through
+// Block.Ptr are not submissions and never fail.
+type Faults struct {
+	// FailAlloc: the Nth Alloc returns ErrOutOfMemory and allocates
+	// nothing.
+	FailAlloc int64
+	// FailSubmit: the Nth submission returns ErrDeviceLost and loses the
+	// device, as a real device loss does: every later operation but Free
+	// and Close returns ErrDeviceLost.
+	FailSubmit int64
+	// LoseDevice loses the device at once, as if the GPU had stopped
+	// answering between two calls.
+	LoseDevice bool
+}
+
+// Device is a device's plumbing.
+type Device[B any] interface {
+	// NewBatch starts a batch. It fails with ErrNoKernels where kernels
+	// cannot run, or with the device's error. The device stays open
+	// until the batch's Close.
+	NewBatch() (Batch[B], error)
+	// KernelsAvailable reports whether the device runs compute kernels
+	// (else batch operations take their CPU paths).
+	KernelsAvailable() bool
+	// KernelDispatches returns how many kernel dispatches the device has
+	// completed, for tests and diagnostics.
+	KernelDispatches() int64
+	// AtClose registers f to run when the device is closed, before its
+	// memory is freed; cancel removes it (call it when the owner closes
+	// first). A container registers its own Close this way, so that
+	// closing the device closes the container rather than leaving it
+	// pointing at freed memory. f must not keep the container reachable
+	// (capture a weak.Pointer), or the container's garbage-collection
+	// backstop never runs. On a closed device f runs at once.
+	AtClose(f func()) (cancel func())
+	// InjectFaults arms f, replacing what was armed before. A lost
+	// device stays lost.
+	InjectFaults(f Faults)
+	// PendingFaults returns the faults still armed: the counts left
+	// before each fires (0 once it fired, or if it was never armed).
+	PendingFaults() Faults
+	// BlockAddr returns the device address of byte off of b, which
+	// kernels dereference (GL_EXT_buffer_reference), or 0 where kernels
+	// cannot run (the host backend).
+	BlockAddr(b B, off uint64) uint64
+	// BlockOffset returns b's offset in the device memory it was carved
+	// from.
+	BlockOffset(b B) uint64
+}
+
+// impl is what the implementation registered.
+var impl struct {
+	newKernel func(name string, push any) any
+	device    func(dev any) any
+}
+
+// Register installs the implementation: newKernel makes a kernel's state,
+// device returns a device's plumbing (a Device[B] for the implementation's
+// block type). vmem calls it from its init function.
+func Register(newKernel func(name string, push any) any, device func(dev any) any) {
+	impl.newKernel, impl.device = newKernel, device
+}
+
+// Of returns dev's plumbing. dev is a *vmem.Device and B vmem.Block; a
+// mismatch panics (a broken build).
+func Of[B any](dev any) Device[B] {
+	return impl.device(dev).(Device[B])
+}
