@@ -8,7 +8,7 @@ package collections
 // # Leaves
 //
 // A leaf holds up to E entries as two arrays, keys then values, placed by
-// layout.NewNodeLayout: every key array starts on a line and takes the
+// lines.NewNodeLayout: every key array starts on a line and takes the
 // fewest lines, so finding a slot costs one streaming load of the lines that
 // hold the leaf's keys (E is chosen so that these are at most four: 32
 // uint64 keys). Values sit in their own lines, spaced by layout.Record so
@@ -65,7 +65,7 @@ package collections
 //
 // # Stores
 //
-// Stores to mapped VRAM go through a layout.Batcher: pending lines merge
+// Stores to mapped VRAM go through a lines.Batcher: pending lines merge
 // (ascending inserts rewrite the same lines of one leaf many times) and
 // leave sorted, as whole lines with non-temporal stores. A writer reads
 // through the batcher; the first reader after a write flushes it. Private
@@ -217,7 +217,7 @@ func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opt
 	if err := btCheckTypes[K, V](); err != nil {
 		return nil, fmt.Errorf("collections: NewBTree: %w", err)
 	}
-	strV := layout.IsString(reflect.TypeFor[V]())
+	strV := isStringType(reflect.TypeFor[V]())
 	cfg := btConfig{tier: vmem.Mapped, fan: btFan}
 	for _, o := range opts {
 		o(&cfg)
@@ -263,13 +263,13 @@ func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opt
 // btCheckTypes checks that a tree can hold K and V: no pointers, and no
 // string keys (string values are stored in an arena).
 func btCheckTypes[K, V any]() error {
-	if ty := reflect.TypeFor[K](); layout.IsString(ty) {
+	if ty := reflect.TypeFor[K](); isStringType(ty) {
 		return fmt.Errorf("%v: string keys are not supported yet: %w", ty, ErrPointerType)
 	}
 	if err := layout.Check[K](); err != nil {
 		return fmt.Errorf("key: %w", err)
 	}
-	if !layout.IsString(reflect.TypeFor[V]()) {
+	if !isStringType(reflect.TypeFor[V]()) {
 		if err := layout.Check[V](); err != nil {
 			return fmt.Errorf("value: %w", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/internal/lines"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
 )
@@ -66,18 +67,18 @@ func btGeomFor[K, V any](entries, extent int) (btGeom, error) {
 		e = min(max(e, 8), btMaxLeaf)
 	}
 	g.cap = e
-	fields := []layout.Field{layout.FieldOf[K]("keys", e)}
+	fields := []lines.Field{lines.FieldOf[K]("keys", e)}
 	g.vrec = layout.RecordOf[V]()
 	g.vdense = g.vs == 0 || g.vrec.Dense()
 	if g.vs > 0 {
 		if g.vdense {
-			fields = append(fields, layout.FieldOf[V]("vals", e))
+			fields = append(fields, lines.FieldOf[V]("vals", e))
 		} else {
 			// Groups of whole lines, so that no value straddles two.
-			fields = append(fields, layout.Field{Name: "vals", Size: layout.LineSize, Align: layout.LineSize, Count: g.vrec.Lines(e)})
+			fields = append(fields, lines.Field{Name: "vals", Size: layout.LineSize, Align: layout.LineSize, Count: g.vrec.Lines(e)})
 		}
 	}
-	nl, err := layout.NewNodeLayout(fields...)
+	nl, err := lines.NewNodeLayout(fields...)
 	if err != nil {
 		return g, fmt.Errorf("collections: NewBTree: leaf layout: %w", err)
 	}
@@ -135,7 +136,7 @@ type btExtent struct {
 	cap  int32    // leaf slots in blk
 	used int32    // slots in use
 	bits []uint64 // slot in use
-	bat  *layout.Batcher
+	bat  *lines.Batcher
 	boff uintptr // offset of base inside bat's region
 }
 
@@ -149,7 +150,7 @@ type btLeaves struct {
 	host    bool // host backend
 	ext     []btExtent
 	freeExt []int32
-	bats    []*layout.Batcher
+	bats    []*lines.Batcher
 	live    int // extents with memory
 	// hot is the tree's hot tier (nil: none); every change of a leaf's
 	// bytes or of what its id names drops its copy there.
@@ -240,7 +241,7 @@ func (lv *btLeaves) chunkBase(e *btExtent) uintptr {
 }
 
 // attach gives WC extent i a batcher. One batcher serves every extent whose
-// block lies within layout.MaxRegion of its base, so stores to all leaves
+// block lies within lines.MaxRegion of its base, so stores to all leaves
 // sort together; a block outside every batcher's region rebuilds the set.
 func (lv *btLeaves) attach(i int) {
 	e := &lv.ext[i]
@@ -253,7 +254,7 @@ func (lv *btLeaves) attach(i int) {
 	lv.rebatch()
 }
 
-func (lv *btLeaves) fits(b *layout.Batcher, e *btExtent) bool {
+func (lv *btLeaves) fits(b *lines.Batcher, e *btExtent) bool {
 	lo, base := uintptr(e.base), uintptr(b.Base())
 	return lo >= base && lo-base+uintptr(e.blk.Size()) <= b.Size()
 }
@@ -263,7 +264,7 @@ func (lv *btLeaves) fits(b *layout.Batcher, e *btExtent) bool {
 const btBatchLines = 4096
 
 // rebatch flushes every batcher and makes a new set: WC extents sorted by
-// chunk address, one batcher per window of layout.MaxRegion bytes starting
+// chunk address, one batcher per window of lines.MaxRegion bytes starting
 // at the lowest chunk (one batcher in practice).
 func (lv *btLeaves) rebatch() {
 	lv.flush()
@@ -287,7 +288,7 @@ func (lv *btLeaves) rebatch() {
 			continue
 		}
 		base := unsafe.Add(e.base, -int(kdev(lv.dev).BlockOffset(e.blk)))
-		b, err := layout.NewBatcher(base, layout.MaxRegion, btBatchLines)
+		b, err := lines.NewBatcher(base, lines.MaxRegion, btBatchLines)
 		if err != nil {
 			// Cannot happen for a 64-byte aligned mapping; without a
 			// batcher the extent's stores go out at once.

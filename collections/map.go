@@ -27,7 +27,7 @@ package collections
 //     slot. Instead of wrapping around, the table ends in a tail of
 //     overflow buckets, so it stays sorted by hash: growth streams the old
 //     table into the new one in order, and iteration resumes by hash.
-//   - Stores go through a layout.Batcher: merged by line, sorted by
+//   - Stores go through a lines.Batcher: merged by line, sorted by
 //     address, written as whole lines where possible. Pending stores are
 //     flushed by the first read that follows them (or at the end of a
 //     PutMany), so a single Put costs no round trip.

@@ -276,7 +276,7 @@ func (m *Map[K, V]) hash(k *K) uint64 {
 // are stored specially) and reports which are strings.
 func mapCheckTypes[K comparable, V any]() (strK, strV bool, err error) {
 	kt, vt := reflect.TypeFor[K](), reflect.TypeFor[V]()
-	strK, strV = layout.IsString(kt), layout.IsString(vt)
+	strK, strV = isStringType(kt), isStringType(vt)
 	if !strK {
 		if err := layout.CheckType(kt); err != nil {
 			return false, false, fmt.Errorf("collections: NewMap: key type: %w", err)

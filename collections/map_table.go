@@ -7,8 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/hostmem"
+	"github.com/govram/govram/internal/lines"
 
-	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
 )
 
@@ -47,7 +47,7 @@ type mapTable struct {
 	allDirect  bool   // every segment is plain host memory
 	fast       bool   // Get's inline path serves every segment
 
-	bat     *layout.Batcher // pending stores to the mapped segments
+	bat     *lines.Batcher // pending stores to the mapped segments
 	batBase unsafe.Pointer
 }
 
@@ -197,12 +197,12 @@ func (m *Map[K, V]) newBatcher(t *mapTable) {
 		}
 		hi = max(hi, uintptr(sg.base)+uintptr(sg.n)*m.r.bucket)
 	}
-	if lo == nil || uint64(hi-uintptr(lo)) > layout.MaxRegion {
+	if lo == nil || uint64(hi-uintptr(lo)) > lines.MaxRegion {
 		return
 	}
-	lines := mapBatchLines
+	batLines := mapBatchLines
 	if m.cfg.batchLines > 0 {
-		lines = m.cfg.batchLines
+		batLines = m.cfg.batchLines
 	}
 	// A small table needs no larger batch than it has lines.
 	var tableLines uint64
@@ -211,8 +211,8 @@ func (m *Map[K, V]) newBatcher(t *mapTable) {
 			tableLines += t.segs[i].n * uint64(m.r.lines)
 		}
 	}
-	lines = min(lines, max(64, 1<<bits.Len64(tableLines)))
-	bat, err := layout.NewBatcher(lo, hi-uintptr(lo), lines)
+	batLines = min(batLines, max(64, 1<<bits.Len64(tableLines)))
+	bat, err := lines.NewBatcher(lo, hi-uintptr(lo), batLines)
 	if err != nil {
 		return
 	}

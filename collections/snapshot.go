@@ -16,7 +16,6 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/snapfmt"
-	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
 )
 
@@ -41,7 +40,7 @@ type snapCodec[T any] struct {
 }
 
 func snapCodecFor[T any]() snapCodec[T] {
-	return snapCodec[T]{str: layout.IsString(reflect.TypeFor[T]()), size: unsafe.Sizeof(*new(T))}
+	return snapCodec[T]{str: isStringType(reflect.TypeFor[T]()), size: unsafe.Sizeof(*new(T))}
 }
 
 func (c snapCodec[T]) append(dst []byte, v *T) []byte {

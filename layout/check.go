@@ -78,11 +78,6 @@ func CheckType(t reflect.Type) error {
 // Check is CheckType for a type parameter.
 func Check[T any]() error { return CheckType(reflect.TypeFor[T]()) }
 
-// IsString reports whether t is a string type (string or a named type
-// whose underlying type is string): the one pointer-holding kind that
-// containers may accept, storing the bytes off the Go heap themselves.
-func IsString(t reflect.Type) bool { return t != nil && t.Kind() == reflect.String }
-
 // findPointer walks t depth first and returns the path and kind of the
 // first pointer-holding part.
 func findPointer(t reflect.Type, path string) (string, reflect.Kind, bool) {

@@ -109,12 +109,3 @@ func TestCheckTypeMessage(t *testing.T) {
 		t.Fatalf("CheckType(nil) = %v", err)
 	}
 }
-
-func TestIsString(t *testing.T) {
-	if !IsString(reflect.TypeFor[string]()) || !IsString(reflect.TypeFor[MyString]()) {
-		t.Fatal("string types not recognised")
-	}
-	if IsString(reflect.TypeFor[[]byte]()) || IsString(nil) {
-		t.Fatal("non-string recognised as string")
-	}
-}

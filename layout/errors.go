@@ -9,10 +9,4 @@ var (
 	// channels, funcs, strings), which the garbage collector cannot see
 	// once the value lives in device memory.
 	ErrPointerType = errors.New("type holds pointers")
-
-	// ErrRange: an access reaches outside the batcher's region.
-	ErrRange = errors.New("access outside the region")
-
-	// ErrAlign: a region does not start on a 64-byte line.
-	ErrAlign = errors.New("region not 64-byte aligned")
 )

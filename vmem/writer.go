@@ -4,6 +4,7 @@ import (
 	"errors"
 	"unsafe"
 
+	"github.com/govram/govram/internal/lines"
 	"github.com/govram/govram/layout"
 )
 
@@ -13,13 +14,13 @@ import (
 const DefaultWriterLines = 1 << 16
 
 // SliceWriter batches Sets: stores to mapped VRAM are appended to a log in
-// host memory (layout.StoreLog). A full batch is handed to other
+// host memory (lines.StoreLog). A full batch is handed to other
 // goroutines while Sets go on (the log's memory doubles): ordered by
 // address (whole-line records by 4 MiB window) and written by several
 // goroutines, each a range of addresses, a whole-line record with one
 // non-temporal store (ordered stores cost several times less than the
 // same stores scattered over 1 GiB: docs/layout.md). Records
-// over a line go through a layout.Batcher. Until Flush, a pending store may or
+// over a line go through a lines.Batcher. Until Flush, a pending store may or
 // may not be visible to readers (on the host backend it is written at
 // once); after Flush it is. Do not change the same elements by other means
 // while they are pending, and Flush before growing the Slice (Append, Grow,
@@ -28,12 +29,12 @@ const DefaultWriterLines = 1 << 16
 type SliceWriter[T any] struct {
 	s     *Slice[T]
 	lines int
-	logs  []*layout.StoreLog[T] // per segment, made on first use (records of a line or less)
-	bat   []*layout.Batcher     // per segment, for records over a line
+	logs  []*lines.StoreLog[T] // per segment, made on first use (records of a line or less)
+	bat   []*lines.Batcher     // per segment, for records over a line
 	err   error
 
 	// The log of the segment last stored to, for Set's fast path.
-	cur    *layout.StoreLog[T]
+	cur    *lines.StoreLog[T]
 	curSeg int
 }
 
@@ -87,7 +88,7 @@ func (w *SliceWriter[T]) set(seg int, sg *segment, j int, v T) {
 		b = nil
 	}
 	if b == nil {
-		nb, err := layout.NewBatcher(sg.base, uintptr(sg.blk.Size()), w.lines)
+		nb, err := lines.NewBatcher(sg.base, uintptr(sg.blk.Size()), w.lines)
 		if err != nil {
 			if w.err == nil {
 				w.err = err
@@ -96,7 +97,7 @@ func (w *SliceWriter[T]) set(seg int, sg *segment, j int, v T) {
 		}
 		w.bat[seg], b = nb, nb
 	}
-	if err := layout.PutValue(b, s.off(j), v); err != nil && w.err == nil {
+	if err := lines.PutValue(b, s.off(j), v); err != nil && w.err == nil {
 		w.err = err
 	}
 }
@@ -116,7 +117,7 @@ func (w *SliceWriter[T]) logSet(seg int, sg *segment, off uintptr, v T) {
 		l = nil
 	}
 	if l == nil {
-		nl, err := layout.NewStoreLog[T](sg.base, uintptr(sg.blk.Size()), w.lines)
+		nl, err := lines.NewStoreLog[T](sg.base, uintptr(sg.blk.Size()), w.lines)
 		if err != nil {
 			if w.err == nil {
 				w.err = err
@@ -136,7 +137,7 @@ func (w *SliceWriter[T]) logSet(seg int, sg *segment, off uintptr, v T) {
 
 // stale drops a batcher whose segment moved (the Slice grew) and reports
 // the stores it still held.
-func (w *SliceWriter[T]) stale(b *layout.Batcher) {
+func (w *SliceWriter[T]) stale(b *lines.Batcher) {
 	if b.Pending() > 0 && w.err == nil {
 		w.err = errWriterStale
 	}

@@ -1,4 +1,4 @@
-package layout
+package lines
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"unsafe"
+
+	"github.com/govram/govram/layout"
 )
 
 func storeLogCase[T any](t *testing.T, region, maxEntries, ops int, seed uint64) {
@@ -20,7 +22,7 @@ func storeLogCase[T any](t *testing.T, region, maxEntries, ops int, seed uint64)
 	}
 	var zero T
 	size := int(unsafe.Sizeof(zero))
-	r := RecordFor(unsafe.Sizeof(zero), unsafe.Alignof(zero))
+	r := layout.RecordFor(unsafe.Sizeof(zero), unsafe.Alignof(zero))
 	slots := region / LineSize * r.PerLine
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for i := 0; i < ops; i++ {

@@ -1,4 +1,4 @@
-package layout
+package lines
 
 import (
 	"errors"
@@ -144,3 +144,5 @@ func (nl NodeLayout) Field(name string) (Placement, bool) {
 	}
 	return Placement{}, false
 }
+
+func roundUp(x, a uintptr) uintptr { return (x + a - 1) &^ (a - 1) }

@@ -1,4 +1,4 @@
-package layout
+package lines
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ import (
 // sorted cost 5-11 ns (docs/physics.md), and a 64-byte record that fills its
 // line goes out as one non-temporal store.
 //
-// Records must not straddle lines (use Record's layout). Stores to the
+// Records must not straddle lines (use layout.Record). Stores to the
 // same record land in Put order. A StoreLog never reads the region, so
 // pending stores are invisible to readers until Flush. Not safe for
 // concurrent use.

@@ -1,4 +1,4 @@
-package layout
+package lines
 
 import (
 	"encoding/binary"
