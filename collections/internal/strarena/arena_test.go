@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -194,7 +195,7 @@ func TestArenaOOM(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := a.Stats()
-		d.InjectFaults(vmem.Faults{FailAlloc: 1})
+		kdev(d).InjectFaults(kern.Faults{FailAlloc: 1})
 		if _, err := a.PutString(strings.Repeat("y", 300)); !errors.Is(err, vmem.ErrOutOfMemory) {
 			t.Fatalf("Put under an allocation fault: %v", err)
 		}

@@ -1,0 +1,9 @@
+package strarena
+
+import (
+	"github.com/govram/govram/internal/kern"
+	"github.com/govram/govram/vmem"
+)
+
+// kdev returns d's plumbing (internal/kern), for fault injection.
+func kdev(d *vmem.Device) kern.Device[vmem.Block] { return kern.Of[vmem.Block](d) }
