@@ -101,7 +101,9 @@ var ErrUnsorted = errors.New("collections: keys not strictly ascending")
 //
 // Concurrency: any number of goroutines may read at once; a method that
 // changes the tree must not overlap with any other call. An iteration
-// callback must not change the tree.
+// callback must not change the tree: a write in the body of a scan (All,
+// Range, Ascend, ...) panics at the scan's next step (the write itself
+// is kept). The zero value is not usable: make a tree with NewBTree.
 //
 // Concurrency, as in the table of docs/guide.md:
 //   - at the same time: Get, Has, GetBatch, Min, Max, Len, All, Keys, Values, Backward, Range, Ascend, AscendRange, AscendGreaterOrEqual, AscendLessThan, AscendRuns, AscendRangeRuns, Descend, DescendRange, DescendGreaterThan, DescendLessOrEqual, Stats, Err, Save
@@ -140,6 +142,9 @@ type BTree[K, V any] struct {
 
 	img    [3][]uint64 // writer scratch: leaf images (only when not in place)
 	closed bool
+	// writes counts the calls of writing methods, so that a scan can tell
+	// that the tree changed under it (a write in the loop body).
+	writes uint64
 	mem    *btHeld
 	unreg  func() // removes the tree from the device's AtClose list
 
@@ -323,6 +328,9 @@ func (h *btHeld) alloc(t vmem.Tier, size uint64) (vmem.Block, error) {
 }
 
 func (t *BTree[K, V]) usedAfterClose() {
+	if t.dev == nil {
+		zeroUse("BTree")
+	}
 	panic("collections: BTree used after Close")
 }
 
@@ -459,7 +467,7 @@ func (t *BTree[K, V]) clear() {
 // Close frees the tree's memory. It is idempotent; the tree is invalid
 // afterwards.
 func (t *BTree[K, V]) Close() error {
-	if t.closed {
+	if t.closed || t.dev == nil {
 		return nil
 	}
 	if t.unreg != nil {

@@ -58,7 +58,7 @@ func (t *BTree[K, V]) Has(key K) bool {
 // readable is the entry check of reads without an error result: a closed
 // tree, then a lost device, panics.
 func (t *BTree[K, V]) readable(op string) {
-	if t.closed {
+	if t.closed || t.dev == nil {
 		t.usedAfterClose()
 	}
 	t.readCheck(op)

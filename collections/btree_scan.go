@@ -298,14 +298,15 @@ type btWalk[K, V any] struct {
 	limit, per int
 	q          [btScanDepth + 1]btPending
 	qh, qn     int
-	last       bool // no window after those queued
-	head       bool // q[qh] was handed out by window
+	last       bool   // no window after those queued
+	head       bool   // q[qh] was handed out by window
+	writes     uint64 // t.writes at start
 }
 
 // start positions the walk at the first leaf; false if no entry can be in
 // range.
 func (w *btWalk[K, V]) start(t *BTree[K, V], op string, desc bool, lo, hi *K) bool {
-	if t.closed {
+	if t.closed || t.dev == nil {
 		t.usedAfterClose()
 	}
 	if op != "" {
@@ -316,7 +317,7 @@ func (w *btWalk[K, V]) start(t *BTree[K, V], op string, desc bool, lo, hi *K) bo
 	if x.height == 0 || (lo != nil && hi != nil && !t.less(*lo, *hi)) {
 		return false
 	}
-	w.t, w.op, w.desc = t, op, desc
+	w.t, w.op, w.desc, w.writes = t, op, desc, t.writes
 	w.near, w.far = lo, hi
 	switch {
 	case desc && hi != nil:
@@ -364,6 +365,11 @@ func (w *btWalk[K, V]) push() {
 // before.
 func (w *btWalk[K, V]) window() *btScan {
 	t := w.t
+	if t.writes != w.writes {
+		// The windows queued hold leaves as they were; a write may have
+		// split, merged or freed them.
+		panic("collections: BTree changed during an iteration of it (a write in the body of an All, Range, Ascend or Descend loop)")
+	}
 	if w.head {
 		w.head = false
 		t.putScan(w.q[w.qh].s)

@@ -12,7 +12,7 @@ import (
 //     after Close, ErrDeviceLost once the device was lost, so that loss is
 //     sticky for the container too, even for calls that would only touch
 //     memory the CPU maps (two plain loads, no locked instruction).
-//   - Every container registers its Close with the device (vmem.AtClose):
+//   - Every container registers its Close with the device (kern.Device.AtClose):
 //     closing the device closes the container first, so later calls see a
 //     closed container instead of freed memory.
 
@@ -33,14 +33,22 @@ func (m *Map[K, V]) mapUsable() error {
 	if m.closed {
 		return ErrClosed
 	}
+	if m.dev == nil {
+		zeroUse("Map")
+	}
 	return m.dev.Err()
 }
 
-// btUsable is the entry check of the BTree's methods with an error result.
+// btUsable is the entry check of the BTree's writing methods (all have an
+// error result). It counts the write for the scans in progress.
 func (t *BTree[K, V]) btUsable() error {
 	if t.closed {
 		return ErrClosed
 	}
+	if t.dev == nil {
+		zeroUse("BTree")
+	}
+	t.writes++
 	return t.dev.Err()
 }
 
@@ -49,5 +57,14 @@ func (r *Ring[T]) ringUsable() error {
 	if r.closed {
 		return ErrClosed
 	}
+	if r.dev == nil {
+		zeroUse("Ring")
+	}
 	return r.dev.Err()
+}
+
+// zeroUse panics for a container used as its zero value (a var of the
+// type, or new): like a nil Go map, it has no memory to work on.
+func zeroUse(kind string) {
+	panic("collections: " + kind + " used without New" + kind + " (its zero value is not usable)")
 }

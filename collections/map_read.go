@@ -197,6 +197,9 @@ func (m *Map[K, V]) readBucketW(t *mapTable, sg *mapSeg, j uint64) (unsafe.Point
 
 //go:noinline
 func (m *Map[K, V]) badRead() {
+	if m.dev == nil {
+		zeroUse("Map")
+	}
 	if m.t == nil {
 		panic("collections: Map used after Close")
 	}

@@ -465,7 +465,7 @@ func (r *Ring[T]) Clear() {
 // other call. The ring is invalid afterwards: Push, PushBatch and PopBatch
 // return ErrClosed, Pop, Peek and Clear panic, Len returns 0.
 func (r *Ring[T]) Close() error {
-	if r.closed {
+	if r.closed || r.dev == nil {
 		return nil
 	}
 	r.closed = true
@@ -486,6 +486,9 @@ func (r *Ring[T]) Close() error {
 }
 
 func (r *Ring[T]) mustOpen() {
+	if r.dev == nil {
+		zeroUse("Ring")
+	}
 	if r.closed {
 		panic("collections: Ring used after Close")
 	}

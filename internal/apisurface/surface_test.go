@@ -19,7 +19,7 @@ import (
 // to internal/shaders).
 var exportBudget = map[string]int{
 	"collections": 171, // +1: BatchStats (which path batch lookups took, issue 25)
-	"layout":      26, // -36: batcher, store log, node layout moved to internal/lines
+	"layout":      26,  // -36: batcher, store log, node layout moved to internal/lines
 	"vmem":        141, // -29: kernel batches, faults, close hooks moved to internal/kern
 }
 
