@@ -78,13 +78,13 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/govram/govram/collections/internal/strarena"
 	"github.com/govram/govram/internal/buildconst"
+	"github.com/govram/govram/internal/held"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
@@ -145,7 +145,7 @@ type BTree[K, V any] struct {
 	// writes counts the calls of writing methods, so that a scan can tell
 	// that the tree changed under it (a write in the loop body).
 	writes uint64
-	mem    *btHeld
+	mem    *owner // the tree's memory, freed by Close or the backstop
 	unreg  func() // removes the tree from the device's AtClose list
 
 	// strV: V is a string type; leaves hold the strings' handles in arena.
@@ -256,8 +256,8 @@ func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opt
 			return nil, fmt.Errorf("collections: NewBTree: %w", err)
 		}
 	}
-	t.mem = &btHeld{dev: dev, blks: map[vmem.Block]struct{}{}}
-	runtime.AddCleanup(t, func(h *btHeld) { h.freeAll() }, t.mem)
+	t.mem = newOwner(dev)
+	held.Attach(t, t.mem)
 	t.idx.init(dev, t.mem, less, kk, cfg.fan)
 	t.lv.init(dev, t.mem, &t.g, cfg.tier, cfg.naive)
 	t.tierInit()
@@ -280,51 +280,6 @@ func btCheckTypes[K, V any]() error {
 		}
 	}
 	return nil
-}
-
-// btHeld is what the leak backstop frees if a tree is collected without
-// Close. It is shared with the cleanup, which must not reach the tree.
-type btHeld struct {
-	mu   sync.Mutex
-	dev  *vmem.Device
-	blks map[vmem.Block]struct{}
-	tier *tierCore // the hot tiers' host memory: leaves
-	et   *tierCore // and entries
-}
-
-func (h *btHeld) add(b vmem.Block) {
-	h.mu.Lock()
-	h.blks[b] = struct{}{}
-	h.mu.Unlock()
-}
-
-func (h *btHeld) free(b vmem.Block) {
-	h.mu.Lock()
-	delete(h.blks, b)
-	h.mu.Unlock()
-	h.dev.Free(b)
-}
-
-func (h *btHeld) freeAll() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for b := range h.blks {
-		h.dev.Free(b)
-	}
-	clear(h.blks)
-	h.tier.free()
-	h.et.free()
-	h.tier, h.et = nil, nil
-}
-
-// alloc allocates a block and records it.
-func (h *btHeld) alloc(t vmem.Tier, size uint64) (vmem.Block, error) {
-	b, err := h.dev.Alloc(t, size, 64)
-	if err != nil {
-		return vmem.Block{}, err
-	}
-	h.add(b)
-	return b, nil
 }
 
 func (t *BTree[K, V]) usedAfterClose() {
@@ -475,7 +430,7 @@ func (t *BTree[K, V]) Close() error {
 	}
 	t.clear()
 	t.lv.hot, t.et = nil, nil
-	t.mem.freeAll()
+	t.mem.FreeAll()
 	t.closed = true
 	if t.arena != nil {
 		return t.arena.Close()

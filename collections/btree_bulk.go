@@ -310,7 +310,7 @@ func (w *btBulkWriter[K, V]) leaf(id uint32, keys []K, vals []V, hs []strarena.H
 		size := max(btBulkRun, g.leafSize)
 		if e.kind == btDMA {
 			size = max(4<<20, g.leafSize)
-			if b, err := t.mem.alloc(vmem.Host, uint64(size)); err == nil {
+			if b, err := t.mem.Alloc(vmem.Host, uint64(size)); err == nil {
 				w.pin = b
 				w.buf = b.Bytes()
 			}
@@ -362,7 +362,7 @@ func (w *btBulkWriter[K, V]) abort() {
 
 func (w *btBulkWriter[K, V]) close() {
 	if !w.pin.IsZero() {
-		w.t.mem.free(w.pin)
+		w.t.mem.Free(w.pin)
 	}
 }
 

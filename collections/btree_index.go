@@ -46,7 +46,7 @@ type btIndex[K any] struct {
 	kk     btKeyKind
 	fan    int
 	dev    *vmem.Device
-	mem    *btHeld
+	mem    *owner
 	nodes  []*btNode[K]
 	free   []uint32
 	blocks []vmem.Block
@@ -56,7 +56,7 @@ type btIndex[K any] struct {
 	last   uint32
 }
 
-func (x *btIndex[K]) init(dev *vmem.Device, mem *btHeld, less func(a, b K) bool, kk btKeyKind, fan int) {
+func (x *btIndex[K]) init(dev *vmem.Device, mem *owner, less func(a, b K) bool, kk btKeyKind, fan int) {
 	*x = btIndex[K]{less: less, kk: kk, fan: fan, dev: dev, mem: mem, root: btNil, first: btNil, last: btNil}
 }
 
@@ -73,7 +73,7 @@ func (x *btIndex[K]) hostBytes() uint64 {
 
 func (x *btIndex[K]) reset() {
 	for _, b := range x.blocks {
-		x.mem.free(b)
+		x.mem.Free(b)
 	}
 	fan := x.fan
 	x.init(x.dev, x.mem, x.less, x.kk, fan)
@@ -87,7 +87,7 @@ func (x *btIndex[K]) reserve(k int) error {
 		// that few reserved nodes sit unused.
 		n := max(k-len(x.free), min(max(len(x.nodes)/4, 4), 256))
 		sz := x.nodeSize()
-		b, err := x.mem.alloc(vmem.Host, uint64(n)*uint64(sz))
+		b, err := x.mem.Alloc(vmem.Host, uint64(n)*uint64(sz))
 		if err != nil {
 			return err
 		}

@@ -143,7 +143,7 @@ type btExtent struct {
 // btLeaves allocates leaves and moves their bytes.
 type btLeaves struct {
 	dev     *vmem.Device
-	mem     *btHeld
+	mem     *owner
 	g       *btGeom
 	tier    vmem.Tier
 	naive   bool
@@ -160,7 +160,7 @@ type btLeaves struct {
 	epoch uint64
 }
 
-func (lv *btLeaves) init(dev *vmem.Device, mem *btHeld, g *btGeom, tier vmem.Tier, naive bool) {
+func (lv *btLeaves) init(dev *vmem.Device, mem *owner, g *btGeom, tier vmem.Tier, naive bool) {
 	*lv = btLeaves{dev: dev, mem: mem, g: g, tier: tier, naive: naive, host: dev.Backend() == vmem.BackendHost}
 }
 
@@ -176,9 +176,9 @@ func (lv *btLeaves) ptr(id uint32) unsafe.Pointer {
 // mapped to private VRAM when mapped memory runs out.
 func (lv *btLeaves) allocBlock(n int) (vmem.Block, error) {
 	size := uint64(n) * uint64(lv.g.leafSize)
-	b, err := lv.mem.alloc(lv.tier, size)
+	b, err := lv.mem.Alloc(lv.tier, size)
 	if err != nil && lv.tier == vmem.Mapped && errors.Is(err, vmem.ErrOutOfMemory) {
-		if b2, err2 := lv.mem.alloc(vmem.Private, size); err2 == nil {
+		if b2, err2 := lv.mem.Alloc(vmem.Private, size); err2 == nil {
 			return b2, nil
 		}
 	}
@@ -334,7 +334,7 @@ func (lv *btLeaves) reset() {
 	lv.bats = nil
 	for i := range lv.ext {
 		if e := &lv.ext[i]; !e.blk.IsZero() {
-			lv.mem.free(e.blk)
+			lv.mem.Free(e.blk)
 		}
 	}
 	lv.ext, lv.freeExt, lv.live = nil, nil, 0
@@ -348,7 +348,7 @@ func (lv *btLeaves) freeExtent(i int) {
 	if e.kind == btWC {
 		lv.flush()
 	}
-	lv.mem.free(e.blk)
+	lv.mem.Free(e.blk)
 	bm := e.bits
 	*e = btExtent{bits: bm}
 	lv.freeExt = append(lv.freeExt, int32(i))
@@ -419,12 +419,12 @@ func (lv *btLeaves) grow(i int) error {
 		lv.flush()
 	}
 	if err := lv.dev.Copy(b, 0, e.blk, 0, uint64(e.cap)*uint64(lv.g.leafSize)); err != nil {
-		lv.mem.free(b)
+		lv.mem.Free(b)
 		return err
 	}
 	old := e.blk
 	lv.setBlock(i, b, n)
-	lv.mem.free(old)
+	lv.mem.Free(old)
 	return nil
 }
 

@@ -38,9 +38,9 @@ type btWin struct {
 	full bool // every key of the leaf lies inside the scan's far bound
 }
 
-func (s *btScan) release(h *btHeld) {
+func (s *btScan) release(h *owner) {
 	if !s.blk.IsZero() {
-		h.free(s.blk)
+		h.Free(s.blk)
 	}
 	s.blk, s.buf = vmem.Block{}, nil
 }
@@ -84,7 +84,7 @@ func (t *BTree[K, V]) buffer(s *btScan, need uintptr) []byte {
 	size := max(uintptr(1)<<bits.Len64(uint64(need-1)), 64<<10)
 	size = max(min(size, uintptr(t.g.extentLeaves())*t.g.leafSize), need)
 	s.release(t.mem)
-	if b, err := t.mem.alloc(vmem.Host, uint64(size)); err == nil {
+	if b, err := t.mem.Alloc(vmem.Host, uint64(size)); err == nil {
 		s.blk, s.buf = b, b.Bytes()
 	} else {
 		s.buf = make([]byte, size)

@@ -163,10 +163,10 @@ func (t *BTree[K, V]) tierInit() {
 	}
 	lb, eb := t.tierSplit(budget)
 	if slot := t.tierSlot(); slot != 0 {
-		t.tierSet(newTierCore(lb, slot))
+		t.tierSet(newTierCore(t.mem, lb, slot))
 	}
 	if slot := t.etSlot(); slot != 0 {
-		t.etSet(newTierCore(eb, slot))
+		t.etSet(newTierCore(t.mem, eb, slot))
 		t.etSeed = rand.Uint64()
 	}
 }
@@ -181,7 +181,7 @@ func (t *BTree[K, V]) tierSet(c *tierCore) {
 		}
 		old.free()
 	}
-	t.lv.hot, t.mem.tier = c, c
+	t.lv.hot = c
 }
 
 // etSet installs c (nil: none) as the entry tier, freeing the one before.
@@ -193,7 +193,7 @@ func (t *BTree[K, V]) etSet(c *tierCore) {
 		}
 		old.free()
 	}
-	t.et, t.mem.et = c, c
+	t.et = c
 }
 
 // tierGrow follows the tree's growth with a tier twice as large or more
@@ -209,12 +209,12 @@ func (t *BTree[K, V]) tierGrow() {
 	}
 	lb, eb := t.tierSplit(t.tierBudget())
 	if c != nil && lb >= 2*c.size {
-		if nc := newTierCore(lb, c.slot); nc != nil {
+		if nc := newTierCore(t.mem, lb, c.slot); nc != nil {
 			t.tierSet(nc)
 		}
 	}
 	if e != nil && eb >= 2*e.size {
-		if nc := newTierCore(eb, e.slot); nc != nil {
+		if nc := newTierCore(t.mem, eb, e.slot); nc != nil {
 			t.etSet(nc)
 		}
 	}

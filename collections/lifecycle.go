@@ -3,6 +3,7 @@ package collections
 import (
 	"weak"
 
+	"github.com/govram/govram/internal/held"
 	"github.com/govram/govram/vmem"
 )
 
@@ -15,6 +16,12 @@ import (
 //   - Every container registers its Close with the device (kern.Device.AtClose):
 //     closing the device closes the container first, so later calls see a
 //     closed container instead of freed memory.
+
+// owner is a container's memory: its device blocks and host mappings,
+// freed at Close or by the garbage-collection backstop (internal/held).
+type owner = held.Set[vmem.Block, vmem.Tier]
+
+func newOwner(dev *vmem.Device) *owner { return held.New[vmem.Block, vmem.Tier](dev) }
 
 // lcAtClose registers c's Close with dev. The registration holds c weakly,
 // so that it does not keep a forgotten container from its garbage-collection

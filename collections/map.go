@@ -56,13 +56,13 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"reflect"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/govram/govram/collections/internal/strarena"
 	"github.com/govram/govram/internal/buildconst"
+	"github.com/govram/govram/internal/held"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
 )
@@ -117,8 +117,9 @@ type Map[K comparable, V any] struct {
 	version uint64 // writes so far: iterators notice writes in their loop body
 	closed  bool
 	err     atomic.Pointer[error]
-	held    *mapHeld
-	unreg   func() // removes the map from the device's AtClose list
+	held    *owner         // the map's memory, freed by Close or the backstop
+	gauge   unsafe.Pointer // the Get combining gauge (map_getcomb.go), in held
+	unreg   func()         // removes the map from the device's AtClose list
 
 	gpu mapGPU // the device copy of the control bytes for batch kernels (map_gpu.go)
 
@@ -228,11 +229,11 @@ func NewMap[K comparable, V any](dev *vmem.Device, opts ...MapOption) (*Map[K, V
 		mseed: maphash.MakeSeed(),
 		user:  user,
 		cfg:   cfg,
-		held:  &mapHeld{dev: dev, blks: map[vmem.Block]struct{}{}},
+		held:  newOwner(dev),
 	}
 	m.scratch = mapAligned(m.r.bucket)
 	m.enc = mapAligned(m.r.size)
-	runtime.AddCleanup(m, func(h *mapHeld) { h.free() }, m.held)
+	held.Attach(m, m.held)
 	if strK || strV {
 		if m.arena, err = strarena.New(dev, strarena.Options{}); err != nil {
 			return nil, err
@@ -342,6 +343,9 @@ func (m *Map[K, V]) Close() error {
 		m.t = nil
 	}
 	m.tierFree()
+	if m.held != nil {
+		m.held.FreeAll() // what is left: the combining gauge
+	}
 	m.n = 0
 	if m.arena != nil {
 		return m.arena.Close()

@@ -40,7 +40,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/vmem"
 )
 
@@ -112,15 +111,15 @@ func (m *Map[K, V]) getCombInit() {
 
 // getCombStart makes the combining state (benchmarks call it to compare).
 func (m *Map[K, V]) getCombStart() {
-	if m.held.gauge == nil {
-		mem, err := hostmem.Map(getGaugeBytes)
+	if m.gauge == nil {
+		mem, err := m.held.MapHost(getGaugeBytes)
 		if err != nil {
 			return
 		}
-		m.held.gauge = mem
+		m.gauge = mem
 	}
 	p := runtime.GOMAXPROCS(0)
-	c := &getComb[K, V]{gauge: (*int64)(m.held.gauge), min: 1, lanes: make([]getLane[K, V], max(p/2, 1))}
+	c := &getComb[K, V]{gauge: (*int64)(m.gauge), min: 1, lanes: make([]getLane[K, V], max(p/2, 1))}
 	*c.gauge, *c.singles() = 0, 0
 	if getCombMin != 0 {
 		c.min = int64(getCombMin)

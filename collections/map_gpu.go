@@ -119,7 +119,7 @@ func (m *Map[K, V]) gpuFreeMirror() {
 	g := &m.gpu
 	for _, b := range g.mirror {
 		m.dev.Free(b)
-		m.held.remove(b)
+		m.held.Forget(b)
 	}
 	g.mirror, g.t, g.inStep = nil, nil, false
 }
@@ -148,7 +148,7 @@ func (m *Map[K, V]) gpuMirror(kb kern.Batch[vmem.Block], t *mapTable) (bool, err
 			}
 			mir = append(mir, b)
 		}
-		m.held.add(mir...)
+		m.held.Add(mir...)
 		g.mirror, g.t = mir, t
 	}
 	if g.inStep && g.ver == m.version {

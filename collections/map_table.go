@@ -3,10 +3,8 @@ package collections
 import (
 	"errors"
 	"math/bits"
-	"sync"
 	"unsafe"
 
-	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/lines"
 
 	"github.com/govram/govram/vmem"
@@ -166,7 +164,7 @@ func (m *Map[K, V]) newSeg(n uint64) (mapSeg, error) {
 		sg.kind = mapDirect
 	}
 	mapFill(fpBlk.Bytes(), mapEmpty)
-	m.held.add(slots, fpBlk)
+	m.held.Add(slots, fpBlk)
 	return sg, nil
 }
 
@@ -225,7 +223,7 @@ func (m *Map[K, V]) freeTable(t *mapTable) {
 	for _, sg := range t.segs {
 		m.dev.Free(sg.slots)
 		m.dev.Free(sg.fpBlk)
-		m.held.remove(sg.slots, sg.fpBlk)
+		m.held.Forget(sg.slots, sg.fpBlk)
 	}
 	t.segs = nil
 	t.bat = nil
@@ -249,45 +247,4 @@ func (t *mapTable) setFP(b uint64, i int, v byte, p int) {
 func (m *Map[K, V]) group(t *mapTable, b uint64) uint64 {
 	sg, j := t.seg(b)
 	return mapGroup(sg.fp, j, m.r.p)
-}
-
-// mapHeld is what the leak backstop frees if a Map is collected without
-// Close: the blocks of its table.
-type mapHeld struct {
-	mu    sync.Mutex
-	dev   *vmem.Device
-	blks  map[vmem.Block]struct{}
-	tier  *tierCore      // the hot tier's host memory
-	gauge unsafe.Pointer // the Get combining gauge's (map_getcomb.go)
-}
-
-func (h *mapHeld) add(bs ...vmem.Block) {
-	h.mu.Lock()
-	for _, b := range bs {
-		h.blks[b] = struct{}{}
-	}
-	h.mu.Unlock()
-}
-
-func (h *mapHeld) remove(bs ...vmem.Block) {
-	h.mu.Lock()
-	for _, b := range bs {
-		delete(h.blks, b)
-	}
-	h.mu.Unlock()
-}
-
-func (h *mapHeld) free() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for b := range h.blks {
-		h.dev.Free(b)
-	}
-	clear(h.blks)
-	h.tier.free()
-	h.tier = nil
-	if h.gauge != nil {
-		hostmem.Unmap(h.gauge, getGaugeBytes)
-		h.gauge = nil
-	}
 }

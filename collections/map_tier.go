@@ -122,11 +122,8 @@ func (m *Map[K, V]) tierInit() {
 		per := (tierHdr + tierWays*slot + 63) &^ 63
 		budget = min(budget, uint64(m.t.capacity/tierWays+2)*uint64(per+tierWays*tierSketchPer))
 	}
-	m.tier = newTierCore(budget, slot)
+	m.tier = newTierCore(m.held, budget, slot)
 	m.tvar = m.strK || m.strV
-	if m.tier != nil {
-		m.held.tier = m.tier
-	}
 }
 
 // tierGrow follows the table's growth with a larger tier (default budget
@@ -173,7 +170,6 @@ func (m *Map[K, V]) tierGrow() {
 func (m *Map[K, V]) tierFree() {
 	if m.tier != nil {
 		m.tier.free()
-		m.held.tier = nil
 		m.tier = nil
 	}
 }

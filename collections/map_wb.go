@@ -116,7 +116,7 @@ func (m *Map[K, V]) wbAlloc(n int) bool {
 		m.wb.off = true
 		return false
 	}
-	m.held.add(blk)
+	m.held.Add(blk)
 	m.wb.blk = blk
 	m.wb.keys = unsafe.Slice((*K)(blk.Ptr()), n)[:0]
 	m.wb.vals = unsafe.Slice((*V)(unsafe.Add(blk.Ptr(), kb)), n)[:0]
@@ -126,7 +126,7 @@ func (m *Map[K, V]) wbAlloc(n int) bool {
 // wbFree gives the buffer back (Close, or for a larger one).
 func (m *Map[K, V]) wbFree() {
 	if m.wb.keys != nil {
-		m.held.remove(m.wb.blk)
+		m.held.Forget(m.wb.blk)
 		m.dev.Free(m.wb.blk)
 		m.wb.keys, m.wb.vals, m.wb.blk = nil, nil, vmem.Block{}
 	}

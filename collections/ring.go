@@ -119,10 +119,10 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/held"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
 )
@@ -249,7 +249,7 @@ type Ring[T any] struct {
 	// stage is the staging ring: stageK lines, line L in slot L mod stageK.
 	// The producer writes it; the consumer reads lines not yet durable.
 	stage  []uint64
-	held   *ringHeld
+	held   *owner // what the leak backstop frees
 	closed bool
 	unreg  func() // removes the ring from the device's AtClose list
 
@@ -301,23 +301,6 @@ type ringConsumer struct {
 	win      [ringWinLines * ringLine / 8]uint64
 }
 
-// ringHeld is what the leak backstop frees if a Ring is garbage collected
-// without Close.
-type ringHeld struct {
-	mu   sync.Mutex
-	dev  *vmem.Device
-	blks []vmem.Block
-}
-
-func (h *ringHeld) free() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, b := range h.blks {
-		h.dev.Free(b)
-	}
-	h.blks = nil
-}
-
 // NewRing makes an empty ring that holds capacity elements of T, in the
 // device's mapped tier. It fails with ErrPointerType when T holds pointers,
 // with ErrOutOfMemory (nothing allocated) when the memory is not there, and
@@ -352,7 +335,7 @@ func NewRing[T any](dev *vmem.Device, capacity int, opts ...RingOption) (*Ring[T
 		parMin:    cfg.parallelMin,
 		stageK:    cfg.stageLines,
 		stageMask: cfg.stageLines*ringLine - 1,
-		held:      &ringHeld{dev: dev},
+		held:      newOwner(dev),
 	}
 	r.phys = r.capacity
 	if r.size > 0 {
@@ -372,7 +355,7 @@ func NewRing[T any](dev *vmem.Device, capacity int, opts ...RingOption) (*Ring[T
 		r.wc = dev.Backend() == vmem.BackendVulkan
 		r.stage = make([]uint64, cfg.stageLines*ringLine/8)
 	}
-	runtime.AddCleanup(r, func(h *ringHeld) { h.free() }, r.held)
+	held.Attach(r, r.held)
 	r.unreg = lcAtClose(dev, r, (*Ring[T]).Close)
 	return r, nil
 }
@@ -403,11 +386,9 @@ func (r *Ring[T]) allocSegments(segLines uint64) error {
 		segs = append(segs, ringSeg{blk: b, base: b.Ptr()})
 	}
 	r.segs = segs
-	r.held.mu.Lock()
 	for _, s := range segs {
-		r.held.blks = append(r.held.blks, s.blk)
+		r.held.Add(s.blk)
 	}
-	r.held.mu.Unlock()
 	return nil
 }
 
@@ -479,9 +460,7 @@ func (r *Ring[T]) Close() error {
 		}
 	}
 	r.segs = nil
-	r.held.mu.Lock()
-	r.held.blks = nil
-	r.held.mu.Unlock()
+	r.held.Exactly()
 	return first
 }
 

@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/govram/govram/internal/hostmem"
 )
 
 // The hot tier: copies of hot entries in host memory, in front of VRAM.
@@ -105,6 +103,7 @@ const tierSketchPer = 4
 // tierCore is the untyped part of a hot tier: memory, sets, sketch and
 // counters. The typed slot codecs live with their container (map_tier.go).
 type tierCore struct {
+	owner    *owner // of mem
 	mem      unsafe.Pointer
 	size     uint64 // bytes mapped
 	sets     uint64
@@ -211,7 +210,7 @@ func tierSpread(h uint64) uint64 {
 // newTierCore maps a tier of at most budget bytes with slots of slot bytes
 // (a multiple of 8). It returns nil when the budget holds no useful tier
 // or the memory cannot be mapped: the container then runs without one.
-func newTierCore(budget uint64, slot uintptr) *tierCore {
+func newTierCore(o *owner, budget uint64, slot uintptr) *tierCore {
 	setBytes := tierHdr + tierWays*slot
 	// The sketch takes tierSketchPer counter bytes per entry; the sets the rest.
 	per := uint64(setBytes) + tierWays*tierSketchPer
@@ -222,11 +221,12 @@ func newTierCore(budget uint64, slot uintptr) *tierCore {
 	skBytes := max(uint64(1)<<(bits.Len64(sets*tierWays*tierSketchPer)-1), 64) // within the budget
 	setsEnd := (sets*uint64(setBytes) + 63) &^ 63                              // the sketch's blocks on lines
 	size := setsEnd + skBytes + tierStripes*64
-	mem, err := hostmem.Map(size)
+	mem, err := o.MapHost(size)
 	if err != nil {
 		return nil
 	}
 	c := &tierCore{
+		owner:    o,
 		mem:      mem,
 		size:     size,
 		sets:     sets,
@@ -243,7 +243,7 @@ func newTierCore(budget uint64, slot uintptr) *tierCore {
 // free unmaps the tier's memory.
 func (c *tierCore) free() {
 	if c != nil && c.mem != nil {
-		hostmem.Unmap(c.mem, c.size)
+		c.owner.UnmapHost(c.mem)
 		c.mem = nil
 	}
 }

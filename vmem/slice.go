@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 	"weak"
 
+	"github.com/govram/govram/internal/held"
 	"github.com/govram/govram/layout"
 )
 
@@ -54,10 +54,10 @@ type Slice[T any] struct {
 	segs    []segment
 	n       int
 	closed  bool
-	err     stickyErr   // first DMA error of Get/Set on private segments
-	held    *heldBlocks // what the leak backstop frees
-	unreg   func()      // removes the Slice from the device's close list
-	tier    Tier        // tier new segments try first
+	err     stickyErr        // first DMA error of Get/Set on private segments
+	held    *held.Set[Block, Tier] // what the leak backstop frees
+	unreg   func()           // removes the Slice from the device's close list
+	tier    Tier             // tier new segments try first
 
 	// inflight counts SliceWriter batches being written in the background:
 	// waited for before a segment moves or is freed.
@@ -90,23 +90,6 @@ type segment struct {
 	base unsafe.Pointer // nil for segDMA
 	kind segKind
 	cap  int
-}
-
-// heldBlocks is shared with the cleanup that frees a Slice's memory if it
-// is garbage collected without Close.
-type heldBlocks struct {
-	mu   sync.Mutex
-	dev  *Device
-	blks []Block
-}
-
-func (h *heldBlocks) free() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, b := range h.blks {
-		h.dev.Free(b)
-	}
-	h.blks = nil
 }
 
 // SliceOption configures NewSlice.
@@ -193,8 +176,8 @@ func NewSlice[T any](dev *Device, n int, opts ...SliceOption) (*Slice[T], error)
 	if segBytes < uint64(s.group) {
 		s.shift = 0
 	}
-	s.held = &heldBlocks{dev: dev}
-	runtime.AddCleanup(s, func(h *heldBlocks) { h.free() }, s.held)
+	s.held = held.New[Block, Tier](dev)
+	held.Attach(s, s.held)
 	if err := s.reserve(cfg.capacity); err != nil {
 		s.Close() // reserve may have taken some segments before it failed
 		return nil, err
@@ -287,12 +270,11 @@ func (s *Slice[T]) setLen(n int) {
 }
 
 func (s *Slice[T]) syncHeld() {
-	s.held.mu.Lock()
-	s.held.blks = s.held.blks[:0]
-	for _, sg := range s.segs {
-		s.held.blks = append(s.held.blks, sg.blk)
+	bs := make([]Block, len(s.segs))
+	for i, sg := range s.segs {
+		bs[i] = sg.blk
 	}
-	s.held.mu.Unlock()
+	s.held.Exactly(bs...)
 }
 
 // usable is the check at the start of every method with an error result:
@@ -455,9 +437,7 @@ func (s *Slice[T]) Close() error {
 	}
 	s.segs = nil
 	s.setLen(0)
-	s.held.mu.Lock()
-	s.held.blks = nil
-	s.held.mu.Unlock()
+	s.held.Exactly()
 	return first
 }
 
