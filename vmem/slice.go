@@ -54,10 +54,10 @@ type Slice[T any] struct {
 	segs    []segment
 	n       int
 	closed  bool
-	err     stickyErr        // first DMA error of Get/Set on private segments
+	err     stickyErr              // first DMA error of Get/Set on private segments
 	held    *held.Set[Block, Tier] // what the leak backstop frees
-	unreg   func()           // removes the Slice from the device's close list
-	tier    Tier             // tier new segments try first
+	unreg   func()                 // removes the Slice from the device's close list
+	tier    Tier                   // tier new segments try first
 
 	// inflight counts SliceWriter batches being written in the background:
 	// waited for before a segment moves or is freed.
