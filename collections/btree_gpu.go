@@ -33,7 +33,7 @@ type btGetPush struct {
 	n, ks, vs, keyOff, valOff, perLine, group, stride, sgn uint32
 }
 
-var btGetKernel = kern.NewKernel("bt_get", btGetPush{})
+var btGetKernel = newKernel("bt_get", btGetPush{})
 
 // btGPUChunk bounds the keys of one kernel round (tests shrink it).
 var btGPUChunk = 1 << 21

@@ -67,8 +67,8 @@ type (
 )
 
 var (
-	mapGetKernel = kern.NewKernel("map_get", mapGetPush{})
-	mapPutKernel = kern.NewKernel("map_put", mapPutPush{})
+	mapGetKernel = newKernel("map_get", mapGetPush{})
+	mapPutKernel = newKernel("map_put", mapPutPush{})
 )
 
 // mapGPUChunk bounds the keys of one kernel round (a variable so that

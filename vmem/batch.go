@@ -16,11 +16,13 @@ import (
 )
 
 func init() {
-	kern.Register(func(name string, push any) any {
+	kern.Register(func(name string, spirv []byte, push any) any {
 		if reflect.TypeOf(push).Kind() != reflect.Struct {
 			panic("vmem: NewKernel: push must be a struct value")
 		}
-		return newKernel(name, push, false)
+		k := newKernel(name, push, false)
+		k.code = spirv
+		return k
 	}, func(dev any) any { return &dev.(*Device).plumb })
 }
 

@@ -117,7 +117,7 @@ type batchFillPush struct {
 	n, period uint32
 }
 
-var batchFill = kern.NewKernel("fill", batchFillPush{})
+var batchFill = kern.NewKernel("fill", nil, batchFillPush{}) // internal/shaders' fill
 
 // TestKernelBatchCopyQueues: with UseCopyQueues, rounds of upload, kernel
 // and download started back to back (on a GPU with copy engines: three

@@ -23,7 +23,9 @@ package vmem
 // on a compute stream and waited for by polling, like DMA on the transfer
 // queue. Pipelines are made on first use and kept until Close.
 //
-// Adding a kernel:
+// Adding a kernel (a container's kernel lives beside its container
+// instead, e.g. collections/internal/shaders, and is declared with kern.NewKernel
+// and its SPIR-V):
 //
 //  1. Write internal/shaders/<name>.comp (#include "common.glsl" for the
 //     address helpers and the workgroup size); declare its push constants
@@ -63,9 +65,11 @@ import (
 // kernWG is every kernel's workgroup size (WG in common.glsl).
 const kernWG = 256
 
-// kernel is one compute kernel of package shaders.
+// kernel is one compute kernel: of internal/shaders, or of another
+// package that gives its SPIR-V (kern.NewKernel).
 type kernel struct {
-	name     string       // shaders/<name>.spv
+	name     string       // internal/shaders/<name>.spv unless code is set
+	code     []byte       // the SPIR-V of a kernel declared by another package
 	push     uint32       // bytes of push constants
 	pushType reflect.Type // the Go struct that mirrors them
 	f64      bool         // needs shaderFloat64
@@ -73,6 +77,14 @@ type kernel struct {
 }
 
 var kernList []*kernel
+
+// spirv returns the kernel's SPIR-V.
+func (kn *kernel) spirv() ([]byte, error) {
+	if kn.code != nil {
+		return kn.code, nil
+	}
+	return shaders.FS.ReadFile(kn.name + ".spv")
+}
 
 // newKernel declares a kernel; push is a zero value of its push-constant
 // struct (a test checks it against the SPIR-V's block, member by member).
@@ -290,7 +302,7 @@ func (d *Device) kernPipeline(kn *kernel) (*vk.Pipeline, error) {
 	if kn.f64 && !k.f64 {
 		return nil, fmt.Errorf("%w: kernel %s needs shaderFloat64", errKernUnavailable, kn.name)
 	}
-	code, err := shaders.FS.ReadFile(kn.name + ".spv")
+	code, err := kn.spirv()
 	if err != nil {
 		return nil, fmt.Errorf("%w: kernel %s: %v", errKernUnavailable, kn.name, err)
 	}

@@ -2,8 +2,6 @@ package vmem
 
 import (
 	"testing"
-
-	"github.com/govram/govram/internal/shaders"
 )
 
 // TestKernelPushLayouts checks every kernel's Go push struct against the
@@ -13,7 +11,7 @@ import (
 // pipeline is first built.)
 func TestKernelPushLayouts(t *testing.T) {
 	for _, k := range kernList {
-		code, err := shaders.FS.ReadFile(k.name + ".spv")
+		code, err := k.spirv()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,7 @@
 // vmem implements it (vmem/kern.go) and registers itself when it is
 // initialised; package collections reaches a device's plumbing with Of:
 //
-//	var myKernel = kern.NewKernel("my_kernel", myPush{}) // package level
+//	var myKernel = kern.NewKernel("my_kernel", mySPIRV, myPush{}) // package level
 //
 //	kb, err := kern.Of[vmem.Block](dev).NewBatch() // ErrNoKernels: take the CPU path
 //	defer kb.Close()
@@ -38,25 +38,26 @@ import (
 // without buffer device addresses. The caller then takes its CPU path.
 var ErrNoKernels = errors.New("vmem: compute kernels are not available on this device")
 
-// Kernel is a compute kernel of internal/shaders declared by a govram
-// package. Create it with NewKernel in a package-level variable.
+// Kernel is a compute kernel declared by a govram package with its SPIR-V.
+// Create it with NewKernel in a package-level variable.
 type Kernel struct {
 	// Impl is the implementation's state for the kernel (vmem's).
 	Impl any
 }
 
-// NewKernel declares the kernel shaders/<name>.spv whose push constants
-// are the fields of the struct push (a zero value), laid out as the
+// NewKernel declares the kernel name, of SPIR-V module spirv (nil: the
+// kernel internal/shaders/<name>.spv), whose push
+// constants are the fields of the struct push (a zero value), laid out as the
 // shader's push-constant block (std430, 64-bit fields first). The first
 // use of the kernel on a device checks the struct against the SPIR-V's
 // block, member by member, and panics on a difference (a broken build,
 // not a runtime condition). Call it only during package initialisation:
 // the implementation registers itself before its importers initialise.
-func NewKernel(name string, push any) *Kernel {
+func NewKernel(name string, spirv []byte, push any) *Kernel {
 	if impl.newKernel == nil {
 		panic("kern: NewKernel before vmem registered")
 	}
-	return &Kernel{Impl: impl.newKernel(name, push)}
+	return &Kernel{Impl: impl.newKernel(name, spirv, push)}
 }
 
 // Staging is pinned host memory of a Batch: the CPU reads and writes it
@@ -181,14 +182,14 @@ type Device[B any] interface {
 
 // impl is what the implementation registered.
 var impl struct {
-	newKernel func(name string, push any) any
+	newKernel func(name string, spirv []byte, push any) any
 	device    func(dev any) any
 }
 
 // Register installs the implementation: newKernel makes a kernel's state,
 // device returns a device's plumbing (a Device[B] for the implementation's
 // block type). vmem calls it from its init function.
-func Register(newKernel func(name string, push any) any, device func(dev any) any) {
+func Register(newKernel func(name string, spirv []byte, push any) any, device func(dev any) any) {
 	impl.newKernel, impl.device = newKernel, device
 }
 
