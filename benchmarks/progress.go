@@ -66,14 +66,6 @@ func (p *progress) end(c *CaseResult) {
 		c.Name(), c.Impl, resultText(c), fmtETA(p.eta()))
 }
 
-// note prints a line that is not a case (a skipped size, a device).
-func (p *progress) note(format string, args ...any) {
-	if p.tty {
-		fmt.Fprint(p.w, "\r\x1b[K")
-	}
-	fmt.Fprintf(p.w, format+"\n", args...)
-}
-
 // resultText is a case's result in a few words.
 func resultText(c *CaseResult) string {
 	switch c.Status {

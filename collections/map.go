@@ -53,7 +53,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"iter"
-	"math/bits"
 	"math/rand/v2"
 	"reflect"
 	"sync"
@@ -167,20 +166,6 @@ func WithHasher[K comparable](h func(K) uint64) MapOption {
 		}
 	}
 }
-
-// mapWithSegmentBuckets caps a segment at n buckets (rounded down to a
-// power of two), so that tests cover segment boundaries.
-func mapWithSegmentBuckets(n uint64) MapOption {
-	return func(c *mapConfig) { c.segBuckets = 1 << (bits.Len64(max(n, 1)) - 1) }
-}
-
-// mapWithBatchLines sets the store batch (tests use tiny ones, so that
-// batches fill and flush in the middle of operations).
-func mapWithBatchLines(n int) MapOption { return func(c *mapConfig) { c.batchLines = n } }
-
-// mapWithDirectPuts makes every Put store at once (map_wb.go): tests
-// compare both ways, benchmarks measure both.
-func mapWithDirectPuts() MapOption { return func(c *mapConfig) { c.noWB = true } }
 
 // mapEagerLoad makes Get load the home line before the control bytes
 // arrive, whatever the branch predictor would guess: a knob for

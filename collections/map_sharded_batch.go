@@ -357,29 +357,13 @@ type shFlight struct {
 	f kern.Flight
 }
 
-// splitFixed splits a round of 8-byte keys in one pass (route.Route8):
-// each core writes its keys of each shard into a region of its own of
-// that shard's upload buffer, so no core waits for a count of the others.
-// The regions are of fixed size, so the devices take the whole buffer in
-// one copy and probe the unused slots too (their answers are never read);
-// that costs a few percent more transfer and saves a pass over the keys
-// on the CPU. It returns nil, having decided nothing, for other keys, for
-// rounds too small, or when some core's keys of one shard overflow their
-// region (keys that hash unevenly: the two-pass split then does it).
-func (s *ShardedMap[K, V]) splitFixed(ks []K, sid []uint8, capacity int, jobs []*mapGetJob[K, V]) *shPlan {
-	pl, piece, overflowed := s.splitFixedParts(ks, sid, capacity, jobs)
-	if pl == nil {
-		return nil
-	}
-	goPar(len(pl.plo)-1, piece)
-	if overflowed() {
-		return nil
-	}
-	return pl
-}
-
-// splitFixedParts is splitFixed a piece at a time: it returns the plan
-// (nil where the one-pass split does not apply), the function that splits
+// splitFixedParts splits a round of 8-byte keys in one pass (route.Route8),
+// a piece at a time (splitFixed in the tests does it whole): each core
+// writes its keys of each shard into a region of its own of that shard's
+// upload buffer, so no core waits for a count of the others; the regions
+// are of fixed size, so the devices take the whole buffer in one copy. It
+// returns the plan (nil where the one-pass split does not apply), the
+// function that splits
 // piece p, and overflowed, which reports, once every piece has run,
 // whether a piece overflowed a region (the plan is then void).
 func (s *ShardedMap[K, V]) splitFixedParts(ks []K, sid []uint8, capacity int, jobs []*mapGetJob[K, V]) (*shPlan, func(p int), func() bool) {
