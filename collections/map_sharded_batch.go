@@ -371,7 +371,7 @@ func (s *ShardedMap[K, V]) splitFixed(ks []K, sid []uint8, capacity int, jobs []
 	if pl == nil {
 		return nil
 	}
-	goPar(len(pl.plo)-1, piece)
+	par.Go(len(pl.plo)-1, piece)
 	if overflowed() {
 		return nil
 	}
