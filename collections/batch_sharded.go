@@ -27,6 +27,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/internal/route"
 )
 
@@ -85,7 +86,7 @@ func shPlanRanges(n, nd int, sid []uint8, fill func(lo, hi int, sid []uint8, cnt
 		pl.plo[p] = n * p / pieces
 	}
 	cnt := make([]int, pieces*nd)
-	goPar(pieces, func(p int) {
+	par.Go(pieces, func(p int) {
 		// Counters on the goroutine's own stack: counters of neighbouring
 		// pieces in one shared array sit in one cache line, which every
 		// core's increments would pull back and forth.
@@ -192,14 +193,14 @@ func shScatter[T any](pl *shPlan, src []T, dsts [][]T) {
 		for d := range ds {
 			ds[d] = unsafe.Pointer(unsafe.SliceData(dsts[d]))
 		}
-		goPar(len(pl.plo)-1, func(p int) {
+		par.Go(len(pl.plo)-1, func(p int) {
 			cur := pl.cursors(p)
 			lo, hi := pl.plo[p], pl.plo[p+1]
 			route.Place8(ks[lo:hi], pl.sid[lo:hi], ds, cur[:pl.nd])
 		})
 		return
 	}
-	goPar(len(pl.plo)-1, func(p int) {
+	par.Go(len(pl.plo)-1, func(p int) {
 		cur := pl.cursors(p)
 		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
 			d := pl.sid[i]
@@ -212,7 +213,7 @@ func shScatter[T any](pl *shPlan, src []T, dsts [][]T) {
 // shGatherFrom puts answers back in batch order: dst[i] gets key i's
 // result from its shard's slice (grouped in the order of the plan).
 func shGatherFrom[T any](pl *shPlan, srcs [][]T, dst []T) {
-	goPar(len(pl.plo)-1, func(p int) {
+	par.Go(len(pl.plo)-1, func(p int) {
 		cur := pl.cursors(p)
 		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
 			d := pl.sid[i]
@@ -225,7 +226,7 @@ func shGatherFrom[T any](pl *shPlan, srcs [][]T, dst []T) {
 // shGather2From is shGatherFrom for two result arrays at once (values
 // and found flags): one pass over the shard ids instead of two.
 func shGather2From[T, U any](pl *shPlan, srcs [][]T, dst []T, srcs2 [][]U, dst2 []U) {
-	goPar(len(pl.plo)-1, func(p int) {
+	par.Go(len(pl.plo)-1, func(p int) {
 		cur := pl.cursors(p)
 		for i := pl.plo[p]; i < pl.plo[p+1]; i++ {
 			d := pl.sid[i]
@@ -249,7 +250,7 @@ func shGatherAnswers[V any](pl *shPlan, vd [][]V, vals []V, fd [][]bool, found [
 		}
 		return
 	}
-	goPar(shGather8Parts(pl, vd, vals, fd, found))
+	par.Go(shGather8Parts(pl, vd, vals, fd, found))
 }
 
 // shGather8Parts is shGatherAnswers for 8-byte values, a piece of the plan
@@ -327,7 +328,7 @@ func shErr[S shShard](shards []S) error {
 // several, and joins the errors, each naming its shard.
 func shRun(ds []int, f func(d int) error) error {
 	errs := make([]error, len(ds))
-	goPar(len(ds), func(k int) {
+	par.Go(len(ds), func(k int) {
 		if err := f(ds[k]); err != nil {
 			errs[k] = fmt.Errorf("shard %d: %w", ds[k], err)
 		}

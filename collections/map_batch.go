@@ -3,12 +3,13 @@ package collections
 import (
 	"fmt"
 	"math/bits"
-	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
 )
@@ -116,24 +117,13 @@ func (m *Map[K, V]) getManyCPU(t *mapTable, keys []K, vals []V, found []bool) in
 	return total
 }
 
-// spread runs f over [0, n) split into contiguous parts, one goroutine
-// each when n is large, and adds up the results in *sum.
+// spread runs f over [0, n) split into contiguous parts of at least
+// mapParMin, one goroutine each when n is large (par.Ranges), and adds up
+// the results in *sum.
 func (m *Map[K, V]) spread(n int, f func(lo, hi int) int, sum *int) {
-	w := min(runtime.GOMAXPROCS(0), n/mapParMin)
-	if w <= 1 {
-		*sum += f(0, n)
-		return
-	}
-	res := make([]int, w)
-	per := (n + w - 1) / w
-	goPar(w, func(x int) {
-		if lo := x * per; lo < n {
-			res[x] = f(lo, min(lo+per, n))
-		}
-	})
-	for _, r := range res {
-		*sum += r
-	}
+	var total atomic.Int64
+	par.Ranges(n, mapParMin, func(lo, hi int) { total.Add(int64(f(lo, hi))) })
+	*sum += int(total.Load())
 }
 
 // Per-key states of a group.

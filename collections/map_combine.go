@@ -51,6 +51,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
 )
@@ -284,7 +285,7 @@ func (m *Map[K, V]) combRound(t *mapTable, hmode uint32, self *mapCombReq) {
 			mapParCopy(unsafe.Pointer(&dst[r.off]), r.keys, uint64(r.n)*uint64(ks))
 		}
 		if total >= 1<<16 && len(reqs) > 1 {
-			goPar(len(reqs), func(i int) { copyIn(reqs[i]) })
+			par.Go(len(reqs), func(i int) { copyIn(reqs[i]) })
 		} else {
 			for _, r := range reqs {
 				copyIn(r)

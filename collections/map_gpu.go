@@ -38,6 +38,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/kern"
+	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/vmem"
 )
 
@@ -245,7 +246,7 @@ func (m *Map[K, V]) gpuGet(t *mapTable, hmode uint32, keys []K, vals []V, found 
 	}
 	per := (len(keys) + parts - 1) / parts
 	errs := make([]error, parts)
-	goPar(parts, func(p int) {
+	par.Go(parts, func(p int) {
 		lo, hi := p*per, min((p+1)*per, len(keys))
 		var f []bool
 		if found != nil {
@@ -404,7 +405,7 @@ func (j *mapGetJob[K, V]) start(n int, wantFound bool) (kern.Flight, error) {
 	if j.hmode == 0 {
 		ks := j.keys(n)
 		hs := unsafe.Slice((*uint64)(unsafe.Add(j.st.Ptr, j.offH)), n)
-		mapPar(n, 1<<14, func(a, b int) {
+		par.Ranges(n, 1<<14, func(a, b int) {
 			for i := a; i < b; i++ {
 				hs[i] = m.hash(&ks[i])
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/kern"
+	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/vmem"
 )
 
@@ -219,7 +220,7 @@ func (c *mapPutChunk[K, V]) stage() {
 	}
 	if c.hmode == 0 {
 		hs := unsafe.Slice((*uint64)(unsafe.Add(base, c.o.h)), n)
-		mapPar(int(n), 1<<14, func(a, b int) {
+		par.Ranges(int(n), 1<<14, func(a, b int) {
 			for i := a; i < b; i++ {
 				hs[i] = m.hash(&keys[i])
 			}
@@ -333,7 +334,7 @@ func (c *mapPutChunk[K, V]) setControl(t *mapTable, states []uint32, locs []uint
 	// goroutines write one).
 	var mu sync.Mutex
 	var ins, tomb, over int
-	mapPar(int(n), 1<<15, func(a, b int) {
+	par.Ranges(int(n), 1<<15, func(a, b int) {
 		var in, tb, ov int
 		for i := a; i < b; i++ {
 			s := states[i]

@@ -1,16 +1,9 @@
 package collections
 
 import (
-	"encoding/binary"
-	"fmt"
-	"hash/maphash"
-	"math/bits"
-	"reflect"
 	"unsafe"
 
-	"github.com/govram/govram/collections/internal/strarena"
 	"github.com/govram/govram/layout"
-	"github.com/govram/govram/vmem"
 )
 
 // mapRec is where a slot's fields sit and how slots make buckets.
@@ -38,23 +31,12 @@ type mapRec struct {
 	lowMask          uint64 // 0x80 in each of the p bytes of a group
 }
 
-// String fields. A string sits in a field of w bytes (w a multiple of 8, at
-// least 16, 8-aligned): a uint32 length, then either the bytes inline (up
-// to w-4 of them), or the first w-12 bytes and, in the field's last 8
-// bytes, the strarena.Handle of the rest. Comparing a key whose bytes are
-// inline reads nothing but the record's line; a longer one first compares
-// the inline prefix, so most mismatches never touch the arena.
-const mapStrMin = 16
-
 // mapStrKeyRecord is the least record of a map with string keys: two
 // lines, so that a key of up to about a hundred bytes (a URL, a path) is
 // held whole in its record and a lookup reads two adjacent lines, whose
 // loads overlap, instead of the record and then the arena: one round trip
 // instead of two.
 const mapStrKeyRecord = 2 * layout.LineSize
-
-func mapStrInline(w uintptr) int { return int(w) - 4 }
-func mapStrPrefix(w uintptr) int { return int(w) - 12 }
 
 // mapLayout decides the record of a Map with keys of size ks/alignment ka
 // (strK: string keys) and values vs/va (strV: string values).
@@ -121,257 +103,6 @@ func mapLayout(ks, ka, vs, va uintptr, strK, strV bool) mapRec {
 
 func mapRoundUp(x, a uintptr) uintptr { return (x + a - 1) / a * a }
 
-// Control bytes: 0x00-0x7F a full slot (seven bits of its hash), 0x80
-// empty, 0xFE deleted (a tombstone: probes continue past it).
-const (
-	mapEmpty   = 0x80
-	mapDeleted = 0xFE
-	mapLSB     = 0x0101010101010101
-	mapMSB     = 0x8080808080808080
-)
-
-// mapMatch flags (0x80) the bytes of g equal to the byte of pat. It may
-// also flag a full slot just above a true match (a borrow), never an empty
-// or deleted one; callers compare keys anyway.
-func mapMatch(g, pat uint64) uint64 {
-	x := g ^ pat
-	return (x - mapLSB) &^ x & mapMSB
-}
-
-// mapMatchEmpty flags the empty bytes: high bit set, bit 1 clear.
-func mapMatchEmpty(g uint64) uint64 { return g &^ (g << 6) & mapMSB }
-
-// mapMatchFree flags the empty and deleted bytes.
-func mapMatchFree(g uint64) uint64 { return g & mapMSB }
-
-// mapGroup reads the control bytes of bucket j (p bytes at fp + j*p, read
-// as one little-endian word; the bytes past the group are masked off by
-// the caller).
-func mapGroup(fp unsafe.Pointer, j uint64, p int) uint64 {
-	return binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Add(fp, uintptr(j)*uintptr(p))), 8))
-}
-
-// mapHome maps a hash to a home bucket: the high bits of h*nb. Monotonic in
-// h, so the table is ordered by hash, which lets growth stream the old
-// table into the new one in order and lets iteration resume by hash.
-func mapHome(h, nb uint64) uint64 {
-	hi, _ := bits.Mul64(h, nb)
-	return hi
-}
-
-// mapStartHash returns the smallest hash whose home bucket in a table of nb
-// buckets is at least b (b < nb), i.e. ceil(b * 2^64 / nb).
-func mapStartHash(b, nb uint64) uint64 {
-	if b == 0 {
-		return 0
-	}
-	q, r := bits.Div64(b, 0, nb)
-	if r != 0 {
-		q++
-	}
-	return q
-}
-
-// Hash functions.
-type mapHashKind uint8
-
-const (
-	mapHash1 mapHashKind = iota // memory-comparable keys of 1, 2, 4 or 8 bytes
-	mapHash2
-	mapHash4
-	mapHash8
-	mapHash16
-	mapHash0    // zero-size keys
-	mapHashMem  // other memory-comparable sizes
-	mapHashComp // floats, padding, blank fields: maphash.Comparable
-	mapHashStr
-	mapHashUser
-)
-
-// mapMix is a 64x64->128 multiply folded to 64 bits, twice: enough to
-// spread sequential integers over both the high bits (home bucket) and the
-// low seven (fingerprint).
-func mapMix(x, s uint64) uint64 {
-	hi, lo := bits.Mul64(x^0xa0761d6478bd642f, s^0xe7037ed1a0b428db)
-	hi, lo = bits.Mul64(hi^lo^s, 0x8ebc6af09c88c6e3)
-	return hi ^ lo
-}
-
-// mapMemHashable reports whether t's == is plain byte equality: no floats
-// (0 == -0, NaN != NaN), no padding and no blank fields (== skips them).
-func mapMemHashable(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return true
-	case reflect.Array:
-		return t.Len() == 0 || mapMemHashable(t.Elem())
-	case reflect.Struct:
-		var sum uintptr
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if f.Name == "_" || !mapMemHashable(f.Type) {
-				return false
-			}
-			sum += f.Type.Size()
-		}
-		return sum == t.Size()
-	}
-	return false
-}
-
-func mapPickHash(kt reflect.Type, strK, user bool) mapHashKind {
-	switch {
-	case user:
-		return mapHashUser
-	case strK:
-		return mapHashStr
-	case !mapMemHashable(kt):
-		return mapHashComp
-	}
-	switch kt.Size() {
-	case 0:
-		return mapHash0
-	case 1:
-		return mapHash1
-	case 2:
-		return mapHash2
-	case 4:
-		return mapHash4
-	case 8:
-		return mapHash8
-	case 16:
-		return mapHash16
-	}
-	return mapHashMem
-}
-
-// hash returns k's 64-bit hash.
-func (m *Map[K, V]) hash(k *K) uint64 {
-	p := unsafe.Pointer(k)
-	switch m.hk {
-	case mapHash8:
-		return mapMix(*(*uint64)(p), m.seed)
-	case mapHash4:
-		return mapMix(uint64(*(*uint32)(p)), m.seed)
-	case mapHashStr:
-		return maphash.String(m.mseed, *(*string)(p))
-	case mapHash16:
-		return mapMix(*(*uint64)(p)^mapMix(*(*uint64)(unsafe.Add(p, 8)), m.seed), m.seed)
-	case mapHash2:
-		return mapMix(uint64(*(*uint16)(p)), m.seed)
-	case mapHash1:
-		return mapMix(uint64(*(*uint8)(p)), m.seed)
-	case mapHash0:
-		return mapMix(0, m.seed)
-	case mapHashMem:
-		return maphash.Bytes(m.mseed, unsafe.Slice((*byte)(p), unsafe.Sizeof(*k)))
-	case mapHashComp:
-		return maphash.Comparable(m.mseed, *k)
-	}
-	return mapMix(m.user(*k), m.seed)
-}
-
-// mapCheckTypes checks that K and V can live in device memory (strings
-// are stored specially) and reports which are strings.
-func mapCheckTypes[K comparable, V any]() (strK, strV bool, err error) {
-	kt, vt := reflect.TypeFor[K](), reflect.TypeFor[V]()
-	strK, strV = isStringType(kt), isStringType(vt)
-	if !strK {
-		if err := layout.CheckType(kt); err != nil {
-			return false, false, fmt.Errorf("collections: NewMap: key type: %w", err)
-		}
-	}
-	if !strV {
-		if err := layout.CheckType(vt); err != nil {
-			return false, false, fmt.Errorf("collections: NewMap: value type: %w", err)
-		}
-	}
-	return strK, strV, nil
-}
-
-// String field access. f points at the field inside a record image or in
-// host memory; w is its width.
-
-func mapStrLen(f unsafe.Pointer) int { return int(*(*uint32)(f)) }
-
-func mapStrHandle(f unsafe.Pointer, w uintptr) strarena.Handle {
-	return *(*strarena.Handle)(unsafe.Add(f, w-8))
-}
-
-// mapBytesAt views n bytes at p.
-func mapBytesAt(p unsafe.Pointer, n int) []byte { return unsafe.Slice((*byte)(p), n) }
-
-// eqStr reports whether the string field f (width w) holds s.
-func (m *Map[K, V]) eqStr(f unsafe.Pointer, w uintptr, s string) bool {
-	n := mapStrLen(f)
-	if n != len(s) {
-		return false
-	}
-	if n <= mapStrInline(w) {
-		return unsafe.String((*byte)(unsafe.Add(f, 4)), n) == s
-	}
-	pre := mapStrPrefix(w)
-	if unsafe.String((*byte)(unsafe.Add(f, 4)), pre) != s[:pre] {
-		return false
-	}
-	eq, err := m.arena.EqualString(mapStrHandle(f, w), s[pre:])
-	if err != nil {
-		m.setErr(err)
-	}
-	return eq
-}
-
-// decStr returns the string held by field f (width w) as a new Go string.
-func (m *Map[K, V]) decStr(f unsafe.Pointer, w uintptr) string {
-	n := mapStrLen(f)
-	if n == 0 {
-		return ""
-	}
-	if n <= mapStrInline(w) {
-		return string(mapBytesAt(unsafe.Add(f, 4), n))
-	}
-	pre := mapStrPrefix(w)
-	b := make([]byte, n)
-	copy(b, mapBytesAt(unsafe.Add(f, 4), pre))
-	if err := m.arena.Read(b[pre:], mapStrHandle(f, w), 0); err != nil {
-		m.setErr(err)
-	}
-	return unsafe.String(&b[0], n)
-}
-
-// encStr writes s into field f (width w) of a record image, storing the
-// part that does not fit in the arena. On error nothing is stored.
-func (m *Map[K, V]) encStr(f unsafe.Pointer, w uintptr, s string) error {
-	n := len(s)
-	if n <= mapStrInline(w) {
-		*(*uint32)(f) = uint32(n)
-		copy(mapBytesAt(unsafe.Add(f, 4), int(w)-4), s)
-		return nil
-	}
-	pre := mapStrPrefix(w)
-	// Both bounds: the arena's, and the snapshot's, so that whatever Put
-	// takes, Save writes and LoadMap reads back.
-	if n-pre > strarena.MaxLen || n > snapMaxString {
-		return fmt.Errorf("collections: Map: a string of %d bytes (at most %d): %w", n, min(strarena.MaxLen+pre, snapMaxString), vmem.ErrTooLarge)
-	}
-	h, err := m.arena.PutString(s[pre:])
-	if err != nil {
-		return err
-	}
-	*(*uint32)(f) = uint32(n)
-	copy(mapBytesAt(unsafe.Add(f, 4), pre), s[:pre])
-	*(*strarena.Handle)(unsafe.Add(f, w-8)) = h
-	return nil
-}
-
-// freeStr releases the arena part of field f, if any.
-func (m *Map[K, V]) freeStr(f unsafe.Pointer, w uintptr) {
-	if mapStrLen(f) > mapStrInline(w) {
-		m.arena.Free(mapStrHandle(f, w))
-	}
-}
-
 // keyMatches reports whether the record at sp holds key k (hash h).
 func (m *Map[K, V]) keyMatches(sp unsafe.Pointer, k *K, h uint64) bool {
 	if !m.strK {
@@ -401,20 +132,4 @@ func (m *Map[K, V]) keyAt(sp unsafe.Pointer) K {
 	var k K
 	*(*string)(unsafe.Pointer(&k)) = m.decStr(unsafe.Add(sp, m.r.keyOff), m.r.keyW)
 	return k
-}
-
-// recordHash returns the hash that placed the record at sp, which lies in
-// bucket b of a table of nb home buckets. String keys keep theirs; others
-// are hashed again. A key unequal to itself (NaN) has no stable hash: it
-// gets one that puts it where it lies, which keeps growth and iteration in
-// order (such a key can never be found by Get anyway, as in a Go map).
-func (m *Map[K, V]) recordHash(sp unsafe.Pointer, b, nb uint64) uint64 {
-	if m.strK {
-		return *(*uint64)(unsafe.Add(sp, m.r.hashOff))
-	}
-	k := (*K)(unsafe.Add(sp, m.r.keyOff))
-	if m.hk == mapHashComp && *k != *k {
-		return mapStartHash(min(b, nb-1), nb)
-	}
-	return m.hash(k)
 }

@@ -1,6 +1,10 @@
 package collections
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/govram/govram/internal/par"
+)
 
 // Options and helpers that only tests and benchmarks use.
 
@@ -32,7 +36,7 @@ func (s *ShardedMap[K, V]) splitFixed(ks []K, sid []uint8, capacity int, jobs []
 	if pl == nil {
 		return nil
 	}
-	goPar(len(pl.plo)-1, piece)
+	par.Go(len(pl.plo)-1, piece)
 	if overflowed() {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/internal/vk"
 )
 
@@ -104,7 +105,7 @@ func ntZero(p unsafe.Pointer, n uint64) {
 
 // touchPages writes one zero word per page of freshly zeroed mapped memory.
 func touchPages(p unsafe.Pointer, n uint64) {
-	parallel(n, 64<<20, func(off, size uint64) {
+	par.Lines(n, 64<<20, copyParts, func(off, size uint64) {
 		for o := off; o < off+size; o += hostmem.PageSize {
 			*(*uint64)(hostmem.Add(p, o)) = 0
 		}

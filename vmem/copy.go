@@ -1,7 +1,6 @@
 package vmem
 
 import (
-	"runtime"
 	"unsafe"
 
 	"github.com/govram/govram/internal/hostmem"
@@ -13,31 +12,22 @@ import (
 // core moves 10-20 GB/s, the link and memory take two to four times that.
 const parallelMin = 8 << 20
 
-// parallel runs f over [0, n) in 64-byte-aligned parts of at least minPart
-// bytes, on up to GOMAXPROCS (at most 16) goroutines, the caller's and
-// par's kept workers.
-func parallel(n, minPart uint64, f func(off, size uint64)) {
-	workers := min(uint64(runtime.GOMAXPROCS(0)), 16, n/max(minPart, 1))
-	if workers <= 1 {
-		f(0, n)
-		return
-	}
-	part := roundUp((n+workers-1)/workers, 64)
-	par.Run(int((n+part-1)/part), func(i int) {
-		off := uint64(i) * part
-		f(off, min(part, n-off))
-	})
-}
+// copyParts bounds the parts of a bulk copy (par.Lines, par.Copy): the
+// link takes no more than 16 cores' stores.
+const copyParts = 16
 
 // memcpy copies cacheable memory (the Go heap, host tiers).
 func memcpy(dst, src unsafe.Pointer, n uint64) {
 	if n < parallelMin {
-		copy(hostmem.Bytes(dst, n), hostmem.Bytes(src, n))
+		hostCopy(dst, src, n)
 		return
 	}
-	parallel(n, 1<<20, func(off, size uint64) {
-		copy(hostmem.Bytes(hostmem.Add(dst, off), size), hostmem.Bytes(hostmem.Add(src, off), size))
-	})
+	par.Copy(dst, src, n, 1<<20, copyParts, hostCopy)
+}
+
+// hostCopy copies n bytes of cacheable memory on the calling goroutine.
+func hostCopy(dst, src unsafe.Pointer, n uint64) {
+	copy(hostmem.Bytes(dst, n), hostmem.Bytes(src, n))
 }
 
 // wcParallelMin: copies to or from write-combining VRAM of at least this
@@ -53,10 +43,14 @@ func wcCopy(dst, src unsafe.Pointer, n uint64) {
 	if n < wcParallelMin {
 		lineio.Copy(dst, src, uintptr(n))
 	} else {
-		parallel(n, wcParallelMin/4, func(off, size uint64) {
-			lineio.Copy(hostmem.Add(dst, off), hostmem.Add(src, off), uintptr(size))
-			lineio.Fence()
-		})
+		par.Copy(dst, src, n, wcParallelMin/4, copyParts, wcCopyFenced)
 	}
+	lineio.Fence()
+}
+
+// wcCopyFenced is a part of a parallel wcCopy: each worker fences its own
+// stores (a fence orders only its own core's).
+func wcCopyFenced(dst, src unsafe.Pointer, n uint64) {
+	lineio.Copy(dst, src, uintptr(n))
 	lineio.Fence()
 }

@@ -27,6 +27,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/internal/vk"
 )
 
@@ -139,18 +140,12 @@ func poolOpenVulkan(o Options, auto bool) ([]*Device, error) {
 	}
 	devs := make([]*Device, len(idx))
 	errs := make([]error, len(idx))
-	var wg sync.WaitGroup
-	for k, i := range idx {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			oi := o
-			oi.Backend = BackendVulkan
-			oi.Device = strconv.Itoa(i)
-			devs[k], errs[k] = openVulkan(oi, false)
-		}()
-	}
-	wg.Wait()
+	par.Go(len(idx), func(k int) {
+		oi := o
+		oi.Backend = BackendVulkan
+		oi.Device = strconv.Itoa(idx[k])
+		devs[k], errs[k] = openVulkan(oi, false)
+	})
 	if err := errors.Join(errs...); err != nil {
 		for _, d := range devs {
 			if d != nil {

@@ -28,11 +28,10 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	"github.com/govram/govram/internal/buildconst"
-	"github.com/govram/govram/internal/waithook"
+	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/layout"
 )
 
@@ -345,17 +344,7 @@ func poolRun(ds []int, f func(d int) error) error {
 		return f(ds[0])
 	}
 	errs := make([]error, len(ds))
-	var wg sync.WaitGroup
-	for k, d := range ds {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[k] = f(d)
-		}()
-	}
-	waithook.Run()
-	wg.Wait()
-	runtime.KeepAlive(f) // what f reaches stays reachable while the goroutines run it
+	par.Go(len(ds), func(k int) { errs[k] = f(ds[k]) })
 	return errors.Join(errs...)
 }
 

@@ -14,9 +14,9 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"sync"
 	"unsafe"
 
+	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/internal/snapfmt"
 	"github.com/govram/govram/layout"
 )
@@ -79,15 +79,9 @@ func elemBytes[T any](v []T) []byte {
 func snapWriteStage(sw *snapfmt.Writer, data []byte, bs int) error {
 	nb := (len(data) + bs - 1) / bs
 	crcs := make([]uint32, nb)
-	var wg sync.WaitGroup
-	for i := range nb {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			crcs[i] = snapfmt.Checksum(data[i*bs : min((i+1)*bs, len(data))])
-		}()
-	}
-	wg.Wait()
+	par.Go(nb, func(i int) {
+		crcs[i] = snapfmt.Checksum(data[i*bs : min((i+1)*bs, len(data))])
+	})
 	for i := range nb {
 		if err := sw.WriteBlock(crcs[i], data[i*bs:min((i+1)*bs, len(data))]); err != nil {
 			return err

@@ -7,13 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/govram/govram/internal/hostmem"
+	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/internal/vk"
-	"github.com/govram/govram/internal/waithook"
 )
 
 // Gather reads the elements at indices into dst (dst[k] = element
@@ -258,17 +257,10 @@ func (s *Slice[T]) kernGatherAddrs(idx []int, out []uint64, segAddr []uint64) in
 		work(0, len(idx))
 		return int(bad.Load())
 	}
-	var wg sync.WaitGroup
 	step := max(part, (len(idx)+7)/8)
-	for lo := 0; lo < len(idx); lo += step {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			work(lo, hi)
-		}(lo, min(lo+step, len(idx)))
-	}
-	waithook.Run()
-	wg.Wait()
+	par.Go((len(idx)+step-1)/step, func(p int) {
+		work(p*step, min((p+1)*step, len(idx)))
+	})
 	runtime.KeepAlive(s)
 	return int(bad.Load())
 }

@@ -3,11 +3,10 @@ package vmem
 import (
 	"errors"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	"github.com/govram/govram/internal/lineio"
-	"github.com/govram/govram/internal/waithook"
+	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/layout"
 )
 
@@ -186,18 +185,11 @@ func (s *Slice[T]) getManyAny(idx []int, dst []T) {
 			s.outOfRange(i)
 		}
 	}
-	var wg sync.WaitGroup
 	per := (len(idx) + w - 1) / w
-	for lo := 0; lo < len(idx); lo += per {
-		hi := min(lo+per, len(idx))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.getMany(idx[lo:hi], dst[lo:hi])
-		}()
-	}
-	waithook.Run()
-	wg.Wait()
+	par.Go((len(idx)+per-1)/per, func(p int) {
+		lo, hi := p*per, min((p+1)*per, len(idx))
+		s.getMany(idx[lo:hi], dst[lo:hi])
+	})
 	runtime.KeepAlive(s)
 }
 

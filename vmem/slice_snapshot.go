@@ -30,6 +30,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/hostmem"
+	"github.com/govram/govram/internal/par"
 
 	"github.com/govram/govram/internal/snapfmt"
 	"github.com/govram/govram/layout"
@@ -569,17 +570,11 @@ func (s *Slice[T]) loadRun(b *snapfmt.Block, tasks []sliceLoadTask) error {
 			do(i)
 		}
 	} else {
-		var wg sync.WaitGroup
-		for g := range nw {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := g; i < len(tasks); i += nw {
-					do(i)
-				}
-			}()
-		}
-		wg.Wait()
+		par.Go(nw, func(g int) {
+			for i := g; i < len(tasks); i += nw {
+				do(i)
+			}
+		})
 	}
 	crc, length := uint32(0), 0
 	for i, t := range tasks {

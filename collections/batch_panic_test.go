@@ -1,38 +1,11 @@
 package collections
 
 import (
-	"runtime"
-	"sync/atomic"
 	"testing"
-	"time"
-	"weak"
 
 	"github.com/govram/govram/internal/vmemtest"
-	"github.com/govram/govram/internal/waithook"
 	"github.com/govram/govram/vmem"
 )
-
-// TestGoParPanic: a panic in one of goPar's calls reaches the caller, after
-// every call has returned.
-func TestGoParPanic(t *testing.T) {
-	ran := make([]bool, 8)
-	msg, ok := vmemtest.Panics(func() {
-		goPar(len(ran), func(i int) {
-			ran[i] = true
-			if i == 5 {
-				panic("five")
-			}
-		})
-	})
-	if !ok || msg != "five" {
-		t.Fatalf("panic %q (%v), want five", msg, ok)
-	}
-	for i, r := range ran {
-		if !r {
-			t.Fatalf("call %d did not run", i)
-		}
-	}
-}
 
 // TestBatchHasherPanic: a WithHasher function that panics inside a large
 // batch (split over goroutines, on the CPU or around the GPU's kernels)
@@ -106,32 +79,4 @@ func TestBatchHasherPanic(t *testing.T) {
 			check(t, s)
 		})
 	})
-}
-
-// TestGoParKeepsF: what the workers' function reaches stays reachable
-// until goPar returns, even when the workers are done before the caller
-// waits. Without it a container used only through f could be collected at
-// the wait, which vmemtest.KeptAlive reports as a use after free (a flaky
-// report: it depended on whether the workers had finished).
-func TestGoParKeepsF(t *testing.T) {
-	type box struct{ v [64]byte }
-	b := new(box)
-	w := weak.Make(b)
-	var lost atomic.Bool
-	restore := waithook.Set(func() {
-		time.Sleep(5 * time.Millisecond) // the workers finish first
-		runtime.GC()
-		if w.Value() == nil {
-			lost.Store(true)
-		}
-	})
-	defer restore()
-	var sum atomic.Int64
-	goPar(4, func(i int) { sum.Add(int64(b.v[i]) + 1) })
-	if sum.Load() != 4 {
-		t.Fatalf("sum %d, want 4", sum.Load())
-	}
-	if lost.Load() {
-		t.Fatal("f's captured value was collected while goPar waited")
-	}
 }
