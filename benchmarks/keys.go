@@ -97,6 +97,7 @@ func strKey(i int) string { return string(appendStrKey(nil, i)) }
 func strVal(i, version int) string { return string(appendStrVal(nil, i, version)) }
 
 // sink keeps results alive so the compiler cannot drop the work.
+//
 //lint:ignore U1000 written by the cases, never read: it keeps their work alive
 var sink uint64
 
