@@ -177,7 +177,7 @@ func TestNoDataLeaksNewContainers(t *testing.T) {
 		for range 500 {
 			r.Push(dlPat)
 		}
-		r.Reset()
+		r.Clear()
 		if _, ok := r.Pop(); ok {
 			t.Fatal("Pop after Reset found an element")
 		}

@@ -276,7 +276,6 @@ func TestLifecycleRing(t *testing.T) {
 			{"Pop", func() error { r.Pop(); return nil }, lcPanic},
 			{"Peek", func() error { r.Peek(); return nil }, lcPanic},
 			{"Clear", func() error { r.Clear(); return nil }, lcPanic},
-			{"Reset", func() error { r.Reset(); return nil }, lcPanic},
 			{"All", func() error {
 				if err := lcEmpty(r.All()); err != nil {
 					return err

@@ -225,7 +225,7 @@ const ringTSO = runtime.GOARCH == "amd64" || runtime.GOARCH == "386"
 //
 // Concurrency, as in the table of docs/guide.md:
 //   - at the same time: one producer (Push, PushBatch, Flush) with one consumer (Pop, PopBatch, Peek, All, Save, Err); Len and Cap from any goroutine
-//   - alone: Clear, Reset, Close; several producers, or several consumers, need the caller's lock around their side
+//   - alone: Clear, Close; several producers, or several consumers, need the caller's lock around their side
 //
 // Device loss: Peek, Pop and All panic with an error matching
 // ErrDeviceLost, consuming nothing; PopBatch and Save return the loss.
@@ -422,11 +422,6 @@ func (r *Ring[T]) dropFloor(t uint64) uint64 {
 	}
 	return lo
 }
-
-// Reset empties the ring.
-//
-// Deprecated: use Clear, the name every container uses.
-func (r *Ring[T]) Reset() { r.Clear() }
 
 // Clear empties the ring. It must not overlap any other call.
 func (r *Ring[T]) Clear() {

@@ -246,7 +246,7 @@ func BenchmarkRingPush(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				if r.Push(uint64(i)) != nil {
 					b.StopTimer()
-					r.Reset()
+					r.Clear()
 					b.StartTimer()
 					r.Push(uint64(i))
 				}

@@ -106,9 +106,9 @@ func TestVerbs(t *testing.T) {
 		if v, ok := r.Pop(); !ok || v != 42 {
 			t.Fatalf("Pop after Clear and Push: %d, %v", v, ok)
 		}
-		r.Reset()
+		r.Clear()
 		if r.Len() != 0 {
-			t.Fatalf("Len after Reset: %d", r.Len())
+			t.Fatalf("Len after a second Clear: %d", r.Len())
 		}
 	})
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
