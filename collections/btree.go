@@ -159,6 +159,10 @@ type BTree[K, V any] struct {
 	// the keys are integers (NewBTreeOrdered) and V has a fixed size.
 	et     *tierCore
 	etSeed uint64
+
+	// sk: K is a string type; the tree is a shell over sk.in, a tree of
+	// fixed-size key records (btree_strkey.go).
+	sk *btSK[K, V]
 }
 
 // BTreeOption configures NewBTree.
@@ -197,6 +201,9 @@ func NewBTree[K, V any](dev *vmem.Device, less func(a, b K) bool, opts ...BTreeO
 	if less == nil {
 		return nil, errors.New("collections: NewBTree: nil less function")
 	}
+	if btStrKey[K]() {
+		return btNewSK[K, V](dev, less, func(a, b string) bool { return less(btStrK[K](a), btStrK[K](b)) }, opts)
+	}
 	return btNew[K, V](dev, less, btKGeneric, opts)
 }
 
@@ -204,6 +211,9 @@ func NewBTree[K, V any](dev *vmem.Device, less func(a, b K) bool, opts ...BTreeO
 // NewOrderedG. Integer keys get a search without calls through a function
 // value.
 func NewBTreeOrdered[K cmp.Ordered, V any](dev *vmem.Device, opts ...BTreeOption) (*BTree[K, V], error) {
+	if btStrKey[K]() {
+		return btNewSK[K, V](dev, cmp.Less[K], nil, opts)
+	}
 	return btNew[K, V](dev, cmp.Less[K], btKindOf[K](), opts)
 }
 
@@ -260,14 +270,13 @@ func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opt
 	return t, nil
 }
 
-// btCheckTypes checks that a tree can hold K and V: no pointers, and no
-// string keys (string values are stored in an arena).
+// btCheckTypes checks that a tree can hold K and V: no pointers, except
+// in string types (stored in arenas).
 func btCheckTypes[K, V any]() error {
-	if ty := reflect.TypeFor[K](); layout.IsString(ty) {
-		return fmt.Errorf("%v: string keys are not supported yet: %w", ty, ErrPointerType)
-	}
-	if err := layout.Check[K](); err != nil {
-		return fmt.Errorf("key: %w", err)
+	if !btStrKey[K]() {
+		if err := layout.Check[K](); err != nil {
+			return fmt.Errorf("key: %w", err)
+		}
 	}
 	if !layout.IsString(reflect.TypeFor[V]()) {
 		if err := layout.Check[V](); err != nil {
@@ -339,6 +348,9 @@ func (t *BTree[K, V]) noteErr(err error) {
 // lookup or scan of private-tier leaves when the device was lost); such a
 // method then reports the entry as absent or ends the iteration early.
 func (t *BTree[K, V]) Err() error {
+	if t.sk != nil {
+		return t.sk.in.Err()
+	}
 	t.errMu.Lock()
 	defer t.errMu.Unlock()
 	return t.err
@@ -374,7 +386,12 @@ func (t *BTree[K, V]) markDirty() {
 }
 
 // Len returns the number of entries (0 after Close).
-func (t *BTree[K, V]) Len() int { return t.n }
+func (t *BTree[K, V]) Len() int {
+	if t.sk != nil {
+		return t.sk.in.n
+	}
+	return t.n
+}
 
 // BTreeStats describes a tree's shape and memory.
 type BTreeStats struct {
@@ -397,6 +414,9 @@ type BTreeStats struct {
 // store batcher, scan buffers); DeviceBytes counts the leaves, not the
 // arena that holds string values.
 func (t *BTree[K, V]) Stats() BTreeStats {
+	if t.sk != nil {
+		return t.sk.in.Stats()
+	}
 	s := BTreeStats{
 		Len:         t.n,
 		LeafEntries: t.g.cap,
@@ -429,6 +449,9 @@ func (t *BTree[K, V]) Stats() BTreeStats {
 
 // Clear removes every entry and frees the device memory the tree held.
 func (t *BTree[K, V]) Clear() error {
+	if t.sk != nil {
+		return t.sk.clear()
+	}
 	if err := t.btUsable(); err != nil {
 		return err
 	}
@@ -459,6 +482,9 @@ func (t *BTree[K, V]) clear() {
 // Close frees the tree's memory. It is idempotent; the tree is invalid
 // afterwards.
 func (t *BTree[K, V]) Close() error {
+	if t.sk != nil {
+		return t.closeSK()
+	}
 	if t.closed {
 		return nil
 	}
