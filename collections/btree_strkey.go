@@ -36,7 +36,8 @@ package collections
 // of leaf keys as separators, which may outlive the entry (a B+tree does
 // not update a separator when its key is deleted). A deleted key's handle
 // therefore waits in an orphan list; a sweep, run when the list has grown
-// by max(btSKSweepMin, Len/64), frees the orphans no separator holds. A
+// by max(btSKSweepMin, Len/64) or the tree is empty, frees the orphans no
+// separator holds. A
 // handle no separator holds at a sweep is held by none later: separators
 // are only ever copied from leaves or from other separators.
 //
@@ -79,9 +80,11 @@ const (
 	btSKSlots  = (strarena.MaxLen+1)/2 - 1 // the probe's slot bits
 	btSKWriter = btSKProbe | btSKSlots     // the writer's key, in btSK.wS
 	btSKNoSlot = ^uint32(0)
-
-	btSKSweepMin = 1024 // orphans gathered before the first sweep
 )
+
+// btSKSweepMin is how many orphans gather before a sweep at least (tests
+// lower it).
+var btSKSweepMin = 1024
 
 // btSK holds what a string-keyed tree adds to its inner tree.
 type btSK[K, V any] struct {
@@ -328,7 +331,7 @@ func (s *btSK[K, V]) drop(r btSKey) {
 		return
 	}
 	s.orphans = append(s.orphans, r.h)
-	if len(s.orphans) >= s.sweepAt {
+	if len(s.orphans) >= s.sweepAt || s.in.n == 0 {
 		s.sweep()
 	}
 }
