@@ -96,8 +96,9 @@ var ErrUnsorted = errors.New("collections: keys not strictly ascending")
 
 // BTree is an ordered map from K to V with its leaves in device memory and
 // its index in host memory, with the vocabulary of google/btree's BTreeG
-// adapted to keys and values. K and V must hold no pointers; V may also be
-// a string type.
+// adapted to keys and values. K and V must hold no pointers; either may
+// also be a string type, whose bytes are kept in device memory (keys: see
+// btree_strkey.go and docs/btree.md).
 //
 // Concurrency: any number of goroutines may read at once; a method that
 // changes the tree must not overlap with any other call. An iteration
@@ -196,7 +197,10 @@ func WithBTreeTier(t vmem.Tier) BTreeOption { return func(c *btConfig) { c.tier 
 // strict weak ordering (as for google/btree). K and V must hold no pointers
 // (ErrPointerType names the field that does), except that V may be a string
 // type: the strings are then stored in device memory too (an arena beside
-// the leaves), never on the Go heap. String keys are not supported yet.
+// the leaves), never on the Go heap. K may be a string type too: a key is
+// then a record of its first 8 bytes and an arena handle, and less is
+// called on Go strings made from the records (NewBTreeOrdered compares
+// the records without making strings, and is faster).
 func NewBTree[K, V any](dev *vmem.Device, less func(a, b K) bool, opts ...BTreeOption) (*BTree[K, V], error) {
 	if less == nil {
 		return nil, errors.New("collections: NewBTree: nil less function")
@@ -209,7 +213,8 @@ func NewBTree[K, V any](dev *vmem.Device, less func(a, b K) bool, opts ...BTreeO
 
 // NewBTreeOrdered makes an empty tree ordered by <, like google/btree's
 // NewOrderedG. Integer keys get a search without calls through a function
-// value.
+// value; string keys compare their 8-byte prefixes first and read their
+// bytes only when the prefixes are equal.
 func NewBTreeOrdered[K cmp.Ordered, V any](dev *vmem.Device, opts ...BTreeOption) (*BTree[K, V], error) {
 	if btStrKey[K]() {
 		return btNewSK[K, V](dev, cmp.Less[K], nil, opts)
