@@ -198,14 +198,14 @@ func TestBTreeStrKeyNamed(t *testing.T) {
 				t.Fatalf("GetBatch[%d] = %d, %v", i, got[i], found[i])
 			}
 		}
-		i := 0
-		for k, v := range tr.Range(keys[100], keys[200]) {
-			if k != keys[100+i] || v != uint32(100+i) {
+		i, lo, hi := 0, n/4, n/2
+		for k, v := range tr.Range(keys[lo], keys[hi]) {
+			if k != keys[lo+i] || v != uint32(lo+i) {
 				t.Fatalf("Range item %d = %q %d", i, k, v)
 			}
 			i++
 		}
-		if i != 100 {
+		if i != hi-lo {
 			t.Fatalf("Range gave %d items", i)
 		}
 		st := tr.Stats()
