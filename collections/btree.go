@@ -96,8 +96,9 @@ var ErrUnsorted = errors.New("collections: keys not strictly ascending")
 
 // BTree is an ordered map from K to V with its leaves in device memory and
 // its index in host memory, with the vocabulary of google/btree's BTreeG
-// adapted to keys and values. K and V must hold no pointers; V may also be
-// a string type.
+// adapted to keys and values. K and V must hold no pointers; either may
+// also be a string type, whose bytes are kept in device memory (keys: see
+// btree_strkey.go and docs/btree.md).
 //
 // Concurrency: any number of goroutines may read at once; a method that
 // changes the tree must not overlap with any other call. An iteration
@@ -164,6 +165,10 @@ type BTree[K, V any] struct {
 	// the keys are integers (NewBTreeOrdered) and V has a fixed size.
 	et     *tierCore
 	etSeed uint64
+
+	// sk: K is a string type; the tree is a shell over sk.in, a tree of
+	// fixed-size key records (btree_strkey.go).
+	sk *btSK[K, V]
 }
 
 // BTreeOption configures NewBTree.
@@ -197,18 +202,28 @@ func WithBTreeTier(t vmem.Tier) BTreeOption { return func(c *btConfig) { c.tier 
 // strict weak ordering (as for google/btree). K and V must hold no pointers
 // (ErrPointerType names the field that does), except that V may be a string
 // type: the strings are then stored in device memory too (an arena beside
-// the leaves), never on the Go heap. String keys are not supported yet.
+// the leaves), never on the Go heap. K may be a string type too: a key is
+// then a record of its first 8 bytes and an arena handle, and less is
+// called on Go strings made from the records (NewBTreeOrdered compares
+// the records without making strings, and is faster).
 func NewBTree[K, V any](dev *vmem.Device, less func(a, b K) bool, opts ...BTreeOption) (*BTree[K, V], error) {
 	if less == nil {
 		return nil, errors.New("collections: NewBTree: nil less function")
+	}
+	if btStrKey[K]() {
+		return btNewSK[K, V](dev, less, func(a, b string) bool { return less(btStrK[K](a), btStrK[K](b)) }, opts)
 	}
 	return btNew[K, V](dev, less, btKGeneric, opts)
 }
 
 // NewBTreeOrdered makes an empty tree ordered by <, like google/btree's
 // NewOrderedG. Integer keys get a search without calls through a function
-// value.
+// value; string keys compare their 8-byte prefixes first and read their
+// bytes only when the prefixes are equal.
 func NewBTreeOrdered[K cmp.Ordered, V any](dev *vmem.Device, opts ...BTreeOption) (*BTree[K, V], error) {
+	if btStrKey[K]() {
+		return btNewSK[K, V](dev, cmp.Less[K], nil, opts)
+	}
 	return btNew[K, V](dev, cmp.Less[K], btKindOf[K](), opts)
 }
 
@@ -265,14 +280,13 @@ func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opt
 	return t, nil
 }
 
-// btCheckTypes checks that a tree can hold K and V: no pointers, and no
-// string keys (string values are stored in an arena).
+// btCheckTypes checks that a tree can hold K and V: no pointers, except
+// in string types (stored in arenas).
 func btCheckTypes[K, V any]() error {
-	if ty := reflect.TypeFor[K](); isStringType(ty) {
-		return fmt.Errorf("%v: string keys are not supported yet: %w", ty, ErrPointerType)
-	}
-	if err := layout.Check[K](); err != nil {
-		return fmt.Errorf("key: %w", err)
+	if !btStrKey[K]() {
+		if err := layout.Check[K](); err != nil {
+			return fmt.Errorf("key: %w", err)
+		}
 	}
 	if !isStringType(reflect.TypeFor[V]()) {
 		if err := layout.Check[V](); err != nil {
@@ -302,6 +316,9 @@ func (t *BTree[K, V]) noteErr(err error) {
 // lookup or scan of private-tier leaves when the device was lost); such a
 // method then reports the entry as absent or ends the iteration early.
 func (t *BTree[K, V]) Err() error {
+	if t.sk != nil {
+		return t.sk.in.Err()
+	}
 	t.errMu.Lock()
 	defer t.errMu.Unlock()
 	return t.err
@@ -337,7 +354,12 @@ func (t *BTree[K, V]) markDirty() {
 }
 
 // Len returns the number of entries (0 after Close).
-func (t *BTree[K, V]) Len() int { return t.n }
+func (t *BTree[K, V]) Len() int {
+	if t.sk != nil {
+		return t.sk.in.n
+	}
+	return t.n
+}
 
 // BTreeStats describes a tree's shape and memory.
 type BTreeStats struct {
@@ -360,6 +382,9 @@ type BTreeStats struct {
 // store batcher, scan buffers); DeviceBytes counts the leaves, not the
 // arena that holds string values.
 func (t *BTree[K, V]) Stats() BTreeStats {
+	if t.sk != nil {
+		return t.sk.in.Stats()
+	}
 	s := BTreeStats{
 		Len:         t.n,
 		LeafEntries: t.g.cap,
@@ -392,6 +417,9 @@ func (t *BTree[K, V]) Stats() BTreeStats {
 
 // Clear removes every entry and frees the device memory the tree held.
 func (t *BTree[K, V]) Clear() error {
+	if t.sk != nil {
+		return t.sk.clear()
+	}
 	if err := t.btUsable(); err != nil {
 		return err
 	}
@@ -422,6 +450,9 @@ func (t *BTree[K, V]) clear() {
 // Close frees the tree's memory. It is idempotent; the tree is invalid
 // afterwards.
 func (t *BTree[K, V]) Close() error {
+	if t.sk != nil {
+		return t.closeSK()
+	}
 	if t.closed || t.dev == nil {
 		return nil
 	}

@@ -25,6 +25,9 @@ import (
 // keys and vals differ in length, and ErrOutOfMemory (changing nothing)
 // when memory runs out.
 func (t *BTree[K, V]) BulkLoad(keys []K, vals []V) error {
+	if t.sk != nil {
+		return t.sk.bulkLoad(keys, vals)
+	}
 	if err := t.btUsable(); err != nil {
 		return err
 	}

@@ -13,6 +13,9 @@ import (
 // Delete removes key and returns its value and true, or false if key was
 // absent. The error reports device loss (private-tier leaves).
 func (t *BTree[K, V]) Delete(key K) (old V, deleted bool, err error) {
+	if t.sk != nil {
+		return t.sk.delete(key)
+	}
 	if err := t.btUsable(); err != nil {
 		return old, false, err
 	}
@@ -42,6 +45,9 @@ func (t *BTree[K, V]) DeleteMax() (key K, value V, ok bool, err error) {
 }
 
 func (t *BTree[K, V]) deleteEdge(right bool) (k K, v V, ok bool, err error) {
+	if t.sk != nil {
+		return t.sk.deleteEdge(right)
+	}
 	if err := t.btUsable(); err != nil {
 		return k, v, false, err
 	}

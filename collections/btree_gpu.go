@@ -54,6 +54,9 @@ var btGPUOff = false
 //
 // GetBatch is a read: it may run together with other reads.
 func (t *BTree[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
+	if t.sk != nil {
+		return t.sk.getBatch(keys, vals, found) // string keys: btree_strkey_ops.go
+	}
 	if t.closed {
 		return ErrClosed
 	}

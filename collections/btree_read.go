@@ -27,6 +27,9 @@ const btStackLines = 8
 // (GetBatch returns it instead), rather than report absent a key that may
 // be there.
 func (t *BTree[K, V]) Get(key K) (V, bool) {
+	if t.sk != nil {
+		return t.sk.get(key)
+	}
 	t.readable("Get")
 	t.sync()
 	if t.idx.height == 0 {
@@ -43,6 +46,9 @@ func (t *BTree[K, V]) Get(key K) (V, bool) {
 // Has reports whether key is in the tree; it loads no value. It panics
 // as Get does.
 func (t *BTree[K, V]) Has(key K) bool {
+	if t.sk != nil {
+		return t.sk.has(key)
+	}
 	t.readable("Has")
 	t.sync()
 	if t.idx.height == 0 {
@@ -363,6 +369,9 @@ func (t *BTree[K, V]) vString(h strarena.Handle) V {
 // Min returns the smallest key and its value, and false if the tree is
 // empty.
 func (t *BTree[K, V]) Min() (K, V, bool) {
+	if t.sk != nil {
+		return t.sk.minMax(false)
+	}
 	t.readable("Min")
 	k, v, ok := t.edge(false)
 	if !ok {
@@ -374,6 +383,9 @@ func (t *BTree[K, V]) Min() (K, V, bool) {
 // Max returns the largest key and its value, and false if the tree is
 // empty.
 func (t *BTree[K, V]) Max() (K, V, bool) {
+	if t.sk != nil {
+		return t.sk.minMax(true)
+	}
 	t.readable("Max")
 	k, v, ok := t.edge(true)
 	if !ok {
@@ -386,6 +398,9 @@ func (t *BTree[K, V]) Max() (K, V, bool) {
 // with an error result: false if the tree is empty or a read failed
 // (kept for Err).
 func (t *BTree[K, V]) edge(right bool) (k K, v V, ok bool) {
+	if t.sk != nil {
+		return t.sk.edge(right)
+	}
 	t.sync()
 	if t.idx.height == 0 {
 		return k, v, false

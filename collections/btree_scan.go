@@ -253,6 +253,10 @@ func (t *BTree[K, V]) window(desc bool, s *btScan, cur *btCursor, far *K, limit 
 // entries are handed to yield, the next window's DMA runs in another
 // goroutine.
 func (t *BTree[K, V]) scan(op string, desc bool, lo, hi *K, yield func(K, V) bool) {
+	if t.sk != nil {
+		t.sk.scan(op, desc, lo, hi, yield)
+		return
+	}
 	t.scanWith(op, desc, lo, hi, func(s *btScan, first bool, near, far *K) bool {
 		return t.emit(desc, s, first, near, far, yield)
 	})
@@ -659,6 +663,10 @@ func (t *BTree[K, V]) AscendRangeRuns(greaterOrEqual, lessThan K, fn func(keys [
 
 // scanRuns is the ascending scan of [lo, hi) a leaf's run at a time.
 func (t *BTree[K, V]) scanRuns(op string, lo, hi *K, fn func(keys []K, vals []V) bool) {
+	if t.sk != nil {
+		t.sk.runs(op, lo, hi, fn)
+		return
+	}
 	var vbuf []V
 	t.scanWith(op, false, lo, hi, func(s *btScan, first bool, near, far *K) bool {
 		return t.emitRuns(s, first, near, far, &vbuf, fn)
@@ -713,7 +721,12 @@ func (t *BTree[K, V]) DescendGreaterThan(pivot K, fn func(key K, value V) bool) 
 // (see the type's comment); a transfer error ends the sequence early and
 // is reported by Err, and a lost device panics (see Get), as it does in
 // every scan.
-func (t *BTree[K, V]) All() iter.Seq2[K, V] { return t.ascendSeq("All", nil, nil) }
+func (t *BTree[K, V]) All() iter.Seq2[K, V] {
+	if t.sk != nil {
+		return t.sk.ascendSeq("All", nil, nil)
+	}
+	return t.ascendSeq("All", nil, nil)
+}
 
 // ascendSeq is the sequence of the entries in [lo, hi) (nil: open). It is
 // small enough for the compiler to inline with the loop body, which then
@@ -743,4 +756,9 @@ func (t *BTree[K, V]) Backward() iter.Seq2[K, V] {
 }
 
 // Range returns the entries with lo <= key < hi in ascending order.
-func (t *BTree[K, V]) Range(lo, hi K) iter.Seq2[K, V] { return t.ascendSeq("Range", &lo, &hi) }
+func (t *BTree[K, V]) Range(lo, hi K) iter.Seq2[K, V] {
+	if t.sk != nil {
+		return t.sk.ascendSeq("Range", &lo, &hi)
+	}
+	return t.ascendSeq("Range", &lo, &hi)
+}

@@ -39,6 +39,9 @@ func (t *BTree[K, V]) Save(w io.Writer) error {
 
 func (t *BTree[K, V]) btSave(w io.Writer) error {
 	h := snapfmt.Header{Kind: snapfmt.KindBTree, Fingerprint: btSnapFingerprint[K, V]()}
+	if t.sk != nil {
+		return t.sk.save(w, h)
+	}
 	r := t.ascend("", nil, nil)
 	defer r.stop() // a writer that panics leaves no window behind
 	return snapSaveEntries(w, h, t.Len(), r.seq, t.Err)

@@ -377,3 +377,42 @@ func TestArenaCloseWhileCollected(t *testing.T) {
 		runtime.GC()
 	})
 }
+
+// TestArenaManyFrees frees more strings of one class than a free list's
+// first stack holds: the stack's growth must keep what it held (the
+// counters and the lists agree, and the space is reused).
+func TestArenaManyFrees(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		a, err := New(d, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		var hs []Handle
+		for range 3000 {
+			h, err := a.PutString(strings.Repeat("s", 40))
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs = append(hs, h)
+		}
+		reserved := a.Stats().Reserved
+		for _, h := range hs {
+			a.Free(h)
+		}
+		if err := a.Check(); err != nil {
+			t.Fatal(err)
+		}
+		if st := a.Stats(); st.Free < 3000*48 || st.Strings != 0 {
+			t.Fatalf("after freeing every string: %+v", st)
+		}
+		for range 3000 {
+			if _, err := a.PutString(strings.Repeat("t", 40)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st := a.Stats(); st.Reserved != reserved {
+			t.Fatalf("space not reused: %+v, reserved before %d", st, reserved)
+		}
+	})
+}

@@ -23,11 +23,12 @@ func (s *stack) push(v uint64) bool {
 		if err != nil {
 			return false
 		}
-		if s.n > 0 {
-			copy(unsafe.Slice((*uint64)(np), s.n), s.items())
+		n := s.n
+		if n > 0 {
+			copy(unsafe.Slice((*uint64)(np), n), s.items())
 		}
-		s.release()
-		s.p, s.cap = np, nc
+		s.release() // zeroes n
+		s.p, s.n, s.cap = np, n, nc
 	}
 	*(*uint64)(unsafe.Add(s.p, s.n*8)) = v
 	s.n++
