@@ -25,6 +25,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/kern"
+	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/vmem"
 )
 
@@ -81,7 +82,7 @@ func (t *BTree[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 		}
 	}
 	before := t.Err()
-	mapPar(len(keys), 1<<12, func(lo, hi int) {
+	par.Ranges(len(keys), 1<<12, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			v, ok := t.get(keys[i], true)
 			vals[i] = v
@@ -140,13 +141,14 @@ func (t *BTree[K, V]) gpuGet(keys []K, vals []V, found []bool) error {
 	if t.kk == btKI64 || t.kk == btKI32 {
 		p.sgn = 1
 	}
+	kd := kdev(t.dev) // once, not per key
 	for lo := 0; lo < len(keys); lo += int(c) {
 		hi := min(lo+int(c), len(keys))
 		n := hi - lo
 		q := unsafe.Slice((*btQuery)(base), n)
-		mapPar(n, 1<<12, func(a, b int) {
+		par.Ranges(n, 1<<12, func(a, b int) {
 			for i := a; i < b; i++ {
-				q[i] = t.gpuQuery(keys[lo+i])
+				q[i] = t.gpuQuery(kd, keys[lo+i])
 			}
 		})
 		p.n = uint32(n)
@@ -181,13 +183,13 @@ type btQuery struct {
 }
 
 // gpuQuery finds k's leaf in the host index.
-func (t *BTree[K, V]) gpuQuery(k K) btQuery {
+func (t *BTree[K, V]) gpuQuery(kd kern.Device[vmem.Block], k K) btQuery {
 	x := &t.idx
 	b, i := x.find(k)
 	nd := x.nodes[b]
 	id, cnt := nd.kids[i], uint32(nd.cnts[i])
 	e := t.lv.extentOf(id)
-	q := btQuery{leaf: kdev(t.dev).BlockAddr(e.blk, uint64(id&t.g.xMask)*uint64(t.g.leafSize)), cnt: cnt}
+	q := btQuery{leaf: kd.BlockAddr(e.blk, uint64(id&t.g.xMask)*uint64(t.g.leafSize)), cnt: cnt}
 	if t.g.ks == 8 {
 		q.key = *(*uint64)(unsafe.Pointer(&k))
 	} else {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"iter"
 
+	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/vmem"
 )
 
@@ -121,7 +122,7 @@ func (s *btSK[K, V]) getBatch(keys []K, vals []V, found []bool) error {
 		return nil
 	}
 	before := in.Err()
-	mapPar(len(keys), 1<<12, func(lo, hi int) {
+	par.Ranges(len(keys), 1<<12, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			r, slot := s.probe(btKStr(keys[i]))
 			v, ok := in.get(r, true)
@@ -230,5 +231,3 @@ func (s *btSK[K, V]) runs(op string, lo, hi *K, fn func(keys []K, vals []V) bool
 		return fn(kb, vals)
 	})
 }
-
-func (s *btSK[K, V]) stats() BTreeStats { return s.in.Stats() }

@@ -6,9 +6,6 @@ import (
 	"github.com/govram/govram/internal/par"
 )
 
-// mapPar is par.Ranges under the name btree_gpu.go calls it by.
-func mapPar(n, minPart int, f func(lo, hi int)) { par.Ranges(n, minPart, f) }
-
 // mapParCopy copies n bytes, on several goroutines when n is large (one
 // goroutine moves 10-20 GB/s; a batch of a million keys is 8 MB each way):
 // par.Ranges over 512 KiB units, the last part taking the tail. It runs on
