@@ -91,7 +91,11 @@ func mapBenchBuild(b *testing.B, n int) *mapBenchSet {
 		s.gomap[mapBenchKey(i)] = i
 	}
 	heap0, host0 := mapHeapInUse(), mapHostBytes(d)
-	m, err := NewMap[uint64, uint64](d)
+	var opts []MapOption
+	if os.Getenv("VMEM_BENCH_NOTIER") == "1" {
+		opts = append(opts, WithHostCache(0)) // every Get from the table
+	}
+	m, err := NewMap[uint64, uint64](d, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -229,6 +233,8 @@ func BenchmarkMapGetParallel(b *testing.B) {
 				s := mapBenchBuild(b, n)
 				for _, impl := range []string{"gomap", "govram", "combined"} {
 					b.Run(impl, func(b *testing.B) {
+						// b.Run calls this more than once: impl stays as it is.
+						use := impl
 						if impl == "combined" {
 							// Combining of single Gets on (map_getcomb.go).
 							if s.m.dev.Backend() != vmem.BackendVulkan {
@@ -237,10 +243,10 @@ func BenchmarkMapGetParallel(b *testing.B) {
 							comb := s.m.comb
 							s.m.getCombStart()
 							defer func() { s.m.comb = comb }()
-							impl = "govram"
+							use = "govram"
 						}
 						before := s.m.Stats().CombinedGets
-						f := mapGetter(true)(s, impl)
+						f := mapGetter(true)(s, use)
 						var wg sync.WaitGroup
 						per := (b.N + g - 1) / g
 						b.ResetTimer()
@@ -258,7 +264,7 @@ func BenchmarkMapGetParallel(b *testing.B) {
 						wg.Wait()
 						b.StopTimer()
 						b.ReportMetric(float64(per*g)/b.Elapsed().Seconds()/1e6, "Mget/s")
-						if impl != "gomap" {
+						if use != "gomap" {
 							b.ReportMetric(float64(s.m.Stats().CombinedGets-before)/float64(per*g), "combined/op")
 						}
 					})

@@ -121,6 +121,7 @@ type mapCombRound struct {
 	vals, found unsafe.Pointer // staging memory of the round
 	refs        atomic.Int32
 	close       func()
+	long        bool // string keys were left to the CPU (mapGetJob.long)
 }
 
 var mapCombReqs = sync.Pool{New: func() any { return &mapCombReq{wake: make(chan struct{}, 1)} }}
@@ -142,7 +143,7 @@ var mapBatchGPUMin = layout.DefaultPlanner().GatherMinLines
 // key, so there a round pays as soon as the keys expected there cost more
 // round trips than one round.
 func (m *Map[K, V]) batchGPU(t *mapTable, n int) (uint32, bool) {
-	hmode, ok := m.gpuMode()
+	hmode, ok := m.getMode()
 	if !ok || n == 0 || !kdev(m.dev).KernelsAvailable() {
 		return 0, false
 	}
@@ -279,11 +280,7 @@ func (m *Map[K, V]) combRound(t *mapTable, hmode uint32, self *mapCombReq) {
 	if err != nil {
 		j = nil
 	} else {
-		dst := j.keys(total)
-		ks := unsafe.Sizeof(dst[0])
-		copyIn := func(r *mapCombReq) {
-			mapParCopy(unsafe.Pointer(&dst[r.off]), r.keys, uint64(r.n)*uint64(ks))
-		}
+		copyIn := func(r *mapCombReq) { j.putKeys(r.off, r.keys, r.n) }
 		if total >= 1<<16 && len(reqs) > 1 {
 			par.Go(len(reqs), func(i int) { copyIn(reqs[i]) })
 		} else {
@@ -293,7 +290,8 @@ func (m *Map[K, V]) combRound(t *mapTable, hmode uint32, self *mapCombReq) {
 		}
 		if err = j.run(total, wantFound); err == nil {
 			round = &mapCombRound{vals: unsafe.Pointer(unsafe.SliceData(j.vals(total))),
-				found: unsafe.Pointer(unsafe.SliceData(j.found(total))), close: j.close}
+				found: unsafe.Pointer(unsafe.SliceData(j.found(total))), close: j.close,
+				long: j.long.Load() != 0}
 			round.refs.Store(int32(len(reqs)))
 		} else {
 			j.close()
@@ -323,6 +321,13 @@ func (m *Map[K, V]) combCollect(r *mapCombReq) error {
 		mapParCopy(r.vals, unsafe.Add(round.vals, uint64(r.off)*vs), uint64(r.n)*vs)
 		if r.found != nil {
 			mapParCopy(unsafe.Pointer(r.found), unsafe.Add(round.found, r.off), uint64(r.n))
+		}
+		if round.long {
+			var f []bool
+			if r.found != nil {
+				f = unsafe.Slice(r.found, r.n)
+			}
+			m.longKeys(m.t, unsafe.Slice((*K)(r.keys), r.n), unsafe.Slice((*V)(r.vals), r.n), f)
 		}
 	}
 	if round != nil && round.refs.Add(-1) == 0 {

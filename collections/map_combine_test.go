@@ -259,3 +259,68 @@ func TestMapCombineFailedRound(t *testing.T) {
 		}
 	})
 }
+
+// TestMapCombineStrings: 32 goroutines look string keys up by GetBatch and
+// GetMany at once (keys inline and too long to be, hits and misses), so
+// that rounds of string key images are shared; every answer is checked
+// against a Go map.
+func TestMapCombineStrings(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		mapCombSmall(t, 16)
+		m, err := NewMap[string, uint64](d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		gen := genStrEdge(mapStrInline(m.r.keyW))
+		r := rand.New(rand.NewPCG(5, 6))
+		model := map[string]uint64{}
+		for range 3000 {
+			k, v := gen(r)+fmt.Sprint(r.IntN(500)), r.Uint64()
+			if err := m.Put(k, v); err != nil {
+				t.Fatal(err)
+			}
+			model[k] = v
+		}
+		var known []string
+		for k := range model {
+			known = append(known, k)
+		}
+		var wg sync.WaitGroup
+		for w := range 32 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(w), 9))
+				for op := range 8 {
+					ks := make([]string, []int{20, 300, 1400, 2500}[r.IntN(4)])
+					for i := range ks {
+						if r.IntN(2) == 0 {
+							ks[i] = known[r.IntN(len(known))]
+						} else {
+							ks[i] = gen(r) + "x"
+						}
+					}
+					vs, found := make([]uint64, len(ks)), make([]bool, len(ks))
+					if op%2 == 0 {
+						if err := m.GetBatch(ks, vs, found); err != nil {
+							t.Error(err)
+							return
+						}
+					} else {
+						m.GetMany(ks, vs, found)
+					}
+					for i, k := range ks {
+						want, ok := model[k]
+						if found[i] != ok || vs[i] != want {
+							t.Errorf("%q: %d, %v; want %d, %v", k, vs[i], found[i], want, ok)
+							return
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if kdev(d).KernelsAvailable() && m.gpu.stats.combined.Load() == 0 {
+			t.Error("32 goroutines never shared a round")
+		}
+	})
+}

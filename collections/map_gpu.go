@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/govram/govram/internal/kern"
@@ -99,6 +100,26 @@ func (m *Map[K, V]) gpuMode() (uint32, bool) {
 		return 0, m.keysMemEqual()
 	}
 	return 0, false
+}
+
+// mapGPUStr is the hash mode of string keys: the CPU hashes each key and
+// sends it as the image of its record's first bytes (hash, length, inline
+// bytes), which the kernel compares up to the key's length.
+const mapGPUStr = 1
+
+// getMode is gpuMode for lookups, which also take string keys (mapGPUStr)
+// when values are fixed-size. Only the batch lookup has this mode; the
+// other kernels' callers ask gpuMode.
+func (m *Map[K, V]) getMode() (uint32, bool) {
+	if !m.strK {
+		return m.gpuMode()
+	}
+	var v V
+	if m.strV || unsafe.Sizeof(v)%4 != 0 || m.r.stride%4 != 0 || m.r.valOff%4 != 0 ||
+		m.r.hashOff != 0 || m.r.keyOff != 8 {
+		return 0, false
+	}
+	return mapGPUStr, true
 }
 
 // keysMemEqual reports whether K's == is byte equality.
@@ -278,18 +299,83 @@ func (j *mapGetJob[K, V]) lookup(keys []K, vals []V, found []bool) error {
 	for lo := 0; lo < len(keys); lo += j.c {
 		hi := min(lo+j.c, len(keys))
 		n := hi - lo
-		mapParCopy(unsafe.Pointer(unsafe.SliceData(j.keys(n))), unsafe.Pointer(&keys[lo]), uint64(n)*j.ks)
+		j.putKeys(0, unsafe.Pointer(&keys[lo]), n)
 		if err := j.run(n, found != nil); err != nil {
 			return err
 		}
 		if j.vs > 0 {
 			mapParCopy(unsafe.Pointer(&vals[lo]), unsafe.Pointer(unsafe.SliceData(j.vals(n))), uint64(n)*j.vs)
 		}
+		var f []bool
 		if found != nil {
-			mapParCopy(unsafe.Pointer(&found[lo]), unsafe.Pointer(unsafe.SliceData(j.found(n))), uint64(n))
+			f = found[lo:hi]
+			mapParCopy(unsafe.Pointer(&f[0]), unsafe.Pointer(unsafe.SliceData(j.found(n))), uint64(n))
+		}
+		if j.long.Swap(0) != 0 {
+			j.m.longKeys(j.t, keys[lo:hi], vals[lo:hi], f)
 		}
 	}
 	return nil
+}
+
+// putKeys writes n keys from src (a []K's elements) into the round's key
+// memory from index at: as they are, or, for string keys, as images
+// (hash, length, inline bytes; a key too long to be held inline gets
+// length ~0, which the kernel answers "absent", and counts in j.long).
+func (j *mapGetJob[K, V]) putKeys(at int, src unsafe.Pointer, n int) {
+	dst := unsafe.Add(j.st.Ptr, j.offK+uint64(at)*j.ks)
+	if j.hmode != mapGPUStr {
+		mapParCopy(dst, src, uint64(n)*j.ks)
+		return
+	}
+	m := j.m
+	ks := unsafe.Slice((*K)(src), n)
+	inline := mapStrInline(m.r.keyW)
+	par.Ranges(n, 1<<12, func(a, b int) {
+		long := 0
+		for i := a; i < b; i++ {
+			img := unsafe.Add(dst, uint64(i)*j.ks)
+			s := *(*string)(unsafe.Pointer(&ks[i]))
+			*(*uint64)(img) = m.hash(&ks[i])
+			if len(s) > inline {
+				*(*uint32)(unsafe.Add(img, 8)) = ^uint32(0)
+				long++
+				continue
+			}
+			*(*uint32)(unsafe.Add(img, 8)) = uint32(len(s))
+			copy(mapBytesAt(unsafe.Add(img, 12), len(s)), s)
+		}
+		if long > 0 {
+			j.long.Add(int64(long))
+		}
+	})
+}
+
+// longKeys answers by the CPU paths the string keys of a GPU round that
+// were too long for the kernel (their tails live in the arena); found may
+// be nil.
+func (m *Map[K, V]) longKeys(t *mapTable, keys []K, vals []V, found []bool) {
+	inline := mapStrInline(m.r.keyW)
+	var idx []int
+	for i := range keys {
+		if len(*(*string)(unsafe.Pointer(&keys[i]))) > inline {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return
+	}
+	sk, sv, sf := make([]K, len(idx)), make([]V, len(idx)), make([]bool, len(idx))
+	for x, i := range idx {
+		sk[x] = keys[i]
+	}
+	m.getManyCPU(t, sk, sv, sf)
+	for x, i := range idx {
+		vals[i] = sv[x]
+		if found != nil {
+			found[i] = sf[x]
+		}
+	}
 }
 
 // mapGetJob is GetBatch on the GPU, a round of up to c keys at a time: the
@@ -305,7 +391,8 @@ type mapGetJob[K comparable, V any] struct {
 	st     kern.Staging
 	dv     uint64 // device-local twin of st, same layout
 	c      int
-	ks, vs uint64
+	ks, vs uint64       // bytes of a key (string keys: of its image) and of a value
+	long   atomic.Int64 // string keys of the round left to the CPU
 	// Offsets in st and dv: the segment table at 0, keys, hashes (hmode
 	// 0), values, found bytes.
 	offK, offH, offV, offF uint64
@@ -342,6 +429,12 @@ func (m *Map[K, V]) gpuGetBeginQ(t *mapTable, hmode uint32, c int, copyQ bool) (
 	var zv V
 	j := &mapGetJob[K, V]{m: m, t: t, hmode: hmode, kb: kb, c: max(c, 1),
 		ks: uint64(unsafe.Sizeof(zk)), vs: uint64(unsafe.Sizeof(zv))}
+	if hmode == mapGPUStr {
+		// Images of about a hundred bytes a key: rounds of a combined
+		// round's size keep the staging memory near 30 MiB.
+		j.c = min(j.c, mapCombRoundMax)
+		j.ks = uint64(m.r.keyOff + m.r.keyW)
+	}
 	cc := uint64(j.c)
 	j.offK = mapRoundUp64(uint64(len(t.segs))*16, 64)
 	j.offH = j.offK + mapRoundUp64(cc*j.ks, 64)

@@ -198,10 +198,29 @@ func TestMapBatchDifferential(t *testing.T) {
 			defer x.close()
 			mapGPURun(x, steps, mapGPUSizes)
 		})
-		t.Run("string-keys-cpu", func(t *testing.T) {
+		t.Run("string-keys", func(t *testing.T) {
 			x := newMapDiff(t, d, 6, genStr(500, 20), genU64(100))
 			defer x.close()
 			mapGPURun(x, steps/2, mapGPUSizes)
+			mapGPUUsed(t, x.m)
+		})
+		t.Run("string-keys-boundary", func(t *testing.T) {
+			// Keys about the inline bound (100 bytes for these records)
+			// and past it (answered by the CPU), differing in their last
+			// byte; 12-byte values.
+			mapGPUSmallChunks(t)
+			x := newMapDiff(t, d, 7, genStrEdge(100), func(r *rand.Rand) mapGPUVal12 { return mapGPUVal12{r.Uint32(), 2, r.Uint32()} })
+			defer x.close()
+			if mapStrInline(x.m.r.keyW) != 100 {
+				t.Fatalf("inline bound %d: the generator's lengths are chosen for 100", mapStrInline(x.m.r.keyW))
+			}
+			mapGPURun(x, steps/2, mapGPUSizes)
+			mapGPUUsed(t, x.m)
+		})
+		t.Run("string-both-cpu", func(t *testing.T) {
+			x := newMapDiff(t, d, 8, genStr(300, 30), genStr(50, 40))
+			defer x.close()
+			mapGPURun(x, steps/4, mapGPUSizes)
 		})
 		if kdev(d).KernelsAvailable() && kdev(d).KernelDispatches() == before {
 			t.Error("no kernel ran on a device that runs kernels")
@@ -349,4 +368,36 @@ func TestMapBatchDeviceLost(t *testing.T) {
 			t.Fatalf("PutBatch on a lost device: %v", err)
 		}
 	})
+}
+
+// genStrEdge draws keys of lengths about a string record's inline bound b:
+// 0, 1, 7, 8, b-4 to b+4, 200 bytes, mostly the same bytes, the last from
+// a small alphabet so that keys differ only there.
+func genStrEdge(b int) func(*rand.Rand) string {
+	lens := []int{0, 1, 7, 8, 200}
+	for n := b - 4; n <= b+4; n++ {
+		lens = append(lens, n)
+	}
+	return func(r *rand.Rand) string {
+		n := lens[r.IntN(len(lens))]
+		if n == 0 {
+			return ""
+		}
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('a' + i%7)
+		}
+		b[r.IntN(n)] = byte('A' + r.IntN(3))
+		b[n-1] = byte('0' + r.IntN(10))
+		return string(b)
+	}
+}
+
+// mapGPUUsed fails t if m, on a device with kernels, answered no batch
+// lookup on the GPU.
+func mapGPUUsed[K comparable, V any](t *testing.T, m *Map[K, V]) {
+	t.Helper()
+	if kdev(m.dev).KernelsAvailable() && m.Stats().Batch.GPUCalls == 0 {
+		t.Error("no batch lookup ran on the GPU")
+	}
 }

@@ -33,7 +33,8 @@ uint64_t mapHome(uint64_t h, uint64_t nb) {
 	return hi;
 }
 
-// MAXKW bounds a key: 64 bytes (a record fits one line).
+// MAXKW bounds a key the kernels hold in registers: 64 bytes (a record
+// fits one line).
 #define MAXKW 16
 
 // mapHashKey hashes the key words kw as the Map's built-in hash does for
@@ -64,20 +65,45 @@ bool mapKeyEq(uint64_t ra, uint kw[MAXKW], uint ks) {
 	return true;
 }
 
-// mapFind looks the key (words kw, hash h) up; it returns its location
-// bucket<<3|slot and sets rec to its record's address, or returns ~0.
-uint64_t mapFind(uint64_t segs, uint shift, uint64_t nb, uint64_t nbAll, uint pp, uint stride, uint ks,
-		uint64_t h, uint kw[MAXKW], out uint64_t rec) {
+// mapKeyEqAt compares kb bytes of the record at ra with the key image at
+// ka (both word-aligned); bytes past kb in the last word do not count.
+bool mapKeyEqAt(uint64_t ra, uint64_t ka, uint kb) {
+	uint full = kb / 4u;
+	for (uint w = 0u; w < full; w++) {
+		if (ld(ra + w * 4u) != ld(ka + w * 4u)) {
+			return false;
+		}
+	}
+	uint rem = kb & 3u;
+	if (rem != 0u) {
+		uint mask = (1u << (rem * 8u)) - 1u;
+		return ((ld(ra + full * 4u) ^ ld(ka + full * 4u)) & mask) == 0u;
+	}
+	return true;
+}
+
+// mapBucketBytes is the distance between buckets: one line of pp slots,
+// or one record of whole lines (pp 1: its stride rounded up to a line).
+uint64_t mapBucketBytes(uint pp, uint stride) {
+	return pp == 1u ? uint64_t((stride + 63u) & ~63u) : 64;
+}
+
+// mapFind looks up the key whose first kb bytes are at ka (hash h); it
+// returns its location bucket<<3|slot and sets rec to its record's
+// address, or returns ~0.
+uint64_t mapFind(uint64_t segs, uint shift, uint64_t nb, uint64_t nbAll, uint pp, uint stride, uint kb,
+		uint64_t h, uint64_t ka, out uint64_t rec) {
 	uint fp = uint(h & 0x7fUL);
 	uint64_t mask = (uint64_t(1) << shift) - 1;
+	uint64_t bb = mapBucketBytes(pp, stride);
 	for (uint64_t b = mapHome(h, nb); b < nbAll; b++) {
 		uint64_t si = b >> shift, j = b & mask;
-		uint64_t slots = ld64(segs + si * 16) + j * 64;
+		uint64_t slots = ld64(segs + si * 16) + j * bb;
 		uint64_t ca = ld64(segs + si * 16 + 8) + j * pp;
 		bool stop = false;
 		for (uint i = 0u; i < pp; i++) {
 			uint c = mapCtl(ca + i);
-			if (c == fp && mapKeyEq(slots + i * stride, kw, ks)) {
+			if (c == fp && mapKeyEqAt(slots + i * stride, ka, kb)) {
 				rec = slots + i * stride;
 				return (b << 3) | uint64_t(i);
 			}

@@ -1,7 +1,8 @@
 #version 460
 // map_get answers a batch of Map lookups (Map.GetBatch): each invocation
 // takes one key from the batch's device-local copy, hashes it (or reads
-// the CPU's hash), probes the table (control bytes from their device
+// the CPU's hash; hmode 1: string keys, as images the CPU made), probes
+// the table (control bytes from their device
 // copy, slots in VRAM), and writes each value (zero when absent) and a
 // found byte per key beside the keys; one copy takes them to the host.
 #extension GL_GOOGLE_include_directive : require
@@ -37,14 +38,31 @@ void main() {
 		uint i = base + TID;
 		uint f = 0u;
 		if (i < p.n) {
-			uint kw[MAXKW];
 			uint64_t ka = p.keys + uint64_t(i) * p.ks;
-			for (uint w = 0u; w < p.ks / 4u; w++) {
-				kw[w] = ld(ka + w * 4u);
-			}
-			uint64_t h = p.hmode == 0u ? ld64(p.hashes + uint64_t(i) * 8) : mapHashKey(kw, p.hmode, p.seed);
+			uint64_t h;
+			uint kb = p.ks;
+			uint64_t loc = ~uint64_t(0);
 			uint64_t rec;
-			uint64_t loc = mapFind(p.segs, p.shift, p.nb, p.nbAll, p.pp, p.stride, p.ks, h, kw, rec);
+			if (p.hmode == 0u) {
+				h = ld64(p.hashes + uint64_t(i) * 8);
+			} else if (p.hmode == 1u) {
+				// A string key's image: its hash, then the key's field as a
+				// record holds it inline (length, bytes). Only the length
+				// and the bytes count; a key too long to be inline has
+				// length ~0 and is left to the CPU.
+				h = ld64(ka);
+				uint len = ld(ka + 8);
+				kb = len <= p.ks - 12u ? 12u + len : 0u;
+			} else {
+				uint kw[MAXKW];
+				for (uint w = 0u; w < min(4u, p.ks / 4u); w++) {
+					kw[w] = ld(ka + w * 4u);
+				}
+				h = mapHashKey(kw, p.hmode, p.seed);
+			}
+			if (kb != 0u) {
+				loc = mapFind(p.segs, p.shift, p.nb, p.nbAll, p.pp, p.stride, kb, h, ka, rec);
+			}
 			uint64_t dst = p.vals + uint64_t(i) * p.vs;
 			if (loc != ~uint64_t(0)) {
 				f = 1u;

@@ -101,7 +101,7 @@ void main() {
 				continue;
 			}
 			uint64_t rec;
-			uint64_t loc = mapFind(p.segs, p.shift, p.nb, p.nbAll, p.pp, p.stride, p.ks, h, kw, rec);
+			uint64_t loc = mapFind(p.segs, p.shift, p.nb, p.nbAll, p.pp, p.stride, p.ks, h, ka, rec);
 			if (loc != ~uint64_t(0)) {
 				st(sOff + uint64_t(i) * 4, 1u);
 				Dword(lOff + uint64_t(i) * 8).v = loc;

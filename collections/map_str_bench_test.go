@@ -1,0 +1,101 @@
+package collections
+
+import (
+	"runtime/debug"
+	"testing"
+
+	"github.com/govram/govram/internal/vmemtest"
+)
+
+// BenchmarkMapStrGetBatch: batch lookups in a Map[string, uint64] of
+// URL-like keys (40 to 90 bytes; VMEM_BENCH_STR_SIZES entries, default
+// 1e5), a batch of VMEM_BENCH_BATCH random hits (default 1e6), against:
+//
+//	gpu-batch  GetBatch (string key images probed by a kernel on a GPU)
+//	cpu-batch  the CPU batch path GetBatch takes without kernels
+//	gomap-1    a Go map, one goroutine
+//	gomap-16   a Go map, 16 goroutines
+//
+// Metric Mkeys/s: keys answered per second, keys in Go memory to answers
+// in Go memory.
+func BenchmarkMapStrGetBatch(b *testing.B) {
+	batch := mapGPUBenchBatch()
+	for _, n := range tierBenchStrSizes(b) {
+		b.Run(vmemtest.SizeName(n), func(b *testing.B) {
+			keys := make([]string, n)
+			gomap := make(map[string]uint64, n)
+			for i := range keys {
+				keys[i] = tierBenchURL(i)
+				gomap[keys[i]] = uint64(i)
+			}
+			m, err := NewMap[string, uint64](mapBenchDevice(b), WithCapacity(n))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			vals := make([]uint64, n)
+			for i := range vals {
+				vals[i] = uint64(i)
+			}
+			if err := m.PutMany(keys, vals); err != nil {
+				b.Fatal(err)
+			}
+			vals = nil
+			r := mapRand(77)
+			ks := make([]string, batch)
+			for i := range ks {
+				ks[i] = keys[r.next()%uint64(n)]
+			}
+			keys = nil
+			debug.FreeOSMemory()
+			vs := make([]uint64, batch)
+			found := make([]bool, batch)
+			check := func(b *testing.B) {
+				for i := 0; i < batch; i += 9973 {
+					if !found[i] || vs[i] != gomap[ks[i]] {
+						b.Fatalf("key %q: %d, %v", ks[i], vs[i], found[i])
+					}
+				}
+			}
+			b.Run("gpu-batch", func(b *testing.B) {
+				gpuBenchWarm(b, func() error { return m.GetBatch(ks, vs, found) })
+				for range b.N {
+					if err := m.GetBatch(ks, vs, found); err != nil {
+						b.Fatal(err)
+					}
+				}
+				mapGPUReport(b, batch)
+				check(b)
+				st := m.Stats().Batch
+				b.ReportMetric(float64(st.GPUCalls)/float64(st.GPUCalls+st.CPUCalls), "gpu-share")
+			})
+			b.Run("cpu-batch", func(b *testing.B) {
+				for range b.N {
+					m.getManyCPU(m.t, ks, vs, found)
+				}
+				mapGPUReport(b, batch)
+				check(b)
+			})
+			b.Run("gomap-1", func(b *testing.B) {
+				for range b.N {
+					for i, k := range ks {
+						vs[i], found[i] = gomap[k]
+					}
+				}
+				mapGPUReport(b, batch)
+				check(b)
+			})
+			b.Run("gomap-16", func(b *testing.B) {
+				for range b.N {
+					mapGPUPar16(len(ks), func(_, lo, hi int) {
+						for i := lo; i < hi; i++ {
+							vs[i], found[i] = gomap[ks[i]]
+						}
+					})
+				}
+				mapGPUReport(b, batch)
+				check(b)
+			})
+		})
+	}
+}
