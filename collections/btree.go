@@ -146,8 +146,9 @@ type BTree[K, V any] struct {
 	// writes counts the calls of writing methods, so that a scan can tell
 	// that the tree changed under it (a write in the loop body).
 	writes uint64
-	mem    *owner // the tree's memory, freed by Close or the backstop
-	unreg  func() // removes the tree from the device's AtClose list
+	rt     btRoute // GetBatch's device copy of the index's bottom (btree_route.go)
+	mem    *owner  // the tree's memory, freed by Close or the backstop
+	unreg  func()  // removes the tree from the device's AtClose list
 
 	// strV: V is a string type; leaves hold the strings' handles in arena.
 	strV  bool
@@ -434,6 +435,7 @@ func (t *BTree[K, V]) clear() {
 	t.lv.reset()
 	t.etInvalidate()
 	t.idx.reset()
+	t.routeDrop()
 	t.n = 0
 	t.dirty.Store(false)
 	t.poolMu.Lock()

@@ -3,15 +3,15 @@ package collections
 // BTree.GetBatch: many lookups, the leaves searched by a GPU kernel.
 //
 // One Get walks the host index (host memory, no VRAM) and then reads the
-// leaf's key lines and the value's line: one or two PCIe round trips of
-// 0.1-0.25 µs each. For a batch, the CPU walks the index for every key on
-// all cores (host memory only) and writes, per key, the leaf's device
-// address, the key and the leaf's entry count into pinned host memory;
-// one kernel (bt_get.comp) binary-searches each leaf in VRAM and writes
-// the values and found flags back: one round trip per two million keys,
-// and no VRAM read by the CPU at all. The batch is not sorted first: the
-// index is small (under a byte an entry) and its walks are independent,
-// so they spread over the cores as they are.
+// leaf's key lines and the value's line: one or two PCIe round trips. For
+// a batch, each key's leaf is found either by a kernel (bt_route.comp, on
+// the GPU's copy of the index's bottom: btree_route.go) or, for batches
+// too small to pay for bringing that copy in step, by the CPU walking the
+// host index on all cores and writing, per key, the leaf's device
+// address, the key and the leaf's entry count into pinned host memory.
+// Then one kernel (bt_get.comp) binary-searches each leaf in VRAM and
+// writes the values and found flags back: one round trip per two million
+// keys, and no VRAM read by the CPU at all.
 //
 // The kernel compares keys as integers, so it takes the ordered integer
 // keys of NewBTreeOrdered (int32, uint32, int64, uint64 and types defined
@@ -48,9 +48,10 @@ var btGPUOff = false
 // matching vmem.ErrRange).
 //
 // On a GPU, for integer keys (NewBTreeOrdered) and values of whole 4-byte
-// words, the CPU finds each key's leaf in the host index on all cores and
-// one kernel searches the leaves in VRAM: one round trip per two million
-// keys. Elsewhere the keys are looked up with Get on all cores. Errors:
+// words, kernels find each key's leaf (from a device copy of the index's
+// bottom, rebuilt by the first large batch after writes; smaller batches
+// find leaves on the CPU) and search the leaves in VRAM: one round trip
+// per two million keys. Elsewhere the keys are looked up with Get on all cores. Errors:
 // ErrClosed, vmem.ErrDeviceLost.
 //
 // GetBatch is a read: it may run together with other reads.
@@ -125,10 +126,18 @@ func (t *BTree[K, V]) gpuGet(keys []K, vals []V, found []bool) error {
 	if err != nil {
 		return err
 	}
+	// Routed on the GPU, the staging memory's first bytes hold the keys,
+	// which go to a region of their own past the answers on the device.
+	rblk, nl, route := t.routeTable(len(keys))
+	offK := mapRoundUp64(size, 64)
+	dsize := size
+	if route {
+		dsize = offK + c*uint64(g.ks)
+	}
 	// The kernel reads the queries from, and writes the answers to, a
 	// device-local twin of the staging layout; one copy each way moves
 	// them (as Map.GetBatch does).
-	dv, err := kb.Scratch(size)
+	dv, err := kb.Scratch(dsize)
 	if err != nil {
 		return err
 	}
@@ -145,14 +154,21 @@ func (t *BTree[K, V]) gpuGet(keys []K, vals []V, found []bool) error {
 	for lo := 0; lo < len(keys); lo += int(c) {
 		hi := min(lo+int(c), len(keys))
 		n := hi - lo
-		q := unsafe.Slice((*btQuery)(base), n)
-		par.Ranges(n, 1<<12, func(a, b int) {
-			for i := a; i < b; i++ {
-				q[i] = t.gpuQuery(kd, keys[lo+i])
-			}
-		})
 		p.n = uint32(n)
-		kb.Upload(dv, st, 0, uint64(n)*24)
+		if route {
+			mapParCopy(base, unsafe.Pointer(&keys[lo]), uint64(n)*uint64(g.ks))
+			kb.Upload(dv+offK, st, 0, uint64(n)*uint64(g.ks))
+			kb.Barrier()
+			t.routeRecord(kb, rblk, nl, dv+offK, dv, n)
+		} else {
+			q := unsafe.Slice((*btQuery)(base), n)
+			par.Ranges(n, 1<<12, func(a, b int) {
+				for i := a; i < b; i++ {
+					q[i] = t.gpuQuery(kd, keys[lo+i])
+				}
+			})
+			kb.Upload(dv, st, 0, uint64(n)*24)
+		}
 		kb.Barrier()
 		kb.Dispatch(btGetKernel, uint64(n), &p)
 		kb.Barrier()

@@ -12,8 +12,10 @@ import (
 // keys, all present, looked up in a tree of each size of
 // VMEM_BENCH_SIZES (keys 2i, values i, bulk loaded), comparing:
 //
-//	gpu-batch  GetBatch (index on the CPU, leaves searched by a kernel)
-//	cpu-batch  GetBatch's CPU path (Get on all cores)
+//	gpu-batch            GetBatch (leaves found and searched by kernels)
+//	gpu-batch-cpu-route  the same with each key's leaf found in the host
+//	                     index by the CPU (small batches take this path)
+//	cpu-batch            GetBatch's CPU path (Get on all cores)
 //	google-1   google/btree BTreeG, one goroutine
 //	google-16  google/btree BTreeG, 16 goroutines
 //
@@ -47,11 +49,12 @@ func BenchmarkBTreeGetBatch(b *testing.B) {
 					}
 				}
 			}
-			for _, mode := range []string{"gpu-batch", "cpu-batch"} {
+			for _, mode := range []string{"gpu-batch", "gpu-batch-cpu-route", "cpu-batch"} {
 				b.Run(mode, func(b *testing.B) {
 					btGPUOff = mode == "cpu-batch"
-					defer func() { btGPUOff = false }()
-					if mode == "gpu-batch" {
+					btRouteOff = mode == "gpu-batch-cpu-route"
+					defer func() { btGPUOff, btRouteOff = false, false }()
+					if mode != "cpu-batch" {
 						gpuBenchWarm(b, func() error { return tr.GetBatch(ks, vs, found) })
 					}
 					for range b.N {
