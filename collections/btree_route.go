@@ -56,6 +56,9 @@ const btRouteMin = 8
 // route on the CPU (a rebuild would cost it more than it saves, or no
 // device memory is left for the table).
 func (t *BTree[K, V]) routeTable(n int) (vmem.Block, int, bool) {
+	if btRouteOff {
+		return vmem.Block{}, 0, false
+	}
 	rt := &t.rt
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -67,7 +70,7 @@ func (t *BTree[K, V]) routeTable(n int) (vmem.Block, int, bool) {
 	for id := x.first; id != btNil; id = x.nodes[id].next {
 		nl += int(x.nodes[id].n)
 	}
-	if nl == 0 || n*btRouteMin < nl || btRouteOff {
+	if nl == 0 || n*btRouteMin < nl {
 		return vmem.Block{}, 0, false
 	}
 	if err := t.routeBuild(nl); err != nil {

@@ -11,7 +11,7 @@
 
 layout(push_constant) uniform P {
 	uint64_t keys;   // n keys, ks bytes apart
-	uint64_t hashes; // n hashes (hmode 0)
+	uint64_t hashes; // n hashes (hmode 0); hmode 1: n uint32 image indices
 	uint64_t segs;   // per segment: slots address, control bytes address
 	uint64_t vals;   // n values, vs bytes apart
 	uint64_t found;  // n bytes, rounded up to a word
@@ -49,7 +49,11 @@ void main() {
 				// A string key's image: its hash, then the key's field as a
 				// record holds it inline (length, bytes). Only the length
 				// and the bytes count; a key too long to be inline has
-				// length ~0 and is left to the CPU.
+				// length ~0 and is left to the CPU. Invocation i takes the
+				// i-th image in hash order (hashes holds that order), so
+				// that neighbouring invocations probe neighbouring parts of
+				// the table; answers stay in that order.
+				ka = p.keys + uint64_t(ld(p.hashes + uint64_t(i) * 4)) * p.ks;
 				h = ld64(ka);
 				uint len = ld(ka + 8);
 				kb = len <= p.ks - 12u ? 12u + len : 0u;
