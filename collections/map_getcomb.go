@@ -30,8 +30,9 @@ package collections
 // never be reached: a Get that waits for VRAM stalls its core, it does not
 // yield its P, so no more goroutines than Ps are ever in Get at once.)
 //
-// Off by default (VMEM_COMBINE_GETS=1 turns it on) until it is measured
-// on a GPU (BenchmarkMapGetParallel's combined rows).
+// Off by default (VMEM_COMBINE_GETS=1 turns it on): on an H200 it was
+// slower than the direct path at every goroutine count (docs/map.md,
+// BenchmarkMapGetParallel's combined rows).
 
 import (
 	"os"

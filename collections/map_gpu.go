@@ -27,8 +27,10 @@ package collections
 // the bit); other fixed-size keys (WithHasher, other sizes) are hashed by
 // the CPU and the hashes sent with the keys. Keys are compared as bytes,
 // so only types whose == is byte equality run on the GPU (no floats, no
-// padding); strings, and records whose key, value or stride is not a
-// whole number of 4-byte words, take the CPU paths (GetMany, PutMany).
+// padding); string values, and records whose key, value or stride is
+// not a whole number of 4-byte words, take the CPU paths (GetMany,
+// PutMany). String keys run on the GPU for lookups only (getMode): the
+// CPU hashes them and sends record images (putKeys).
 
 import (
 	"errors"
@@ -544,12 +546,10 @@ func (j *mapGetJob[K, V]) run(n int, wantFound bool) error {
 	return nil
 }
 
-// mapStrParts is the number of parts of the table by which a round's
-// string keys are ordered: a GPU probing a table of tens of gigabytes in
-// random order spends its time on address translation (an H200 took 54 ms
-// for 2^18 keys in a 12.9 GB table, 1.1-1.5 ms for the same number
-// spread over a few thousand keys), while keys in hash order probe
-// neighbouring pages.
+// mapStrPartBits: a round's string keys are ordered by this many top bits
+// of their hash. A GPU probing a table of many gigabytes in random order
+// spends its time translating addresses (docs/gpu.md); keys in hash order
+// probe neighbouring pages.
 const mapStrPartBits = 14
 
 // order sorts the round's n string keys by part (a counting sort of their
