@@ -197,28 +197,34 @@ func BenchmarkMapGetBatch(b *testing.B) {
 				mapGPUReport(b, batch)
 				check(b)
 			})
-			b.Run("gomap-1", func(b *testing.B) {
-				for range b.N {
-					for i, k := range ks {
-						vs[i], found[i] = s.gomap[k]
-					}
-				}
-				mapGPUReport(b, batch)
-				check(b)
-			})
-			b.Run("gomap-16", func(b *testing.B) {
-				for range b.N {
-					mapGPUPar16(len(ks), func(_, lo, hi int) {
-						for i := lo; i < hi; i++ {
-							vs[i], found[i] = s.gomap[ks[i]]
-						}
-					})
-				}
-				mapGPUReport(b, batch)
-				check(b)
-			})
+			mapGoMapBatch(b, s.gomap, ks, vs, found, check)
 		})
 	}
+}
+
+// mapGoMapBatch runs the Go map baselines of a batch lookup: gomap-1 (one
+// goroutine) and gomap-16 (16 goroutines sharing the map).
+func mapGoMapBatch[K comparable](b *testing.B, gomap map[K]uint64, ks []K, vs []uint64, found []bool, check func(*testing.B)) {
+	b.Run("gomap-1", func(b *testing.B) {
+		for range b.N {
+			for i, k := range ks {
+				vs[i], found[i] = gomap[k]
+			}
+		}
+		mapGPUReport(b, len(ks))
+		check(b)
+	})
+	b.Run("gomap-16", func(b *testing.B) {
+		for range b.N {
+			mapGPUPar16(len(ks), func(_, lo, hi int) {
+				for i := lo; i < hi; i++ {
+					vs[i], found[i] = gomap[ks[i]]
+				}
+			})
+		}
+		mapGPUReport(b, len(ks))
+		check(b)
+	})
 }
 
 func BenchmarkMapPutBatch(b *testing.B) {

@@ -76,26 +76,7 @@ func BenchmarkMapStrGetBatch(b *testing.B) {
 				mapGPUReport(b, batch)
 				check(b)
 			})
-			b.Run("gomap-1", func(b *testing.B) {
-				for range b.N {
-					for i, k := range ks {
-						vs[i], found[i] = gomap[k]
-					}
-				}
-				mapGPUReport(b, batch)
-				check(b)
-			})
-			b.Run("gomap-16", func(b *testing.B) {
-				for range b.N {
-					mapGPUPar16(len(ks), func(_, lo, hi int) {
-						for i := lo; i < hi; i++ {
-							vs[i], found[i] = gomap[ks[i]]
-						}
-					})
-				}
-				mapGPUReport(b, batch)
-				check(b)
-			})
+			mapGoMapBatch(b, gomap, ks, vs, found, check)
 		})
 	}
 }
