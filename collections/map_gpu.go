@@ -261,13 +261,24 @@ func (m *Map[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 // 444 and 431 for one and two in a later run (all with the GPU just out of
 // a long idle spell, before the benchmarks warmed it; not re-measured
 // warm).
+//
+// String keys take four parts: each round also builds key images and
+// orders them on the CPU, which the other parts' transfers and kernels
+// overlap (H200, 10^6 keys in 5*10^7, docs/benchmarks.md: one to four
+// parts 27.6, 44.5 and 59.7 M keys/s; seven 20.0, more buffers than the
+// device keeps for reuse).
 var (
-	mapGetParts   = 2
-	mapGetPartMin = 1 << 17
+	mapGetParts    = 2
+	mapGetStrParts = 4
+	mapGetPartMin  = 1 << 17
 )
 
 func (m *Map[K, V]) gpuGet(t *mapTable, hmode uint32, keys []K, vals []V, found []bool) error {
-	parts := min(mapGetParts, len(keys)/mapGetPartMin)
+	most := mapGetParts
+	if hmode == mapGPUStr {
+		most = mapGetStrParts
+	}
+	parts := min(most, len(keys)/mapGetPartMin)
 	if parts <= 1 {
 		return m.gpuGetPart(t, hmode, keys, vals, found)
 	}

@@ -1,6 +1,7 @@
 package collections
 
 import (
+	"fmt"
 	"runtime/debug"
 	"testing"
 
@@ -11,7 +12,9 @@ import (
 // URL-like keys (40 to 90 bytes; VMEM_BENCH_STR_SIZES entries, default
 // 1e5), a batch of VMEM_BENCH_BATCH random hits (default 1e6), against:
 //
-//	gpu-batch  GetBatch (string key images probed by a kernel on a GPU)
+//	gpu-batch  GetBatch (string key images probed by a kernel on a GPU;
+//	           VMEM_BENCH_PARTS=1,2,4 runs it once per count of parts a
+//	           batch is cut into)
 //	cpu-batch  the CPU batch path GetBatch takes without kernels
 //	gomap-1    a Go map, one goroutine
 //	gomap-16   a Go map, 16 goroutines
@@ -57,18 +60,29 @@ func BenchmarkMapStrGetBatch(b *testing.B) {
 					}
 				}
 			}
-			b.Run("gpu-batch", func(b *testing.B) {
-				gpuBenchWarm(b, func() error { return m.GetBatch(ks, vs, found) })
-				for range b.N {
-					if err := m.GetBatch(ks, vs, found); err != nil {
-						b.Fatal(err)
-					}
+			for _, parts := range mapGPUBenchParts() {
+				name := "gpu-batch"
+				if parts > 0 {
+					name = fmt.Sprintf("gpu-batch-parts%d", parts)
 				}
-				mapGPUReport(b, batch)
-				check(b)
-				st := m.Stats().Batch
-				b.ReportMetric(float64(st.GPUCalls)/float64(st.GPUCalls+st.CPUCalls), "gpu-share")
-			})
+				b.Run(name, func(b *testing.B) {
+					if parts > 0 {
+						old := mapGetStrParts
+						mapGetStrParts = parts
+						defer func() { mapGetStrParts = old }()
+					}
+					gpuBenchWarm(b, func() error { return m.GetBatch(ks, vs, found) })
+					for range b.N {
+						if err := m.GetBatch(ks, vs, found); err != nil {
+							b.Fatal(err)
+						}
+					}
+					mapGPUReport(b, batch)
+					check(b)
+					st := m.Stats().Batch
+					b.ReportMetric(float64(st.GPUCalls)/float64(st.GPUCalls+st.CPUCalls), "gpu-share")
+				})
+			}
 			b.Run("cpu-batch", func(b *testing.B) {
 				for range b.N {
 					m.getManyCPU(m.t, ks, vs, found)
