@@ -264,9 +264,8 @@ func (m *Map[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 //
 // String keys take four parts: each round also builds key images and
 // orders them on the CPU, which the other parts' transfers and kernels
-// overlap (H200, 10^6 keys in 5*10^7, docs/benchmarks.md: one to four
-// parts 27.6, 44.5 and 59.7 M keys/s; seven 20.0, more buffers than the
-// device keeps for reuse).
+// overlap (measured against one, two and seven parts in docs/gpu.md;
+// seven need more buffers than the device keeps for reuse).
 var (
 	mapGetParts    = 2
 	mapGetStrParts = 4
