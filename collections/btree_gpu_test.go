@@ -87,6 +87,21 @@ func TestBTreeBatchDifferential(t *testing.T) {
 			}
 			defer tr.Close()
 			btGPURun(t, tr, func(r *rand.Rand) uint64 { return uint64(r.IntN(20000)) }, func(r *rand.Rand) uint64 { return r.Uint64() }, steps)
+			// A batch of a key per leaf and more routes on the GPU.
+			if kdev(d).KernelsAvailable() {
+				for k := range uint64(3000) {
+					if _, _, err := tr.ReplaceOrInsert(k, k); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ks := make([]uint64, tr.Len())
+				if err := tr.GetBatch(ks, make([]uint64, len(ks)), nil); err != nil {
+					t.Fatal(err)
+				}
+				if !tr.rt.inStep || tr.rt.ver != tr.writes {
+					t.Error("a large batch did not route on the GPU")
+				}
+			}
 		})
 		t.Run("i64-small-chunks", func(t *testing.T) {
 			old := btGPUChunk

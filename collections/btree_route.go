@@ -35,6 +35,10 @@ var btRouteKernel = newKernel("bt_route", btRoutePush{})
 // btRouteOff routes every batch on the CPU (benchmarks compare both).
 var btRouteOff = false
 
+// errRouteCount: the leaves of the index and of the extents differ in
+// number, which the invariants forbid; the batch routes on the CPU.
+var errRouteCount = errors.New("collections: BTree route table: leaf counts disagree")
+
 // btRoute is a tree's route table: nl leaves' fences, addresses and counts
 // in one device block, in step with the tree when ver == BTree.writes.
 type btRoute struct {
@@ -65,10 +69,11 @@ func (t *BTree[K, V]) routeTable(n int) (vmem.Block, int, bool) {
 	if rt.inStep && rt.ver == t.writes {
 		return rt.blk, rt.nl, true
 	}
+	// The leaves in use, from the extents (a few of them), not from a walk
+	// of the index: a batch that routes on the CPU pays nothing here.
 	nl := 0
-	x := &t.idx
-	for id := x.first; id != btNil; id = x.nodes[id].next {
-		nl += int(x.nodes[id].n)
+	for i := range t.lv.ext {
+		nl += int(t.lv.ext[i].used)
 	}
 	if nl == 0 || n*btRouteMin < nl {
 		return vmem.Block{}, 0, false
@@ -79,7 +84,8 @@ func (t *BTree[K, V]) routeTable(n int) (vmem.Block, int, bool) {
 	return rt.blk, rt.nl, true
 }
 
-// routeBuild writes the table for nl leaves (the caller holds rt.mu).
+// routeBuild writes the table for the nl leaves of the index, walking its
+// bottom nodes once (the caller holds rt.mu).
 func (t *BTree[K, V]) routeBuild(nl int) error {
 	rt := &t.rt
 	rt.inStep = false
@@ -127,6 +133,9 @@ func (t *BTree[K, V]) routeBuild(nl int) error {
 			} else {
 				bits = uint64(*(*uint32)(unsafe.Pointer(&k)))
 			}
+			if j == nl {
+				return errRouteCount // the extents and the index disagree: route on the CPU
+			}
 			leaf := nd.kids[i]
 			e := t.lv.extentOf(leaf)
 			fences[j] = bits ^ flip
@@ -134,6 +143,9 @@ func (t *BTree[K, V]) routeBuild(nl int) error {
 			cnts[j] = uint32(nd.cnts[i])
 			j++
 		}
+	}
+	if j != nl {
+		return errRouteCount
 	}
 	if err := t.dev.Copy(rt.blk, 0, tmp, 0, size); err != nil {
 		return err
