@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/collections/internal/strarena"
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/internal/waithook"
 	"github.com/govram/govram/vmem"
@@ -264,7 +265,7 @@ type btBulkWriter[K, V any] struct {
 	pin  vmem.Block // pinned buffer for DMA runs
 	run  uint32     // first leaf id in buf
 	n    int        // leaves in buf
-	kind btKind
+	kind access.Kind
 	// unfenced: leaves were streamed straight from the caller's arrays
 	// and want a fence.
 	unfenced bool
@@ -282,11 +283,11 @@ func (w *btBulkWriter[K, V]) leaf(id uint32, keys []K, vals []V, hs []strarena.H
 	t := w.t
 	g := &t.g
 	e := t.lv.extentOf(id)
-	if e.kind == btDirect {
+	if e.Kind == access.Direct {
 		t.compose(t.lv.ptr(id), keys, vals, hs)
 		return nil
 	}
-	if e.kind == btWC && len(keys) == g.cap && g.wholeLines() {
+	if e.Kind == access.WC && len(keys) == g.cap && g.wholeLines() {
 		// Keys and values fill whole lines exactly as the caller's arrays
 		// hold them: stream them from there, no composing.
 		if err := w.finish(); err != nil {
@@ -304,14 +305,14 @@ func (w *btBulkWriter[K, V]) leaf(id uint32, keys []K, vals []V, hs []strarena.H
 		w.unfenced = true
 		return nil
 	}
-	if w.n > 0 && (id != w.run+uint32(w.n) || id>>g.xShift != w.run>>g.xShift || e.kind != w.kind || uintptr(w.n+1)*g.leafSize > uintptr(len(w.buf))) {
+	if w.n > 0 && (id != w.run+uint32(w.n) || id>>g.xShift != w.run>>g.xShift || e.Kind != w.kind || uintptr(w.n+1)*g.leafSize > uintptr(len(w.buf))) {
 		if err := w.finish(); err != nil {
 			return err
 		}
 	}
 	if w.buf == nil {
 		size := max(btBulkRun, g.leafSize)
-		if e.kind == btDMA {
+		if e.Kind == access.DMA {
 			size = max(4<<20, g.leafSize)
 			if b, err := t.mem.Alloc(vmem.Host, uint64(size)); err == nil {
 				w.pin = b
@@ -323,7 +324,7 @@ func (w *btBulkWriter[K, V]) leaf(id uint32, keys []K, vals []V, hs []strarena.H
 		}
 	}
 	if w.n == 0 {
-		w.run, w.kind = id, e.kind
+		w.run, w.kind = id, e.Kind
 	}
 	t.compose(unsafe.Pointer(&w.buf[uintptr(w.n)*g.leafSize]), keys, vals, hs)
 	w.n++
@@ -345,12 +346,12 @@ func (w *btBulkWriter[K, V]) finish() error {
 	size := uintptr(w.n) * g.leafSize
 	off := uintptr(w.run&g.xMask) * g.leafSize
 	w.n = 0
-	if w.kind == btWC {
-		lineio.StoreLines(unsafe.Add(e.base, off), w.buf[:size])
+	if w.kind == access.WC {
+		lineio.StoreLines(unsafe.Add(e.Base, off), w.buf[:size])
 		lineio.Fence()
 		return nil
 	}
-	return t.dev.Write(e.blk, uint64(off), w.buf[:size])
+	return e.Write(uint64(off), w.buf[:size])
 }
 
 // abort drops the composed run; stores already streamed are fenced so that

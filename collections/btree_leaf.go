@@ -7,7 +7,7 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lines"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
@@ -117,27 +117,17 @@ func (g *btGeom) keyAt(j int) uintptr { return g.keyOff + uintptr(j)*g.ks }
 // extentLeaves is how many leaves a full extent holds.
 func (g *btGeom) extentLeaves() int { return 1 << g.xShift }
 
-// btKind says how the CPU reaches an extent.
-type btKind uint8
-
-const (
-	btDirect btKind = iota // ordinary memory (host backend): plain loads and stores
-	btWC                   // mapped VRAM: streaming loads, stores through the batcher
-	btDMA                  // private VRAM: DMA only
-)
-
 // btExtent is one block of leaves. Its leaves hold one contiguous key range
 // of the tree (in any order inside the block), so a scan finds them
 // together.
 type btExtent struct {
-	blk  vmem.Block
-	base unsafe.Pointer // CPU address, nil for btDMA
-	kind btKind
-	cap  int32    // leaf slots in blk
-	used int32    // slots in use
-	bits []uint64 // slot in use
-	bat  *lines.Batcher
-	boff uintptr // offset of base inside bat's region
+	blk         vmem.Block
+	access.View          // how the CPU reaches blk
+	cap         int32    // leaf slots in blk
+	used        int32    // slots in use
+	bits        []uint64 // slot in use
+	bat         *lines.Batcher
+	boff        uintptr // offset of base inside bat's region
 }
 
 // btLeaves allocates leaves and moves their bytes.
@@ -147,7 +137,6 @@ type btLeaves struct {
 	g       *btGeom
 	tier    vmem.Tier
 	naive   bool
-	host    bool // host backend
 	ext     []btExtent
 	freeExt []int32
 	bats    []*lines.Batcher
@@ -161,7 +150,7 @@ type btLeaves struct {
 }
 
 func (lv *btLeaves) init(dev *vmem.Device, mem *owner, g *btGeom, tier vmem.Tier, naive bool) {
-	*lv = btLeaves{dev: dev, mem: mem, g: g, tier: tier, naive: naive, host: dev.Backend() == vmem.BackendHost}
+	*lv = btLeaves{dev: dev, mem: mem, g: g, tier: tier, naive: naive}
 }
 
 func (lv *btLeaves) extentOf(id uint32) *btExtent { return &lv.ext[id>>lv.g.xShift] }
@@ -169,7 +158,7 @@ func (lv *btLeaves) extentOf(id uint32) *btExtent { return &lv.ext[id>>lv.g.xShi
 // ptr is the CPU address of leaf id (direct and WC extents only).
 func (lv *btLeaves) ptr(id uint32) unsafe.Pointer {
 	e := &lv.ext[id>>lv.g.xShift]
-	return unsafe.Add(e.base, uintptr(id&lv.g.xMask)*lv.g.leafSize)
+	return unsafe.Add(e.Base, uintptr(id&lv.g.xMask)*lv.g.leafSize)
 }
 
 // allocBlock takes a block for n leaves in the tree's tier, spilling from
@@ -185,14 +174,14 @@ func (lv *btLeaves) allocBlock(n int) (vmem.Block, error) {
 	return b, err
 }
 
-func (lv *btLeaves) kindOf(b vmem.Block) btKind {
-	switch {
-	case b.Ptr() == nil:
-		return btDMA
-	case lv.host || lv.naive:
-		return btDirect
+// view is how the CPU reaches block b: the device's rule, or plain loads
+// for the naive baseline.
+func (lv *btLeaves) view(b vmem.Block) access.View {
+	v := kdev(lv.dev).View(b)
+	if lv.naive {
+		v = v.Plain()
 	}
-	return btWC
+	return v
 }
 
 // newExtent makes an extent of n leaf slots and returns its index.
@@ -215,11 +204,11 @@ func (lv *btLeaves) newExtent(n int) (int, error) {
 	if cap(bm) < words {
 		bm = make([]uint64, words)
 	}
-	*e = btExtent{blk: b, base: b.Ptr(), kind: lv.kindOf(b), cap: int32(n), bits: bm[:words]}
+	*e = btExtent{blk: b, View: lv.view(b), cap: int32(n), bits: bm[:words]}
 	clear(e.bits)
 	lv.live++
 	lv.epoch++
-	if e.kind == btWC {
+	if e.Kind == access.WC {
 		lv.attach(i)
 	}
 	return i, nil
@@ -228,16 +217,16 @@ func (lv *btLeaves) newExtent(n int) (int, error) {
 // setBlock moves extent i to block b (after a grow), keeping its slots.
 func (lv *btLeaves) setBlock(i int, b vmem.Block, n int) {
 	e := &lv.ext[i]
-	e.blk, e.base, e.kind, e.cap, e.bat = b, b.Ptr(), lv.kindOf(b), int32(n), nil
+	e.blk, e.View, e.cap, e.bat = b, lv.view(b), int32(n), nil
 	lv.epoch++
-	if e.kind == btWC {
+	if e.Kind == access.WC {
 		lv.attach(i)
 	}
 }
 
 // chunkBase is the start of the driver mapping that holds e's block.
 func (lv *btLeaves) chunkBase(e *btExtent) uintptr {
-	return uintptr(e.base) - uintptr(kdev(lv.dev).BlockOffset(e.blk))
+	return uintptr(e.Base) - uintptr(kdev(lv.dev).BlockOffset(e.blk))
 }
 
 // attach gives WC extent i a batcher. One batcher serves every extent whose
@@ -247,7 +236,7 @@ func (lv *btLeaves) attach(i int) {
 	e := &lv.ext[i]
 	for _, b := range lv.bats {
 		if lv.fits(b, e) {
-			e.bat, e.boff = b, uintptr(e.base)-uintptr(b.Base())
+			e.bat, e.boff = b, uintptr(e.Base)-uintptr(b.Base())
 			return
 		}
 	}
@@ -255,7 +244,7 @@ func (lv *btLeaves) attach(i int) {
 }
 
 func (lv *btLeaves) fits(b *lines.Batcher, e *btExtent) bool {
-	lo, base := uintptr(e.base), uintptr(b.Base())
+	lo, base := uintptr(e.Base), uintptr(b.Base())
 	return lo >= base && lo-base+uintptr(e.blk.Size()) <= b.Size()
 }
 
@@ -273,7 +262,7 @@ func (lv *btLeaves) rebatch() {
 	for i := range lv.ext {
 		e := &lv.ext[i]
 		e.bat = nil
-		if !e.blk.IsZero() && e.kind == btWC {
+		if !e.blk.IsZero() && e.Kind == access.WC {
 			wc = append(wc, i)
 		}
 	}
@@ -284,10 +273,10 @@ func (lv *btLeaves) rebatch() {
 		e := &lv.ext[i]
 		if n := len(lv.bats); n > 0 && lv.fits(lv.bats[n-1], e) {
 			b := lv.bats[n-1]
-			e.bat, e.boff = b, uintptr(e.base)-uintptr(b.Base())
+			e.bat, e.boff = b, uintptr(e.Base)-uintptr(b.Base())
 			continue
 		}
-		base := unsafe.Add(e.base, -int(kdev(lv.dev).BlockOffset(e.blk)))
+		base := unsafe.Add(e.Base, -int(kdev(lv.dev).BlockOffset(e.blk)))
 		b, err := lines.NewBatcher(base, lines.MaxRegion, btBatchLines)
 		if err != nil {
 			// Cannot happen for a 64-byte aligned mapping; without a
@@ -295,7 +284,7 @@ func (lv *btLeaves) rebatch() {
 			continue
 		}
 		lv.bats = append(lv.bats, b)
-		e.bat, e.boff = b, uintptr(e.base)-uintptr(base)
+		e.bat, e.boff = b, uintptr(e.Base)-uintptr(base)
 	}
 }
 
@@ -345,7 +334,7 @@ func (lv *btLeaves) reset() {
 // freeExtent gives extent i's memory back.
 func (lv *btLeaves) freeExtent(i int) {
 	e := &lv.ext[i]
-	if e.kind == btWC {
+	if e.Kind == access.WC {
 		lv.flush()
 	}
 	lv.mem.Free(e.blk)
@@ -415,7 +404,7 @@ func (lv *btLeaves) grow(i int) error {
 	if err != nil {
 		return err
 	}
-	if e.kind == btWC {
+	if e.Kind == access.WC {
 		lv.flush()
 	}
 	if err := lv.dev.Copy(b, 0, e.blk, 0, uint64(e.cap)*uint64(lv.g.leafSize)); err != nil {
@@ -439,7 +428,7 @@ func (lv *btLeaves) splitCopy(i int, move []uint32) (int, error) {
 		return 0, err
 	}
 	e, f := &lv.ext[i], &lv.ext[j]
-	if e.kind == btWC || f.kind == btWC {
+	if e.Kind == access.WC || f.Kind == access.WC {
 		lv.flush()
 	}
 	if err := lv.dev.Copy(f.blk, 0, e.blk, 0, uint64(e.cap)*uint64(lv.g.leafSize)); err != nil {
@@ -472,18 +461,10 @@ func (lv *btLeaves) load(id uint32, img unsafe.Pointer, lo, hi uintptr) error {
 	e := lv.extentOf(id)
 	off := uintptr(id&lv.g.xMask)*lv.g.leafSize + lo
 	dst := btBytes(unsafe.Add(img, lo), hi-lo)
-	switch e.kind {
-	case btDirect:
-		copy(dst, btBytes(unsafe.Add(e.base, off), hi-lo))
-	case btWC:
-		if e.bat != nil && e.bat.Pending() > 0 {
-			return e.bat.Get(e.boff+off, dst)
-		}
-		lineio.LoadLines(dst, unsafe.Add(e.base, off))
-	default:
-		return lv.dev.Read(dst, e.blk, uint64(off))
+	if e.Kind == access.WC && e.bat != nil && e.bat.Pending() > 0 {
+		return e.bat.Get(e.boff+off, dst)
 	}
-	return nil
+	return e.Read(dst, uint64(off))
 }
 
 // store writes the bytes [lo, hi) of img to leaf id: whole lines into the
@@ -497,23 +478,20 @@ func (lv *btLeaves) store(id uint32, img unsafe.Pointer, lo, hi uintptr) error {
 	}
 	e := lv.extentOf(id)
 	off := uintptr(id&lv.g.xMask) * lv.g.leafSize
-	switch e.kind {
-	case btDirect:
+	switch e.Kind {
+	case access.Direct:
 		return nil
-	case btWC:
+	case access.WC:
 		lo &^= layout.LineSize - 1
 		hi = (hi + layout.LineSize - 1) &^ (layout.LineSize - 1)
-		if e.bat == nil {
-			lineio.StoreLines(unsafe.Add(e.base, off+lo), btBytes(unsafe.Add(img, lo), hi-lo))
-			lineio.Fence()
+		if e.bat != nil {
+			for l := lo; l < hi; l += layout.LineSize {
+				if err := e.bat.Put(e.boff+off+l, btBytes(unsafe.Add(img, l), layout.LineSize)); err != nil {
+					return err
+				}
+			}
 			return nil
 		}
-		for l := lo; l < hi; l += layout.LineSize {
-			if err := e.bat.Put(e.boff+off+l, btBytes(unsafe.Add(img, l), layout.LineSize)); err != nil {
-				return err
-			}
-		}
-		return nil
 	}
-	return lv.dev.Write(e.blk, uint64(off+lo), btBytes(unsafe.Add(img, lo), hi-lo))
+	return e.Write(uint64(off+lo), btBytes(unsafe.Add(img, lo), hi-lo))
 }

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/collections/internal/strarena"
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/layout"
 )
@@ -111,8 +112,8 @@ func (t *BTree[K, V]) getLeaf(k K, val bool) (v V, ok bool) {
 	}
 	g := &t.g
 	e := t.lv.extentOf(id)
-	switch e.kind {
-	case btDirect:
+	switch e.Kind {
+	case access.Direct:
 		leaf := t.lv.ptr(id)
 		s0, s1 := 0, cnt
 		if h := &nd.hint[i]; h.sh != 0 {
@@ -126,7 +127,7 @@ func (t *BTree[K, V]) getLeaf(k K, val bool) (v V, ok bool) {
 			v = t.vOut(unsafe.Add(leaf, g.valAt(s0+j)))
 		}
 		return v, found
-	case btWC:
+	case access.WC:
 		leaf := t.lv.ptr(id)
 		if h := &nd.hint[i]; h.sh != 0 {
 			// The hint names the key line: it and its values' line come
@@ -280,7 +281,7 @@ func (t *BTree[K, V]) getDMA(id uint32, cnt int, k K, val bool) (v V, ok bool) {
 		end = max(end, g.valAt(cnt-1)+g.vs)
 	}
 	lb := make([]byte, g.leafSize)
-	if err := t.dev.Read(lb[:end], e.blk, off); err != nil {
+	if err := e.Read(lb[:end], off); err != nil {
 		t.noteErr(err)
 		return v, false
 	}
@@ -316,21 +317,21 @@ func btLoadWC[T any](p unsafe.Pointer) T {
 func (t *BTree[K, V]) entry(id uint32, j int) (k K, v V, ok bool) {
 	g := &t.g
 	e := t.lv.extentOf(id)
-	switch e.kind {
-	case btDirect:
+	switch e.Kind {
+	case access.Direct:
 		leaf := t.lv.ptr(id)
 		return *(*K)(unsafe.Add(leaf, g.keyAt(j))), t.vOut(unsafe.Add(leaf, g.valAt(j))), true
-	case btWC:
+	case access.WC:
 		leaf := t.lv.ptr(id)
 		return btLoadWC[K](unsafe.Add(leaf, g.keyAt(j))), t.vLoadWC(unsafe.Add(leaf, g.valAt(j))), true
 	}
 	off := uint64(id&g.xMask) * uint64(g.leafSize)
-	if err := t.dev.Read(btBytes(unsafe.Pointer(&k), g.ks), e.blk, off+uint64(g.keyAt(j))); err != nil {
+	if err := e.Read(btBytes(unsafe.Pointer(&k), g.ks), off+uint64(g.keyAt(j))); err != nil {
 		t.noteErr(err)
 		return k, v, false
 	}
 	vb := make([]byte, max(g.vs, 1))
-	if err := t.dev.Read(vb[:g.vs], e.blk, off+uint64(g.valAt(j))); err != nil {
+	if err := e.Read(vb[:g.vs], off+uint64(g.valAt(j))); err != nil {
 		t.noteErr(err)
 		return k, v, false
 	}

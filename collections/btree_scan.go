@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/internal/waithook"
 	"github.com/govram/govram/layout"
@@ -130,28 +131,28 @@ func (t *BTree[K, V]) fetch(s *btScan) bool {
 	if c := t.lv.hot; c != nil && t.tierScans(e, s) {
 		return t.fetchTiered(c, s)
 	}
-	if e.kind == btDirect {
-		s.base, s.min = e.base, 0
+	if e.Kind == access.Direct {
+		s.base, s.min = e.Base, 0
 		return true
 	}
 	lines, span := t.windowSpan(s)
 	lo := s.lo
 	buf := t.buffer(s, span)
 	s.base, s.min = unsafe.Pointer(unsafe.SliceData(buf)), lo
-	if e.kind == btWC && layout.DefaultPlanner().Plan(lines, int(span), lines*layout.LineSize == int(span)) == layout.Stream {
+	if e.Kind == access.WC && layout.DefaultPlanner().Plan(lines, int(span), lines*layout.LineSize == int(span)) == layout.Stream {
 		for _, w := range s.win {
 			t.streamLeaf(e, w, buf[uintptr((w.id&g.xMask)-lo)*g.leafSize:])
 		}
 		return true
 	}
-	if e.kind == btDMA && len(s.win) == 1 {
+	if e.Kind == access.DMA && len(s.win) == 1 {
 		// One leaf: read its live bytes only.
 		w := s.win[0]
 		n := g.keyAt(int(w.cnt))
 		if g.vs > 0 && w.cnt > 0 {
 			n = max(n, g.valAt(int(w.cnt)-1)+g.vs)
 		}
-		if err := t.dev.Read(buf[:n], e.blk, uint64(uintptr(lo)*g.leafSize)); err != nil {
+		if err := e.Read(buf[:n], uint64(uintptr(lo)*g.leafSize)); err != nil {
 			t.noteErr(err)
 			return false
 		}
@@ -170,7 +171,7 @@ func (t *BTree[K, V]) streamLeaf(e *btExtent, w btWin, dst []byte) {
 	if w.cnt == 0 {
 		return
 	}
-	leaf := unsafe.Add(e.base, uintptr(w.id&g.xMask)*g.leafSize)
+	leaf := unsafe.Add(e.Base, uintptr(w.id&g.xMask)*g.leafSize)
 	load := func(lo, hi uintptr) {
 		lo &^= layout.LineSize - 1
 		hi = (hi + layout.LineSize - 1) &^ (layout.LineSize - 1)
@@ -437,10 +438,10 @@ type btPending struct {
 // overlapping with the CPU's work).
 func (t *BTree[K, V]) fetchByDMA(s *btScan) bool {
 	e := t.lv.extentOf(s.win[0].id)
-	switch e.kind {
-	case btDirect:
+	switch e.Kind {
+	case access.Direct:
 		return false
-	case btDMA:
+	case access.DMA:
 		return true
 	}
 	lines, span := t.windowSpan(s)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/vmem"
 )
@@ -503,18 +504,18 @@ func (t *BTree[K, V]) readLive(id uint32, cnt int, dst unsafe.Pointer) error {
 	g := &t.g
 	e := t.lv.extentOf(id)
 	db := btBytes(dst, g.leafSize)
-	switch e.kind {
-	case btDirect:
+	switch e.Kind {
+	case access.Direct:
 		leaf := t.lv.ptr(id)
 		btLiveLines(g, cnt, func(lo, hi uintptr) { copy(db[lo:hi], btBytes(unsafe.Add(leaf, lo), hi-lo)) })
-	case btWC:
+	case access.WC:
 		t.streamLeaf(e, btWin{id: id, cnt: int32(cnt)}, db)
 	default:
 		end := (g.keyAt(cnt) + 63) &^ 63
 		if g.vs > 0 {
 			end = max(end, (g.valAt(cnt-1)+g.vs+63)&^63)
 		}
-		return t.dev.Read(db[:end], e.blk, uint64(id&g.xMask)*uint64(g.leafSize))
+		return e.Read(db[:end], uint64(id&g.xMask)*uint64(g.leafSize))
 	}
 	return nil
 }
@@ -580,10 +581,10 @@ func (t *BTree[K, V]) fetchTiered(c *tierCore, s *btScan) bool {
 // window that would be streamed (mapped VRAM, few lines) or read in place
 // (ordinary memory, few leaves; only when a tier was asked for there).
 func (t *BTree[K, V]) tierScans(e *btExtent, s *btScan) bool {
-	switch e.kind {
-	case btDirect:
+	switch e.Kind {
+	case access.Direct:
 		return len(s.win) <= btTierScanLeaves
-	case btWC:
+	case access.WC:
 		return !t.fetchByDMA(s)
 	}
 	return false

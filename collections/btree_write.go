@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/collections/internal/strarena"
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/buildconst"
 )
 
@@ -25,7 +26,7 @@ func (t *BTree[K, V]) scratch(w int) unsafe.Pointer {
 
 // image returns leaf id for changing, with its entries [0, cnt) readable.
 func (t *BTree[K, V]) image(id uint32, w, cnt int) (unsafe.Pointer, error) {
-	if t.lv.extentOf(id).kind == btDirect {
+	if t.lv.extentOf(id).Kind == access.Direct {
 		return t.lv.ptr(id), nil
 	}
 	img := t.scratch(w)
@@ -232,7 +233,7 @@ func (t *BTree[K, V]) insertFirst(k K, v V, h strarena.Handle) error {
 
 // blank returns an image for a leaf whose old bytes do not matter.
 func (t *BTree[K, V]) blank(id uint32, w int) unsafe.Pointer {
-	if t.lv.extentOf(id).kind == btDirect {
+	if t.lv.extentOf(id).Kind == access.Direct {
 		return t.lv.ptr(id)
 	}
 	return t.scratch(w)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/internal/par"
@@ -164,16 +165,16 @@ func (m *Map[K, V]) probeGroup(t *mapTable, keys []K, ps *[mapGroupKeys]mapProbe
 			p.state = mapKeyMiss
 		case p.mt == 0:
 			p.state = mapKeySlow
-		case sg.kind == mapDirect && m.r.lines == 1:
+		case sg.Kind == access.Direct && m.r.lines == 1:
 			// Copied now, so that the misses of the group overlap.
 			p.state = mapKeyDirect
-			lines.b[x] = *(*[layout.LineSize]byte)(unsafe.Add(sg.base, uintptr(j)*layout.LineSize))
+			lines.b[x] = *(*[layout.LineSize]byte)(unsafe.Add(sg.Base, uintptr(j)*layout.LineSize))
 			p.rp = unsafe.Pointer(&lines.b[x])
-		case sg.kind == mapDirect:
-			p.state, p.rp = mapKeyDirect, unsafe.Add(sg.base, uintptr(j)*m.r.bucket)
-		case sg.kind == mapWC && m.r.lines == 1:
+		case sg.Kind == access.Direct:
+			p.state, p.rp = mapKeyDirect, unsafe.Add(sg.Base, uintptr(j)*m.r.bucket)
+		case sg.Kind == access.WC && m.r.lines == 1:
 			p.state = mapKeyLine
-			srcs[ng] = unsafe.Add(sg.base, uintptr(j)*layout.LineSize)
+			srcs[ng] = unsafe.Add(sg.Base, uintptr(j)*layout.LineSize)
 			at[x] = int8(ng)
 			ng++
 		default:

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/vmemtest"
 
 	"github.com/govram/govram/vmem"
@@ -152,22 +153,17 @@ func (m *Map[K, V]) setPlain(plain bool) {
 	t := m.t
 	for i := range t.segs {
 		sg := &t.segs[i]
-		if sg.base == nil {
-			continue
-		}
-		switch {
-		case plain && sg.kind == mapWC:
-			sg.kind = mapDirect
-		case !plain && sg.kind == mapDirect && m.dev.Backend() == vmem.BackendVulkan:
-			sg.kind = mapWC
+		sg.View = kdev(m.dev).View(sg.slots)
+		if plain {
+			sg.View = sg.Plain()
 		}
 	}
 	t.allDirect = true
 	t.fast = true
 	for i := range t.segs {
-		k := t.segs[i].kind
-		t.allDirect = t.allDirect && k == mapDirect
-		t.fast = t.fast && k != mapDMA && (k != mapWC || m.r.lines == 1)
+		k := t.segs[i].Kind
+		t.allDirect = t.allDirect && k == access.Direct
+		t.fast = t.fast && k != access.DMA && (k != access.WC || m.r.lines == 1)
 	}
 }
 

@@ -3,6 +3,8 @@ package collections
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/govram/govram/internal/access"
 )
 
 // mustCheck panics at the first broken invariant.
@@ -60,7 +62,7 @@ func (m *Map[K, V]) check() error {
 		}
 		sg, j := t.seg(b)
 		var rp unsafe.Pointer
-		if sg.kind == mapDMA {
+		if sg.Kind == access.DMA {
 			// One DMA per segment, not one per bucket.
 			if dmaSeg != sg {
 				dmaBuf = mapAligned(uintptr(sg.n) * m.r.bucket)

@@ -51,6 +51,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
@@ -152,7 +153,7 @@ func (m *Map[K, V]) batchGPU(t *mapTable, n int) (uint32, bool) {
 	}
 	var priv uint64
 	for i := range t.segs {
-		if t.segs[i].kind == mapDMA {
+		if t.segs[i].Kind == access.DMA {
 			priv += t.segs[i].n
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/vmem"
 )
 
@@ -95,14 +96,14 @@ func (m *Map[K, V]) moveAll(old, nt *mapTable) error {
 		sg := &old.segs[si]
 		first := uint64(si) << old.shift
 		step := sg.n
-		if sg.kind != mapDirect {
+		if sg.Kind != access.Direct {
 			step = stageB
 		}
 		for c0 := uint64(0); c0 < sg.n; c0 += step {
 			c1 := min(c0+step, sg.n)
 			var base unsafe.Pointer
-			if sg.kind == mapDirect {
-				base = unsafe.Add(sg.base, uintptr(c0)*m.r.bucket)
+			if sg.Kind == access.Direct {
+				base = unsafe.Add(sg.Base, uintptr(c0)*m.r.bucket)
 			} else {
 				buf := stage.Bytes()[:uintptr(c1-c0)*m.r.bucket]
 				if err := m.dev.Read(buf, sg.slots, uint64(uintptr(c0)*m.r.bucket)); err != nil {
@@ -187,7 +188,7 @@ type mapSink struct {
 func (s *mapSink) slot(b uint64, i int) (unsafe.Pointer, error) {
 	if s.direct {
 		sg, j := s.t.seg(b)
-		return unsafe.Add(sg.base, uintptr(j)*s.bucket+uintptr(i)*s.stride), nil
+		return unsafe.Add(sg.Base, uintptr(j)*s.bucket+uintptr(i)*s.stride), nil
 	}
 	if s.capB == 0 {
 		if err := s.enlarge(max(uint64(mapChunkBytes)/uint64(s.bucket), 1)); err != nil {

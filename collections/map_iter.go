@@ -262,9 +262,7 @@ func (it *mapIter[K, V]) snapshot(t *mapTable, a, end uint64) error {
 		p := uintptr(m.r.p)
 		copy(all[fpOff+uintptr(b-a)*p:], mapBytesAt(unsafe.Add(sg.fp, uintptr(j)*p), int(uintptr(n)*p)))
 		dst := all[uintptr(b-a)*m.r.bucket : uintptr(b-a+n)*m.r.bucket]
-		if sg.kind == mapDirect {
-			copy(dst, mapBytesAt(unsafe.Add(sg.base, uintptr(j)*m.r.bucket), len(dst)))
-		} else if err := m.dev.Read(dst, sg.slots, uint64(uintptr(j)*m.r.bucket)); err != nil {
+		if err := sg.Read(dst, uint64(uintptr(j)*m.r.bucket)); err != nil {
 			return err
 		}
 		b += n

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/layout"
 )
@@ -57,7 +58,7 @@ func (m *Map[K, V]) get(kp *K, h uint64) (V, bool) {
 		sg := &t.segs[b>>t.shift]
 		j := b & t.mask
 		loaded := false
-		if mapEagerLoad && sg.kind == mapWC {
+		if mapEagerLoad && sg.Kind == access.WC {
 			m.loadBucketWC(&line, sg, j)
 			loaded = true
 		}
@@ -68,7 +69,7 @@ func (m *Map[K, V]) get(kp *K, h uint64) (V, bool) {
 			// control bytes' cache miss.
 			var rp unsafe.Pointer
 			switch {
-			case sg.kind == mapWC:
+			case sg.Kind == access.WC:
 				if !loaded {
 					m.loadBucketWC(&line, sg, j)
 				}
@@ -78,10 +79,10 @@ func (m *Map[K, V]) get(kp *K, h uint64) (V, bool) {
 				// does not depend on which slot matched, so its cache miss
 				// overlaps the control bytes' one, as the VRAM load does;
 				// reading the matched slot in place would wait for both.
-				line[0].b = *(*[layout.LineSize]byte)(unsafe.Add(sg.base, uintptr(j)*layout.LineSize))
+				line[0].b = *(*[layout.LineSize]byte)(unsafe.Add(sg.Base, uintptr(j)*layout.LineSize))
 				rp = unsafe.Pointer(&line)
 			default:
-				rp = unsafe.Add(sg.base, uintptr(j)*m.r.bucket)
+				rp = unsafe.Add(sg.Base, uintptr(j)*m.r.bucket)
 			}
 			for ; mt != 0; mt &= mt - 1 {
 				sp := unsafe.Add(rp, uintptr(bits.TrailingZeros64(mt)>>3)*m.r.stride)
@@ -112,10 +113,10 @@ func (m *Map[K, V]) get(kp *K, h uint64) (V, bool) {
 // lines of a string-key record, whose loads overlap) into buf.
 func (m *Map[K, V]) loadBucketWC(buf *[2]mapLine, sg *mapSeg, j uint64) {
 	if m.r.lines == 1 {
-		lineio.Load(&buf[0].b, unsafe.Add(sg.base, uintptr(j)*layout.LineSize))
+		lineio.Load(&buf[0].b, unsafe.Add(sg.Base, uintptr(j)*layout.LineSize))
 		return
 	}
-	lineio.LoadLines(unsafe.Slice(&buf[0].b[0], 2*layout.LineSize), unsafe.Add(sg.base, uintptr(j)*2*layout.LineSize))
+	lineio.LoadLines(unsafe.Slice(&buf[0].b[0], 2*layout.LineSize), unsafe.Add(sg.Base, uintptr(j)*2*layout.LineSize))
 }
 
 // getSlow is Get for tables with private segments or records of more than
@@ -166,30 +167,30 @@ func mapGetBuf(n uintptr) *[]byte {
 // memory, else a copy in buf.
 func (m *Map[K, V]) readBucket(sg *mapSeg, j uint64, buf []byte) (unsafe.Pointer, error) {
 	off := uintptr(j) * m.r.bucket
-	switch sg.kind {
-	case mapDirect:
-		return unsafe.Add(sg.base, off), nil
-	case mapWC:
-		lineio.LoadLines(buf[:m.r.bucket], unsafe.Add(sg.base, off))
+	switch sg.Kind {
+	case access.Direct:
+		return unsafe.Add(sg.Base, off), nil
+	case access.WC:
+		lineio.LoadLines(buf[:m.r.bucket], unsafe.Add(sg.Base, off))
 		return unsafe.Pointer(&buf[0]), nil
 	}
-	err := m.dev.Read(buf[:m.r.bucket], sg.slots, uint64(off))
+	err := sg.Read(buf[:m.r.bucket], uint64(off))
 	return unsafe.Pointer(&buf[0]), err
 }
 
 // readBucketW is readBucket for a writer: pending stores included.
 func (m *Map[K, V]) readBucketW(t *mapTable, sg *mapSeg, j uint64) (unsafe.Pointer, error) {
 	switch {
-	case sg.kind == mapWC && t.bat != nil:
-		off := uintptr(sg.base) - uintptr(t.batBase) + uintptr(j)*m.r.bucket
+	case sg.Kind == access.WC && t.bat != nil:
+		off := uintptr(sg.Base) - uintptr(t.batBase) + uintptr(j)*m.r.bucket
 		if err := t.bat.Get(off, m.scratch); err != nil {
 			return nil, err
 		}
 		return unsafe.Pointer(&m.scratch[0]), nil
-	case sg.kind == mapDirect && m.r.lines == 1:
+	case sg.Kind == access.Direct && m.r.lines == 1:
 		// A copy of the whole line, as in Get: its miss does not wait for
 		// the control bytes'.
-		*(*[layout.LineSize]byte)(m.scratch) = *(*[layout.LineSize]byte)(unsafe.Add(sg.base, uintptr(j)*layout.LineSize))
+		*(*[layout.LineSize]byte)(m.scratch) = *(*[layout.LineSize]byte)(unsafe.Add(sg.Base, uintptr(j)*layout.LineSize))
 		return unsafe.Pointer(&m.scratch[0]), nil
 	}
 	return m.readBucket(sg, j, m.scratch)

@@ -5,29 +5,20 @@ import (
 	"math/bits"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lines"
 
 	"github.com/govram/govram/vmem"
 )
 
-// mapSegKind says how a segment's slots are reached.
-type mapSegKind uint8
-
-const (
-	mapDirect mapSegKind = iota // host memory: plain loads and stores
-	mapWC                       // mapped VRAM: streaming loads, batched stores
-	mapDMA                      // private VRAM: DMA only
-)
-
 // mapSeg is a run of buckets in one block of slots, with their control
 // bytes in one host block.
 type mapSeg struct {
-	slots vmem.Block
-	fpBlk vmem.Block
-	base  unsafe.Pointer // slots' CPU address (nil for mapDMA)
-	fp    unsafe.Pointer // control bytes: p per bucket, 8 bytes of padding
-	kind  mapSegKind
-	n     uint64 // buckets
+	slots       vmem.Block
+	fpBlk       vmem.Block
+	access.View                // how the slots are reached
+	fp          unsafe.Pointer // control bytes: p per bucket, 8 bytes of padding
+	n           uint64         // buckets
 }
 
 // mapTable is one generation of the table: home buckets [0, nb) and a
@@ -109,13 +100,13 @@ func (m *Map[K, V]) newTable(nb, tail uint64) (*mapTable, error) {
 			return nil, err
 		}
 		t.segs = append(t.segs, sg)
-		if sg.kind != mapDirect {
+		if sg.Kind != access.Direct {
 			t.allDirect = false
 		}
 	}
 	t.fast = true
 	for i := range t.segs {
-		if k := t.segs[i].kind; k == mapDMA || (k == mapWC && m.r.lines > 2) {
+		if k := t.segs[i].Kind; k == access.DMA || (k == access.WC && m.r.lines > 2) {
 			t.fast = false
 		}
 	}
@@ -154,14 +145,9 @@ func (m *Map[K, V]) newSeg(n uint64) (mapSeg, error) {
 		m.dev.Free(slots)
 		return mapSeg{}, err
 	}
-	sg := mapSeg{slots: slots, fpBlk: fpBlk, base: slots.Ptr(), fp: fpBlk.Ptr(), n: n}
-	switch {
-	case sg.base == nil:
-		sg.kind = mapDMA
-	case m.dev.Backend() == vmem.BackendVulkan && !m.cfg.plain:
-		sg.kind = mapWC
-	default:
-		sg.kind = mapDirect
+	sg := mapSeg{slots: slots, fpBlk: fpBlk, View: kdev(m.dev).View(slots), fp: fpBlk.Ptr(), n: n}
+	if m.cfg.plain {
+		sg.View = sg.Plain() // the naive baseline: plain loads of mapped VRAM
 	}
 	mapFill(fpBlk.Bytes(), mapEmpty)
 	m.held.Add(slots, fpBlk)
@@ -187,13 +173,13 @@ func (m *Map[K, V]) newBatcher(t *mapTable) {
 	var hi uintptr        // the end of the highest
 	for i := range t.segs {
 		sg := &t.segs[i]
-		if sg.kind != mapWC {
+		if sg.Kind != access.WC {
 			continue
 		}
-		if lo == nil || uintptr(sg.base) < uintptr(lo) {
-			lo = sg.base
+		if lo == nil || uintptr(sg.Base) < uintptr(lo) {
+			lo = sg.Base
 		}
-		hi = max(hi, uintptr(sg.base)+uintptr(sg.n)*m.r.bucket)
+		hi = max(hi, uintptr(sg.Base)+uintptr(sg.n)*m.r.bucket)
 	}
 	if lo == nil || uint64(hi-uintptr(lo)) > lines.MaxRegion {
 		return
@@ -205,7 +191,7 @@ func (m *Map[K, V]) newBatcher(t *mapTable) {
 	// A small table needs no larger batch than it has lines.
 	var tableLines uint64
 	for i := range t.segs {
-		if t.segs[i].kind == mapWC {
+		if t.segs[i].Kind == access.WC {
 			tableLines += t.segs[i].n * uint64(m.r.lines)
 		}
 	}

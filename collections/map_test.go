@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
@@ -427,7 +428,7 @@ func TestMapSpill(t *testing.T) {
 			x.run(steps)
 			spilled := false
 			for _, sg := range x.m.t.segs {
-				spilled = spilled || sg.kind == mapDMA
+				spilled = spilled || sg.Kind == access.DMA
 			}
 			if !spilled {
 				t.Fatal("no segment spilled into the private tier")

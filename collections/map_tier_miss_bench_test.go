@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/internal/vmemtest"
 )
@@ -149,7 +150,7 @@ var missZero uint64
 // mapped segment; chained, each address depends on the last load.
 func missLines(b *testing.B, t *mapTable, lines int, chain bool) {
 	sg := &t.segs[0]
-	if sg.kind != mapWC {
+	if sg.Kind != access.WC {
 		b.Skip("no mapped segment")
 	}
 	bucket := sg.slots.Size() / uint64(len(t.segs[0:1])) / max(sg.n, 1)
@@ -162,7 +163,7 @@ func missLines(b *testing.B, t *mapTable, lines int, chain bool) {
 	var acc, dep uint64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		lineio.LoadLines(buf[:lines*64], unsafe.Add(sg.base, uintptr(idx[i&(1<<16-1)]+dep)))
+		lineio.LoadLines(buf[:lines*64], unsafe.Add(sg.Base, uintptr(idx[i&(1<<16-1)]+dep)))
 		acc += uint64(buf[0])
 		if chain {
 			dep = uint64(buf[0]) * missZero

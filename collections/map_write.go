@@ -5,8 +5,8 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/collections/internal/strarena"
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/buildconst"
-	"github.com/govram/govram/internal/lineio"
 )
 
 // writeDone ends a batch write (deferred): on a normal return the write
@@ -78,27 +78,16 @@ func (m *Map[K, V]) store(t *mapTable, l mapLoc, off uintptr, data []byte) error
 	}
 	sg, j := t.seg(l.b)
 	o := uintptr(j)*m.r.bucket + uintptr(l.i)*m.r.stride + off
-	switch sg.kind {
-	case mapDirect:
-		copy(mapBytesAt(unsafe.Add(sg.base, o), len(data)), data)
-		return nil
-	case mapWC:
-		if t.bat != nil {
-			if err := t.bat.Put(uintptr(sg.base)-uintptr(t.batBase)+o, data); err != nil {
-				return err
-			}
-			if !m.pending.Load() {
-				m.pending.Store(true)
-			}
-			return nil
+	if sg.Kind == access.WC && t.bat != nil {
+		if err := t.bat.Put(uintptr(sg.Base)-uintptr(t.batBase)+o, data); err != nil {
+			return err
 		}
-		// No batcher: plain stores never read their target, and the fence
-		// makes them visible to the next streaming load.
-		copy(mapBytesAt(unsafe.Add(sg.base, o), len(data)), data)
-		lineio.Fence()
+		if !m.pending.Load() {
+			m.pending.Store(true)
+		}
 		return nil
 	}
-	return m.dev.Write(sg.slots, uint64(o), data)
+	return sg.Write(uint64(o), data)
 }
 
 // Put stores v for k, replacing any value k had. A key equal to a stored

@@ -122,6 +122,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/held"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
@@ -240,7 +241,7 @@ type Ring[T any] struct {
 	ringBytes uint64 // lines*64
 	segShift  uint   // a segment holds 1<<segShift lines
 	segs      []ringSeg
-	wc        bool // mapped VRAM: streaming loads, NT stores, fences
+	wc        bool // the segments are mapped VRAM (access.WC): streaming loads, NT stores, fences
 	overwrite bool
 	dmaMin    uint64 // bulk reads at least this long go by DMA
 	parMin    uint64
@@ -352,7 +353,7 @@ func NewRing[T any](dev *vmem.Device, capacity int, opts ...RingOption) (*Ring[T
 		if err := r.allocSegments(cfg.segLines); err != nil {
 			return nil, fmt.Errorf("collections: NewRing: %w", err)
 		}
-		r.wc = dev.Backend() == vmem.BackendVulkan
+		r.wc = kdev(dev).View(r.segs[0].blk).Kind == access.WC // every segment is of one tier
 		r.stage = make([]uint64, cfg.stageLines*ringLine/8)
 	}
 	held.Attach(r, r.held)

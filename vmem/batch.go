@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vk"
 )
@@ -46,6 +47,7 @@ func (p *devPlumbing) InjectFaults(f kern.Faults)           { p.d.injectFaults(f
 func (p *devPlumbing) PendingFaults() kern.Faults           { return p.d.pendingFaults() }
 func (p *devPlumbing) BlockAddr(b Block, off uint64) uint64 { return b.deviceAddr(off) }
 func (p *devPlumbing) BlockOffset(b Block) uint64           { return b.off }
+func (p *devPlumbing) View(b Block) access.View             { return p.d.view(b) }
 
 // deviceAddr returns the device address of byte off of b, which kernels
 // dereference (GL_EXT_buffer_reference), or 0 where kernels cannot run

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 	"weak"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/held"
 	"github.com/govram/govram/layout"
 )
@@ -77,19 +78,12 @@ type Slice[T any] struct {
 	base0 unsafe.Pointer
 }
 
-type segKind uint8
-
-const (
-	segDirect segKind = iota // cacheable host memory: plain loads and stores
-	segWC                    // mapped VRAM: streaming loads, fenced stores
-	segDMA                   // private VRAM: DMA only
-)
-
+// segment is one block of elements; its View says how the CPU reaches it
+// (cacheable memory, mapped VRAM, or DMA only: internal/access).
 type segment struct {
-	blk  Block
-	base unsafe.Pointer // nil for segDMA
-	kind segKind
-	cap  int
+	blk Block
+	access.View
+	cap int
 }
 
 // SliceOption configures NewSlice.
@@ -241,16 +235,7 @@ func (s *Slice[T]) allocSegWith(k int, untouched bool) (segment, error) {
 	if err != nil {
 		return segment{}, err
 	}
-	sg := segment{blk: b, cap: k}
-	switch {
-	case s.dev.vk == nil:
-		sg.kind, sg.base = segDirect, b.cpu(0)
-	case b.Tier() == Mapped:
-		sg.kind, sg.base = segWC, b.cpu(0)
-	default:
-		sg.kind = segDMA
-	}
-	return sg, nil
+	return segment{blk: b, View: s.dev.view(b), cap: k}, nil
 }
 
 // setLen sets n and recomputes the fast path; every change of n or of the
@@ -261,10 +246,10 @@ func (s *Slice[T]) setLen(n int) {
 	if len(s.segs) > 0 && s.perLine == 1 && s.group == s.size && s.size > 0 {
 		sg := &s.segs[0]
 		switch {
-		case sg.kind == segDirect:
-			s.fast = unsafe.Slice((*T)(sg.base), min(n, sg.cap))
-		case sg.kind == segWC && s.size <= layout.LineSize:
-			s.wcN, s.base0 = uint(min(n, sg.cap)), sg.base
+		case sg.Kind == access.Direct:
+			s.fast = unsafe.Slice((*T)(sg.Base), min(n, sg.cap))
+		case sg.Kind == access.WC && s.size <= layout.LineSize:
+			s.wcN, s.base0 = uint(min(n, sg.cap)), sg.Base
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/internal/vk"
@@ -50,7 +51,7 @@ func (s *Slice[T]) Gather(indices []int, dst []T) error {
 
 func (s *Slice[T]) kernAllMapped() bool {
 	for _, sg := range s.segs {
-		if sg.kind == segDMA {
+		if sg.Kind == access.DMA {
 			return false
 		}
 	}
@@ -87,13 +88,13 @@ func (s *Slice[T]) kernGatherCPU(indices []int, dst []T) error {
 	for k, x := range indices {
 		sg := &s.segs[x>>s.shift]
 		j := x & (1<<s.shift - 1)
-		switch sg.kind {
-		case segDirect:
-			dst[k] = *(*T)(unsafe.Add(sg.base, s.off(j)))
-		case segWC:
-			dst[k] = loadWC[T](unsafe.Add(sg.base, s.off(j)), s.size)
+		switch sg.Kind {
+		case access.Direct:
+			dst[k] = *(*T)(unsafe.Add(sg.Base, s.off(j)))
+		case access.WC:
+			dst[k] = loadWC[T](unsafe.Add(sg.Base, s.off(j)), s.size)
 		default:
-			if err := s.dev.Read(bytesOf(&dst[k]), sg.blk, uint64(s.off(j))); err != nil {
+			if err := sg.Read(bytesOf(&dst[k]), uint64(s.off(j))); err != nil {
 				return err
 			}
 		}

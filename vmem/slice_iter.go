@@ -35,7 +35,7 @@ func (s *Slice[T]) Chunks() iter.Seq2[int, []T] {
 				sg := &s.segs[at>>s.shift]
 				j := at & (1<<s.shift - 1)
 				k := min(s.n-at, sg.cap-j, per)
-				run := unsafe.Slice((*T)(unsafe.Add(sg.base, s.off(j))), k)
+				run := unsafe.Slice((*T)(unsafe.Add(sg.Base, s.off(j))), k)
 				if !yield(at, run) {
 					return
 				}
@@ -220,5 +220,5 @@ func (s *Slice[T]) hostRun(at int) []T {
 	sg := &s.segs[at>>s.shift]
 	j := at & (1<<s.shift - 1)
 	k := min(s.n-at, sg.cap-j, max(chunkBytes/int(max(s.size, 1)), 1))
-	return unsafe.Slice((*T)(unsafe.Add(sg.base, s.off(j))), k)
+	return unsafe.Slice((*T)(unsafe.Add(sg.Base, s.off(j))), k)
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/layout"
@@ -58,17 +59,17 @@ func (s *Slice[T]) load(i int) (T, error) {
 	}
 	sg := &s.segs[i>>s.shift]
 	j := i & (1<<s.shift - 1)
-	switch sg.kind {
-	case segDirect:
-		return *(*T)(unsafe.Add(sg.base, s.off(j))), nil
-	case segWC:
+	switch sg.Kind {
+	case access.Direct:
+		return *(*T)(unsafe.Add(sg.Base, s.off(j))), nil
+	case access.WC:
 		if s.size <= layout.LineSize {
-			return loadWCSmall[T](unsafe.Add(sg.base, s.off(j))), nil
+			return loadWCSmall[T](unsafe.Add(sg.Base, s.off(j))), nil
 		}
-		return loadWC[T](unsafe.Add(sg.base, s.off(j)), s.size), nil
+		return loadWC[T](unsafe.Add(sg.Base, s.off(j)), s.size), nil
 	}
 	var v T
-	err := s.dev.Read(bytesOf(&v), sg.blk, uint64(s.off(j)))
+	err := sg.Read(bytesOf(&v), uint64(s.off(j)))
 	return v, err
 }
 
@@ -245,10 +246,10 @@ func (s *Slice[T]) getMany(idx []int, dst []T) {
 				s.outOfRange(i)
 			}
 			sg := &s.segs[i>>s.shift]
-			if sg.kind != segWC {
+			if sg.Kind != access.WC {
 				break
 			}
-			p := unsafe.Add(sg.base, s.off(i&(1<<s.shift-1)))
+			p := unsafe.Add(sg.Base, s.off(i&(1<<s.shift-1)))
 			srcs[m] = unsafe.Pointer(uintptr(p) &^ 63)
 			pos[m] = uintptr(p) & 63
 		}

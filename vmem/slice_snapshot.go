@@ -29,6 +29,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/par"
 
@@ -116,7 +117,7 @@ func (s *Slice[T]) saveDirect(sw *snapfmt.Writer, per int) error {
 		parts = parts[:0]
 		crc, length := uint32(0), 0
 		err := s.pieces(at, k, func(sg *segment, j, _, kk int) error {
-			p := unsafe.Slice((*byte)(unsafe.Add(sg.base, s.off(j))), uintptr(kk)*s.size)
+			p := unsafe.Slice((*byte)(unsafe.Add(sg.Base, s.off(j))), uintptr(kk)*s.size)
 			c := snapfmt.Checksum(p)
 			if length == 0 {
 				crc = c
@@ -514,7 +515,7 @@ func (s *Slice[T]) loadPlan(tasks []sliceLoadTask, at, k int, pinned bool) []sli
 	size := int(s.size)
 	dense := s.dense(0)
 	s.pieces(at, k, func(sg *segment, j, from, kk int) error {
-		if sg.kind == segDMA || (pinned && dense && sg.kind == segWC) {
+		if sg.Kind == access.DMA || (pinned && dense && sg.Kind == access.WC) {
 			// One DMA for the whole piece: several small ones are slower
 			// on the link. Only the checksum is split.
 			tasks = append(tasks, sliceLoadTask{lo: from * size, hi: (from + kk) * size, dma: pinned && dense, blk: sg.blk, j: j})
@@ -740,11 +741,11 @@ func (s *Slice[T]) loadTouchTail() {
 	}
 	last := len(s.segs) - 1
 	sg := &s.segs[last]
-	if sg.kind != segWC {
+	if sg.Kind != access.WC {
 		return
 	}
 	used := roundUp(uint64(s.bytesFor(s.n-last<<s.shift)), hostmem.PageSize)
 	if size := sg.blk.Size(); used < size {
-		touchPages(hostmem.Add(sg.base, used), size-used)
+		touchPages(hostmem.Add(sg.Base, used), size-used)
 	}
 }

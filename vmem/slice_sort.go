@@ -32,6 +32,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/buildconst"
 )
 
@@ -255,13 +256,13 @@ func kernSortNumbers[T Number](v []T) {
 // kernSortCPU sorts with f: in place when the Slice is one run of host memory,
 // else through a copy on the Go heap.
 func (s *Slice[T]) kernSortCPU(f func([]T)) error {
-	if len(s.segs) == 1 && s.segs[0].kind == segDirect && s.dense(0) {
+	if len(s.segs) == 1 && s.segs[0].Kind == access.Direct && s.dense(0) {
 		// The device stays open while its memory is sorted in place.
 		if err := s.dev.enter(); err != nil {
 			return err
 		}
 		defer s.dev.exit()
-		f(unsafe.Slice((*T)(s.segs[0].base), s.n))
+		f(unsafe.Slice((*T)(s.segs[0].Base), s.n))
 		return nil
 	}
 	buf := make([]T, s.n)

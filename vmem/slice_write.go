@@ -5,6 +5,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lineio"
 )
 
@@ -29,17 +30,17 @@ func (s *Slice[T]) setChecked(i int, v T) {
 func (s *Slice[T]) set(i int, v T) {
 	sg := &s.segs[i>>s.shift]
 	j := i & (1<<s.shift - 1)
-	switch sg.kind {
-	case segDirect:
-		*(*T)(unsafe.Add(sg.base, s.off(j))) = v
-	case segWC:
+	switch sg.Kind {
+	case access.Direct:
+		*(*T)(unsafe.Add(sg.Base, s.off(j))) = v
+	case access.WC:
 		// Stores never read their target, so a plain store is right for
 		// write-combining memory; the fence makes it visible to the next
 		// streaming load.
-		*(*T)(unsafe.Add(sg.base, s.off(j))) = v
+		*(*T)(unsafe.Add(sg.Base, s.off(j))) = v
 		lineio.Fence()
 	default:
-		s.err.set(s.dev.Write(sg.blk, uint64(s.off(j)), bytesOf(&v)))
+		s.err.set(sg.Write(uint64(s.off(j)), bytesOf(&v)))
 	}
 }
 
@@ -56,7 +57,7 @@ func (s *Slice[T]) Append(vs ...T) error {
 	s.setLen(at + len(vs))
 	// A few elements are stored one by one, except into private segments,
 	// where a single store has no error result to report a failed DMA.
-	if len(vs) > 16 || (len(vs) > 0 && (s.segs[at>>s.shift].kind == segDMA || s.segs[(at+len(vs)-1)>>s.shift].kind == segDMA)) {
+	if len(vs) > 16 || (len(vs) > 0 && (s.segs[at>>s.shift].Kind == access.DMA || s.segs[(at+len(vs)-1)>>s.shift].Kind == access.DMA)) {
 		if err := s.CopyFrom(vs, at); err != nil {
 			s.setLen(at)
 			return err
@@ -113,12 +114,12 @@ func (s *Slice[T]) CopyFrom(src []T, at int) error {
 }
 
 func (s *Slice[T]) setSeg(sg *segment, j int, v T) {
-	switch sg.kind {
-	case segDirect, segWC:
-		*(*T)(unsafe.Add(sg.base, s.off(j))) = v
+	switch sg.Kind {
+	case access.Direct, access.WC:
+		*(*T)(unsafe.Add(sg.Base, s.off(j))) = v
 		lineio.Fence()
 	default:
-		s.err.set(s.dev.Write(sg.blk, uint64(s.off(j)), bytesOf(&v)))
+		s.err.set(sg.Write(uint64(s.off(j)), bytesOf(&v)))
 	}
 }
 

@@ -91,7 +91,7 @@ func sliceSum[T Number](s *Slice[T], acc *sumAcc) error {
 			if first >= s.n {
 				break
 			}
-			sumRun(acc, unsafe.Slice((*T)(s.segs[i].base), min(s.n-first, s.segs[i].cap)), size, kind)
+			sumRun(acc, unsafe.Slice((*T)(s.segs[i].Base), min(s.n-first, s.segs[i].cap)), size, kind)
 		}
 		return nil
 	}

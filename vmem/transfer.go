@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/vk"
 	"github.com/govram/govram/layout"
@@ -64,7 +65,7 @@ func (d *Device) write(dst Block, off uint64, src []byte) error {
 		if err := d.faults.submit(); err != nil {
 			return d.noteErr(err)
 		}
-		if d.vk != nil && dst.c.tier == Mapped {
+		if d.kindOf(dst) == access.WC {
 			wcCopy(p, sliceAddr(src), n)
 		} else {
 			memcpy(p, sliceAddr(src), n)
@@ -149,7 +150,7 @@ func (d *Device) Read(dst []byte, src Block, off uint64) error {
 		if err := d.faults.submit(); err != nil {
 			return d.noteErr(err)
 		}
-		if d.vk != nil && src.c.tier == Mapped {
+		if d.kindOf(src) == access.WC {
 			wcCopy(sliceAddr(dst), p, n)
 		} else {
 			memcpy(sliceAddr(dst), p, n)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lines"
 	"github.com/govram/govram/layout"
 )
@@ -56,7 +57,7 @@ func (w *SliceWriter[T]) Set(i int, v T) {
 	seg := i >> s.shift
 	sg := &s.segs[seg]
 	j := i & (1<<s.shift - 1)
-	if l := w.cur; l != nil && seg == w.curSeg && l.Base() == sg.base {
+	if l := w.cur; l != nil && seg == w.curSeg && l.Base() == sg.Base {
 		if err := l.Put(s.off(j), v); err != nil && w.err == nil {
 			w.err = err
 		}
@@ -67,11 +68,11 @@ func (w *SliceWriter[T]) Set(i int, v T) {
 
 func (w *SliceWriter[T]) set(seg int, sg *segment, j int, v T) {
 	s := w.s
-	switch sg.kind {
-	case segDirect:
-		*(*T)(unsafe.Add(sg.base, s.off(j))) = v
+	switch sg.Kind {
+	case access.Direct:
+		*(*T)(unsafe.Add(sg.Base, s.off(j))) = v
 		return
-	case segDMA:
+	case access.DMA:
 		s.set(seg<<s.shift|j, v)
 		return
 	}
@@ -83,12 +84,12 @@ func (w *SliceWriter[T]) set(seg int, sg *segment, j int, v T) {
 		w.bat = append(w.bat, nil)
 	}
 	b := w.bat[seg]
-	if b != nil && b.Base() != sg.base {
+	if b != nil && b.Base() != sg.Base {
 		w.stale(b)
 		b = nil
 	}
 	if b == nil {
-		nb, err := lines.NewBatcher(sg.base, uintptr(sg.blk.Size()), w.lines)
+		nb, err := lines.NewBatcher(sg.Base, uintptr(sg.blk.Size()), w.lines)
 		if err != nil {
 			if w.err == nil {
 				w.err = err
@@ -109,7 +110,7 @@ func (w *SliceWriter[T]) logSet(seg int, sg *segment, off uintptr, v T) {
 		w.logs = append(w.logs, nil)
 	}
 	l := w.logs[seg]
-	if l != nil && l.Base() != sg.base {
+	if l != nil && l.Base() != sg.Base {
 		if l.Pending() > 0 && w.err == nil {
 			w.err = errWriterStale
 		}
@@ -117,7 +118,7 @@ func (w *SliceWriter[T]) logSet(seg int, sg *segment, off uintptr, v T) {
 		l = nil
 	}
 	if l == nil {
-		nl, err := lines.NewStoreLog[T](sg.base, uintptr(sg.blk.Size()), w.lines)
+		nl, err := lines.NewStoreLog[T](sg.Base, uintptr(sg.blk.Size()), w.lines)
 		if err != nil {
 			if w.err == nil {
 				w.err = err
@@ -168,7 +169,7 @@ func (w *SliceWriter[T]) Flush() error {
 		if l == nil {
 			continue
 		}
-		if seg >= len(s.segs) || s.segs[seg].base != l.Base() {
+		if seg >= len(s.segs) || s.segs[seg].Base != l.Base() {
 			if l.Pending() > 0 && w.err == nil {
 				w.err = errWriterStale
 			}
@@ -183,7 +184,7 @@ func (w *SliceWriter[T]) Flush() error {
 		if b == nil {
 			continue
 		}
-		if seg >= len(s.segs) || s.segs[seg].base != b.Base() {
+		if seg >= len(s.segs) || s.segs[seg].Base != b.Base() {
 			w.stale(b)
 			w.bat[seg] = nil
 			continue

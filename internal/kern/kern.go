@@ -30,6 +30,8 @@ package kern
 import (
 	"errors"
 	"unsafe"
+
+	"github.com/govram/govram/internal/access"
 )
 
 // ErrNoKernels is returned by NewBatch (and by Run, when a kernel's
@@ -178,6 +180,9 @@ type Device[B any] interface {
 	// BlockOffset returns b's offset in the device memory it was carved
 	// from.
 	BlockOffset(b B) uint64
+	// View returns b as the CPU reaches it (internal/access): the rule is
+	// the device's, decided once per block.
+	View(b B) access.View
 }
 
 // impl is what the implementation registered.

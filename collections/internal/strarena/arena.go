@@ -1,7 +1,6 @@
 package strarena
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -9,8 +8,9 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/buildconst"
-	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/vmem"
 )
 
@@ -110,18 +110,10 @@ type Arena struct {
 	st *state
 }
 
-type segKind uint8
-
-const (
-	segDirect segKind = iota // host memory: plain moves
-	segWC                    // mapped VRAM: streaming loads, NT stores
-	segDMA                   // private VRAM: DMA only
-)
-
+// segment is one block of the arena; its View says how it is reached.
 type segment struct {
-	blk  vmem.Block
-	base unsafe.Pointer // nil for segDMA
-	kind segKind
+	blk vmem.Block
+	access.View
 	size uint64
 }
 
@@ -295,22 +287,8 @@ func (a *Arena) Read(dst []byte, h Handle, off int) error {
 	if err != nil {
 		return err
 	}
-	switch sg.kind {
-	case segDirect:
-		copy(dst, unsafe.Slice((*byte)(unsafe.Add(sg.base, o)), len(dst)))
-		return nil
-	case segWC:
-		if len(dst) <= wcReadMax {
-			lineio.Copy(unsafe.Pointer(unsafe.SliceData(dst)), unsafe.Add(sg.base, o), uintptr(len(dst)))
-			return nil
-		}
-	}
-	return st.dev.Read(dst, sg.blk, o)
+	return sg.Read(dst, o)
 }
-
-// wcReadMax: longer reads of mapped VRAM go by DMA (50 GB/s after a 20 µs
-// start) rather than streaming loads (a few GB/s at best).
-const wcReadMax = 64 << 10
 
 // AppendTo appends h's string to dst.
 func (a *Arena) AppendTo(dst []byte, h Handle) ([]byte, error) {
@@ -381,15 +359,8 @@ func (a *Arena) cmp(h Handle, b []byte, eqOnly bool) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		switch sg.kind {
-		case segDirect:
-			c = bytes.Compare(unsafe.Slice((*byte)(unsafe.Add(sg.base, o)), n), b[:n])
-		case segWC:
-			c = cmpWC(unsafe.Add(sg.base, o), b[:n])
-		default:
-			if c, err = st.cmpDMA(sg, o, b[:n]); err != nil {
-				return 0, err
-			}
+		if c, err = sg.Compare(o, b[:n]); err != nil {
+			return 0, err
 		}
 	}
 	if c != 0 || eqOnly {
@@ -400,46 +371,6 @@ func (a *Arena) cmp(h Handle, b []byte, eqOnly bool) (int, error) {
 		return -1, nil
 	case h.Len() > len(b):
 		return 1, nil
-	}
-	return 0, nil
-}
-
-// cmpWC compares len(b) bytes at p (mapped VRAM) with b, loading eight
-// whole lines at a time into a stack buffer: whole-line streaming loads are
-// the only fast way to read VRAM, and the lines around the string lie in
-// the same block (blocks are whole lines).
-func cmpWC(p unsafe.Pointer, b []byte) int {
-	var buf [8 * lineio.LineSize]byte
-	line := unsafe.Pointer(uintptr(p) &^ (lineio.LineSize - 1))
-	skip := int(uintptr(p) & (lineio.LineSize - 1))
-	for done := 0; done < len(b); {
-		nl := min(8, (skip+len(b)-done+lineio.LineSize-1)/lineio.LineSize)
-		lineio.LoadLines(buf[:nl*lineio.LineSize], line)
-		k := min(nl*lineio.LineSize-skip, len(b)-done)
-		if c := bytes.Compare(buf[skip:skip+k], b[done:done+k]); c != 0 {
-			return c
-		}
-		done += k
-		line = unsafe.Add(line, nl*lineio.LineSize)
-		skip = 0
-	}
-	return 0
-}
-
-// cmpDMA compares through DMA reads, in pieces.
-//
-//go:noinline
-func (st *state) cmpDMA(sg *segment, o uint64, b []byte) (int, error) {
-	buf := make([]byte, min(len(b), 64<<10))
-	for done := 0; done < len(b); {
-		k := min(len(buf), len(b)-done)
-		if err := st.dev.Read(buf[:k], sg.blk, o+uint64(done)); err != nil {
-			return 0, err
-		}
-		if c := bytes.Compare(buf[:k], b[done:done+k]); c != 0 {
-			return c, nil
-		}
-		done += k
 	}
 	return 0, nil
 }
@@ -459,20 +390,7 @@ func (st *state) write(off uint64, b []byte) error {
 	if err != nil {
 		return err
 	}
-	switch sg.kind {
-	case segDirect:
-		copy(unsafe.Slice((*byte)(unsafe.Add(sg.base, o)), len(b)), b)
-		return nil
-	case segWC:
-		if len(b) <= wcReadMax {
-			// Whole lines with NT stores, ragged ends with plain stores of
-			// exactly these bytes, so neighbouring strings are untouched;
-			// Copy fences, so a reader on another thread sees the bytes.
-			lineio.Copy(unsafe.Add(sg.base, o), unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)))
-			return nil
-		}
-	}
-	return st.dev.Write(sg.blk, o, b)
+	return sg.Write(o, b)
 }
 
 // alloc reserves room for n bytes (1 <= n <= MaxLen) and returns its
@@ -556,16 +474,7 @@ func (st *state) newSegment(size uint64) (segment, error) {
 	if err != nil {
 		return segment{}, err
 	}
-	sg := segment{blk: blk, base: blk.Ptr(), size: size}
-	switch {
-	case sg.base == nil:
-		sg.kind = segDMA
-	case blk.Tier() == vmem.Mapped && st.dev.Backend() == vmem.BackendVulkan:
-		sg.kind = segWC
-	default:
-		sg.kind = segDirect
-	}
-	return sg, nil
+	return segment{blk: blk, View: kern.Of[vmem.Block](st.dev).View(blk), size: size}, nil
 }
 
 // carve puts [off, off+n) on the free lists as blocks of the largest
