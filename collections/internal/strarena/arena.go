@@ -10,6 +10,7 @@ import (
 
 	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/buildconst"
+	"github.com/govram/govram/internal/held"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/vmem"
 )
@@ -124,6 +125,7 @@ type state struct {
 	// call it, and the second must neither free twice nor race the first.
 	released atomic.Bool
 	dev      *vmem.Device
+	mem      *held.Set[vmem.Block, vmem.Tier] // every block and free-list mapping
 	tier     vmem.Tier
 	first    uint64
 	maxSeg   uint64
@@ -165,7 +167,7 @@ func New(dev *vmem.Device, o Options) (*Arena, error) {
 			break
 		}
 	}
-	st := &state{dev: dev, tier: o.Tier, first: min(first, maxSeg), maxSeg: maxSeg}
+	st := &state{dev: dev, mem: held.New[vmem.Block, vmem.Tier](dev), tier: o.Tier, first: min(first, maxSeg), maxSeg: maxSeg}
 	if buildconst.Invariants {
 		st.liveSet = map[uint64]int{}
 	}
@@ -256,7 +258,8 @@ func (a *Arena) Close() error {
 		return nil
 	}
 	st.closed = true
-	return st.release()
+	st.release()
+	return nil
 }
 
 // Stats returns the arena's counters.
@@ -467,9 +470,9 @@ func (st *state) bumpAlloc(size uint64) (uint64, error) {
 }
 
 func (st *state) newSegment(size uint64) (segment, error) {
-	blk, err := st.dev.Alloc(st.tier, size, 64)
+	blk, err := st.mem.Alloc(st.tier, size)
 	if err != nil && st.tier == vmem.Mapped && errors.Is(err, vmem.ErrOutOfMemory) {
-		blk, err = st.dev.Alloc(vmem.Private, size, 64)
+		blk, err = st.mem.Alloc(vmem.Private, size)
 	}
 	if err != nil {
 		return segment{}, err
@@ -503,7 +506,7 @@ func (st *state) freeOff(off uint64, n int) {
 }
 
 func (st *state) push(c int, off uint64) {
-	if !st.free[c].push(off) {
+	if !st.free[c].push(st.mem, off) {
 		st.lost += classUnits[c] << unitShift
 		return
 	}
@@ -539,22 +542,16 @@ func (st *state) nextNonEmpty(c int) int {
 
 // release frees every block and free list; calls after the first do
 // nothing.
-func (st *state) release() error {
+func (st *state) release() {
 	if !st.released.CompareAndSwap(false, true) {
-		return nil
+		return
 	}
-	var first error
-	for _, sg := range st.segs {
-		if err := st.dev.Free(sg.blk); err != nil && first == nil && !errors.Is(err, vmem.ErrClosed) {
-			first = err
-		}
-	}
+	st.mem.FreeAll() // the blocks and the free lists' host memory
 	st.segs = nil
 	st.cur, st.bump = 0, 0
 	for c := range st.free {
-		st.free[c].release()
+		st.free[c].release(nil)
 	}
 	clear(st.nonEmp[:])
 	st.live, st.nlive, st.freeB, st.lost = 0, 0, 0, 0
-	return first
 }

@@ -2,9 +2,14 @@ package strarena
 
 import (
 	"unsafe"
-
-	"github.com/govram/govram/internal/hostmem"
 )
+
+// hostMapper maps and unmaps host memory for the stacks: the arena's
+// owner (internal/held), so that its backstop frees them with the blocks.
+type hostMapper interface {
+	MapHost(n uint64) (unsafe.Pointer, error)
+	UnmapHost(p unsafe.Pointer)
+}
 
 // stack is a growable array of offsets in anonymous memory outside the Go
 // heap: a free list whose size follows the number of freed strings must not
@@ -16,10 +21,10 @@ type stack struct {
 
 // push appends v; it reports false when the memory for a larger stack
 // cannot be had (the caller then drops the block).
-func (s *stack) push(v uint64) bool {
+func (s *stack) push(mem hostMapper, v uint64) bool {
 	if s.n == s.cap {
 		nc := max(512, 2*s.cap)
-		np, err := hostmem.Map(uint64(nc) * 8)
+		np, err := mem.MapHost(uint64(nc) * 8)
 		if err != nil {
 			return false
 		}
@@ -27,7 +32,7 @@ func (s *stack) push(v uint64) bool {
 		if n > 0 {
 			copy(unsafe.Slice((*uint64)(np), n), s.items())
 		}
-		s.release() // zeroes n
+		s.release(mem) // zeroes n
 		s.p, s.n, s.cap = np, n, nc
 	}
 	*(*uint64)(unsafe.Add(s.p, s.n*8)) = v
@@ -51,9 +56,10 @@ func (s *stack) items() []uint64 {
 	return unsafe.Slice((*uint64)(s.p), s.n)
 }
 
-func (s *stack) release() {
-	if s.p != nil {
-		_ = hostmem.Unmap(s.p, uint64(s.cap)*8)
+// release unmaps the stack's memory (mem nil: its owner already did).
+func (s *stack) release(mem hostMapper) {
+	if s.p != nil && mem != nil {
+		mem.UnmapHost(s.p)
 	}
 	s.p, s.n, s.cap = nil, 0, 0
 }
