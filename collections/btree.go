@@ -2,8 +2,9 @@ package collections
 
 // BTree is a B+tree whose leaves live in device memory and whose upper
 // levels live in host memory outside the Go heap. The design follows the
-// costs measured in docs/physics.md: a streaming load of one mapped-VRAM line costs
-// 0.1-0.25 µs, a host cache miss 0.08 µs, a DMA 22 µs plus 50 GB/s.
+// costs measured in docs/physics.md: a streaming load of one mapped-VRAM
+// line costs a few host cache misses, and a DMA a large fixed start cost
+// before it moves bulk data at the link's speed.
 //
 // # Leaves
 //
@@ -37,16 +38,17 @@ package collections
 // # Extents: leaves in key order
 //
 // Range scans are fast only if the leaves they need lie together, so that
-// one DMA brings them all: 22 µs per DMA means a scan must read mebibytes
-// per transfer to approach the link's 50 GB/s (31 GB/s at 4 MiB), while
-// fetching a leaf at a time costs 22 µs each. Leaves are therefore allocated in
-// extents: blocks of about 4 MiB (8192 leaves of 512 bytes), each holding
-// the leaves of one contiguous key range in any order. A new leaf from a
-// split goes into the extent of the leaf it came from; a full extent is
-// split in two by one GPU copy of the block (VRAM to VRAM at hundreds of
-// GB/s) after which the upper half of its key range is addressed in the
-// copy: no leaf is moved one by one, and the cost (one copy per thousand
-// leaf splits) vanishes per insert. A scan walks the host index in key
+// one DMA brings them all: a DMA's fixed start cost (docs/physics.md)
+// means a scan must read mebibytes per transfer to approach the link's
+// speed, while fetching a leaf at a time pays that cost for each leaf.
+// Leaves are therefore allocated in extents: blocks of about 4 MiB (8192
+// leaves of 512 bytes), each holding the leaves of one contiguous key
+// range in any order. A new leaf from a split goes into the extent of the
+// leaf it came from; a full extent is split in two by one GPU copy of the
+// block (VRAM to VRAM, several times the link's speed: docs/physics.md)
+// after which the upper half of its key range is addressed in the copy:
+// no leaf is moved one by one, and the cost (one copy per thousand leaf
+// splits) vanishes per insert. A scan walks the host index in key
 // order, groups the leaves it needs by extent, and reads each group either
 // by one DMA of its span into pinned host memory or, for a few leaves, by
 // streaming loads, as layout.Planner decides; up to three DMAs are in

@@ -117,10 +117,10 @@ func (t *BTree[K, V]) bulk(keys []K, vals []V, hs []strarena.Handle) error {
 		lv.takeRun(i, min(per, leaves-k*per))
 	}
 	// Leaves are written by several goroutines over disjoint runs of
-	// leaves (sequential non-temporal stores: one core moves 22
-	// GB/s into VRAM, two or more 33), each checking the order of its
-	// keys and computing its leaves' hints; the index is then appended
-	// in one pass.
+	// leaves (sequential non-temporal stores into VRAM: two or more cores
+	// reach the link's limit, one does not; docs/physics.md), each
+	// checking the order of its keys and computing its leaves' hints;
+	// the index is then appended in one pass.
 	hints := make([]btHint, leaves)
 	workers := btBulkWorkers(leaves)
 	errs := make([]error, workers)

@@ -125,7 +125,7 @@ func (x *btIndex[K]) route(nd *btNode[K], k K) int {
 	case btKU64, btKI64:
 		// One branch-free vector count over the node's slots: several
 		// times faster than a binary search over the walk (docs/btree.md
-		// has the H200's figures; BenchmarkBTreeGet measures it).
+		// has the figures; BenchmarkBTreeGet measures it).
 		var flip uint64
 		if x.kk == btKI64 {
 			flip = btSign64

@@ -271,7 +271,8 @@ func btOrderBits(kk btKeyKind, p unsafe.Pointer) uint64 {
 }
 
 // getDMA looks k up in a private-tier leaf with one DMA of the leaf's live
-// bytes (a round trip costs 22 µs; the bytes hardly matter).
+// bytes (the round trip's fixed cost dominates, docs/physics.md; the
+// bytes hardly matter).
 func (t *BTree[K, V]) getDMA(id uint32, cnt int, k K, val bool) (v V, ok bool) {
 	g := &t.g
 	e := t.lv.extentOf(id)

@@ -423,8 +423,8 @@ func (w *btWalk[K, V]) stop() {
 }
 
 // btScanDepth is how many windows a scan reads ahead by DMA: three 4 MiB
-// transfers in flight hide each one's round trip (about 22 µs) behind the
-// others' data.
+// transfers in flight hide each one's fixed round trip (docs/physics.md)
+// behind the others' data.
 const btScanDepth = 3
 
 // btPending is a window of a scan's queue; done delivers the result of its

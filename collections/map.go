@@ -32,11 +32,11 @@ package collections
 //     flushed by the first read that follows them (or at the end of a
 //     PutMany), so a single Put costs no round trip.
 //   - Growth allocates the new table, reads the old slots in large chunks
-//     by DMA into pinned host memory (50 GB/s, against 0.3 GB/s for CPU
-//     loads), rehashes in host memory into a window of the new table, and
-//     writes each finished window out sequentially. The old table stays
-//     intact until the new one is complete, so a failed growth (out of
-//     memory) leaves the map unchanged.
+//     by DMA into pinned host memory (far faster than CPU loads:
+//     docs/physics.md), rehashes in host memory into a window of the new
+//     table, and writes each finished window out sequentially. The old
+//     table stays intact until the new one is complete, so a failed growth
+//     (out of memory) leaves the map unchanged.
 //   - String keys and values keep their bytes in a strarena.Arena in VRAM.
 //     The record holds the full hash of a string key, the lengths, and as
 //     many bytes as fit (44 of a key with a uint64 value); longer strings

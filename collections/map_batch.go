@@ -17,9 +17,9 @@ import (
 
 // Batches.
 //
-// One Get waits for its line: a streaming load is 0.1-0.25 µs of PCIe
-// round trip, and the next key's load cannot start before the first key's
-// value is needed. A batch knows all its keys up front, so each goroutine
+// One Get waits for its line: a streaming load is a PCIe round trip
+// (docs/physics.md), and the next key's load cannot start before the first
+// key's value is needed. A batch knows all its keys up front, so each goroutine
 // probes the control bytes of 16 keys, then loads their 16 home lines with
 // interleaved streaming loads (lineio.Gather: four round trips overlap),
 // then compares. Large batches are split over GOMAXPROCS goroutines, since

@@ -2,8 +2,8 @@ package collections
 
 // Combining concurrent batch lookups into shared GPU rounds.
 //
-// A GPU round costs the same fixed price (a submission and a fence: 22-50
-// µs on an H200) for 64 keys as for 64,000, so a server whose goroutines
+// A GPU round costs the same fixed price (a submission and a fence:
+// docs/physics.md) for 64 keys as for 64,000, so a server whose goroutines
 // each look up a few thousand keys gains most by sending them together.
 // Without combining, every GetBatch ran a round of its own: each took a
 // staging and a device buffer, up to three command streams and two

@@ -3,12 +3,13 @@ package collections
 // Combining single Gets from many goroutines.
 //
 // A Get that misses the host tier waits a PCIe round trip for one line
-// of VRAM (about 1.1 µs on an H200, more under load), and the core that
-// runs it does nothing else meanwhile: a Go scheduler runs one goroutine
-// per P, so a server with 256 goroutines doing Gets on 16 cores keeps at
-// most 16 lines in flight, and gets about 4 M Gets/s whatever the number
-// of goroutines. Independent line loads from one core overlap (one core
-// reads about 3.8 M random lines/s that way; the machine about 12 M).
+// of VRAM (docs/physics.md; longer under load), and the core that runs
+// it does nothing else meanwhile: a Go scheduler runs one goroutine per
+// P, so a server with 256 goroutines doing Gets on 16 cores keeps at most
+// 16 lines in flight, and its Gets per second stop growing with the
+// number of goroutines. Independent line loads from one core overlap
+// (docs/physics.md gives the random line rates of one thread and of
+// many).
 //
 // So when another goroutine is in Get too, a miss joins a lane (picked by
 // its hash): the first to find the lane idle leads it,
@@ -30,8 +31,8 @@ package collections
 // never be reached: a Get that waits for VRAM stalls its core, it does not
 // yield its P, so no more goroutines than Ps are ever in Get at once.)
 //
-// Off by default (VMEM_COMBINE_GETS=1 turns it on): on an H200 it was
-// slower than the direct path at every goroutine count (docs/map.md,
+// Off by default (VMEM_COMBINE_GETS=1 turns it on): measured on a GPU it
+// was slower than the direct path at every goroutine count (docs/map.md,
 // BenchmarkMapGetParallel's combined rows).
 
 import (

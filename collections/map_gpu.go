@@ -2,10 +2,10 @@ package collections
 
 // Batch operations on the GPU: Map.GetBatch and Map.PutBatch.
 //
-// A Get of one key costs a VRAM line (0.1-0.25 µs of PCIe round trip); a
-// GPU kernel probes a million keys in well under a millisecond, next to
-// the slots, so a batch pays one round trip (22-35 µs) plus moving its
-// keys and values over the bus once (50 GB/s).
+// A Get of one key costs a VRAM line (a PCIe round trip); a GPU kernel
+// probes a million keys next to the slots, at the GPU's memory speed, so
+// a batch pays one GPU round trip (a fixed cost) plus moving its keys and
+// values over the bus once by DMA (docs/physics.md).
 //
 // What the kernels need to know is which slots are full: the control
 // bytes, which live in host memory. The GPU works on a device copy of
@@ -16,11 +16,11 @@ package collections
 // records the table and the write count (Map.version) it copies; any
 // write through the CPU paths (Put, Delete, Clear, growth) makes it stale
 // by changing one or the other, at no cost to them, and the next batch
-// copies the control bytes over by DMA (one copy per segment: 2.3 ms for
-// a 1e8-entry map at 50 GB/s) before its kernel. PutBatch keeps it in step
-// itself: the kernel claims slots in the mirror and the CPU sets the same
-// bytes on the host from the kernel's results. So Get and Put are
-// untouched; a run of batches after a run of single writes pays one copy.
+// copies the control bytes over by DMA (one copy per segment, which grows
+// with the map) before its kernel. PutBatch keeps it in step itself: the
+// kernel claims slots in the mirror and the CPU sets the same bytes on
+// the host from the kernel's results. So Get and Put are untouched; a run
+// of batches after a run of single writes pays one copy.
 //
 // The hash: for keys of 4, 8 and 16 bytes with the built-in hash, the
 // kernel computes the Map's own mixer (map.glsl is mapMix and mapHome to
@@ -255,12 +255,11 @@ func (m *Map[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 // mapGetParts parts, each run by a goroutine of its own with its own
 // buffers, so that the CPU's copies for one part overlap the transfers and
 // kernel of another (one part at a time leaves the GPU idle while the CPU
-// copies, and the CPU idle while the GPU works). Two, from H200 runs of
-// 10^6 keys: against a 10^7-entry map one, two and four parts gave 588,
-// 586 and 640 M keys/s; against a 10^8-entry map 420, 430 and 344, and
-// 444 and 431 for one and two in a later run (all with the GPU just out of
-// a long idle spell, before the benchmarks warmed it; not re-measured
-// warm).
+// copies, and the CPU idle while the GPU works). Two: in runs of 10^6
+// keys (BenchmarkMapGetBatch with VMEM_BENCH_PARTS), four parts gained
+// little over one or two against a 10^7-entry map and lost against a
+// 10^8-entry one (docs/gpu.md; all with the GPU just out of a long idle
+// spell, before the benchmarks warmed it; not re-measured warm).
 //
 // String keys take four parts: each round also builds key images and
 // orders them on the CPU, which the other parts' transfers and kernels
@@ -485,9 +484,9 @@ func (m *Map[K, V]) gpuGetBeginQ(t *mapTable, hmode uint32, c int, copyQ bool) (
 	if j.st, err = kb.Staging(size); err == nil {
 		// The kernel works on a device-local copy with the staging layout:
 		// a probe that read its key, hash or segment table over the bus
-		// would wait a PCIe round trip per load (5 ms for a batch of 10^6
-		// on an H200 when it did), while one copy each way moves the batch
-		// at 50 GB/s.
+		// would wait a PCIe round trip per load (a batch of 10^6 took
+		// milliseconds when it did), while one copy each way moves the
+		// batch at DMA speed.
 		j.dv, err = kb.Scratch(size)
 	}
 	if err != nil {

@@ -68,7 +68,8 @@ func (m *Map[K, V]) PutBatch(keys []K, vals []V) error {
 // putBatchDone moves the version after gpuPut's kernels: gpuPut kept the
 // device mirror of the control bytes in step where it could (g.inStep),
 // so the mirror stays valid. Moved before the kernels, the version would
-// make every batch copy the whole mirror again (2-3 ms at 10^8 entries).
+// make every batch copy the whole mirror again (a copy that grows with
+// the map).
 func (m *Map[K, V]) putBatchDone() {
 	m.version++
 	g := &m.gpu

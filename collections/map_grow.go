@@ -15,7 +15,8 @@ import (
 // no wraparound), so the old table read front to back gives entries in
 // nearly the order of their new homes: an entry is at most maxDisp buckets
 // past its old home. Rehashing therefore streams. The old slots come in
-// chunks (DMA into pinned host memory on a GPU: 50 GB/s); each entry is
+// chunks (DMA into pinned host memory on a GPU, the fastest way to read
+// VRAM: docs/physics.md); each entry is
 // placed by its new control bytes (host memory, touched nearly in order);
 // its record is copied into a window of the new table held in pinned host
 // memory; and once the old table has been read past bucket e, no entry yet
@@ -25,7 +26,8 @@ import (
 // random, and the host memory used is a few megabytes whatever the size.
 
 // mapChunkBytes is how much of the old table one DMA brings, and the
-// window's starting size: large enough that a DMA's 20 µs start is noise.
+// window's starting size: large enough that a DMA's fixed start cost
+// (docs/physics.md) is noise.
 const mapChunkBytes = 8 << 20
 
 var errMapOverflow = errors.New("collections: probe ran past the table's tail")

@@ -19,9 +19,9 @@ import (
 // hash. Writes in the loop body make the chunk's snapshot stale; from then
 // on each remaining slot of the chunk is read again from the table.
 
-// mapIterBytes is the snapshot read per chunk: 1 MiB by DMA costs about
-// twice the DMA's fixed 20 µs, and bounds what a chunk keeps on the Go
-// heap to handle growth under it.
+// mapIterBytes is the snapshot read per chunk: 1 MiB by DMA costs a small
+// multiple of the DMA's fixed start cost (docs/physics.md), and bounds
+// what a chunk keeps on the Go heap to handle growth under it.
 var mapIterBytes = 1 << 20 // a variable for tests: small chunks
 
 // All returns every entry, in the order of their hashes (stable for a given

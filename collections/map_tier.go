@@ -34,9 +34,9 @@ const (
 // while they fail (tierCore.admitMask). Every key is sampled alike, so the
 // sketch still ranks keys by frequency. Every miss, while offers succeed:
 // a key needs two counted misses to enter, so sampling one in four made
-// the tier learn a skewed stream four times more slowly (on the H200, 10^8
-// keys, Zipf 1.1 after 3.2*10^7 Gets: 87% hits against 90%, 474 against
-// 328 ns a Get), and under uniform keys offers are as sparse as before
+// the tier learn a skewed stream four times more slowly (fewer hits and
+// slower Gets after as many Gets: BenchmarkMapMissPath's s4 rows against
+// tier), and under uniform keys offers are as sparse as before
 // (one in 32), which keeps those misses short: the work of an offer on
 // every miss made a miss cost twice as much.
 var tierAdmitSample uint32 = 1 // a variable: benchmarks compare settings

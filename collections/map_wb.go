@@ -10,12 +10,12 @@ import (
 
 // Puts behind (docs/map.md, "Puts are deferred on a GPU"). Overwriting a
 // key in place costs a VRAM round trip to find its slot (a Put of a key
-// whose fingerprint matches: 1.5-2 µs on an H200, against 60-180 ns for a
-// Go map). On a GPU a Put of fixed-size keys and values therefore only
-// records the pair in host memory; the pairs are stored by one PutBatch
-// (two kernel round trips, a few ns a key) when the buffer fills, and
-// before anything else reads or writes the map: Get, Len, iteration and
-// every other method see every Put made before them.
+// whose fingerprint matches costs many times a Go map's Put: docs/map.md).
+// On a GPU a Put of fixed-size keys and values therefore only records the
+// pair in host memory; the pairs are stored by one PutBatch (two kernel
+// round trips shared by the whole buffer, little per key) when the buffer
+// fills, and before anything else reads or writes the map: Get, Len,
+// iteration and every other method see every Put made before them.
 //
 // A Put is recorded only while the table has room for every recorded pair
 // as a new key, so applying them needs no growth: a Put that needs one

@@ -12,8 +12,8 @@ import (
 // writeDone ends a batch write (deferred): on a normal return the write
 // has already ended; after a panic (a WithHasher function's) it keeps the
 // Map usable, with every key whose store completed. Put and Delete do
-// without: a deferred call made an overwriting Put 10% slower (121 to
-// 136 ns on the development machine's host backend).
+// without: a deferred call made an overwriting Put measurably slower on
+// the host backend (BenchmarkMapPut's overwrite rows).
 func (m *Map[K, V]) writeDone() { m.writing = false }
 
 //go:noinline

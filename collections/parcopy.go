@@ -7,11 +7,12 @@ import (
 )
 
 // mapParCopy copies n bytes, on several goroutines when n is large (one
-// goroutine moves 10-20 GB/s; a batch of a million keys is 8 MB each way):
-// par.Ranges over 512 KiB units, the last part taking the tail. It runs on
-// goroutines of its own, not on par's kept workers (par.Copy): Map.gpuGet's
-// parts call it from several goroutines at once, and the kept workers serve
-// one caller at a time.
+// goroutine moves less than memory and the link take, docs/physics.md; a
+// batch of a million keys is 8 MB each way): par.Ranges over 512 KiB
+// units, the last part taking the tail. It runs on goroutines of its own,
+// not on par's kept workers (par.Copy): Map.gpuGet's parts call it from
+// several goroutines at once, and the kept workers serve one caller at a
+// time.
 func mapParCopy(dst, src unsafe.Pointer, n uint64) {
 	if n == 0 {
 		return

@@ -21,10 +21,10 @@ package collections
 //
 // # Pushes: a host-side staging ring, whole-line NT stores
 //
-// Write-combining VRAM takes sequential whole lines at 22 GB/s from one
-// core, and a partial line only as several small bus writes. A fence
-// (SFENCE) waits until the stores have left the core, about 120 ns, where a
-// streamed line takes under 3; so does any locked instruction, such as the
+// Write-combining VRAM takes sequential whole lines fast from one core
+// (docs/physics.md), and a partial line only as several small bus writes.
+// A fence (SFENCE) waits until the stores have left the core, far longer
+// than streaming a line takes; so does any locked instruction, such as the
 // atomic store that publishes a push. So a push never stores to VRAM
 // directly: it copies the element into a staging ring in host memory (K
 // lines, 64 by default). Completed lines wait there until K/2 of them are
@@ -34,8 +34,8 @@ package collections
 // push's atomic store wait for it: a drain every few pushes instead of one
 // every few hundred. PushBatch copies its head into the partial staged
 // line, its whole lines straight from the caller's slice with NT stores
-// (split over several cores above 8 MiB: the link takes 33 GB/s from
-// several), and its ragged tail into staging; then one fence.
+// (split over several cores above 8 MiB: the link takes more than one
+// core's stores), and its ragged tail into staging; then one fence.
 //
 // A published element is visible to the consumer even though its line may
 // still sit in staging: the consumer reads lines below "durable" from VRAM
@@ -44,20 +44,21 @@ package collections
 //
 // # Publishing: a release store per push
 //
-// Go's atomic stores are locked instructions on amd64 (XCHG): 15 to 20 ns
-// each, more than all the rest of a push. Publishing needs only a release
-// store (the element's bytes visible before the index), which any plain
-// x86 store is: Push stores tail with lineio.StoreRelease, a plain MOV in
-// assembly (sync/atomic's store under the race detector and elsewhere).
-// Every Push is visible to the consumer when it returns.
+// Go's atomic stores are locked instructions on amd64 (XCHG): each costs
+// more than all the rest of a push (BenchmarkRingPush). Publishing needs
+// only a release store (the element's bytes visible before the index),
+// which any plain x86 store is: Push stores tail with lineio.StoreRelease,
+// a plain MOV in assembly (sync/atomic's store under the race detector and
+// elsewhere). Every Push is visible to the consumer when it returns.
 //
 // # Pops: a line window, DMA for bulk
 //
 // A single Pop reads from a consumer-side window of up to 8 lines: durable
 // lines are loaded with streaming loads (lineio.LoadLines, several in
-// flight; a plain load of VRAM would cost 1.5 µs), newer ones are copied
-// from staging. Eight uint64s share a line, so one refill of about 1 µs
-// serves 64 pops, and a consumer that keeps up with the producer reads
+// flight; a plain load of VRAM would cost a round trip per word:
+// docs/physics.md), newer ones are copied from staging. Eight uint64s
+// share a line, so one refill, a few overlapped round trips, serves 64
+// pops, and a consumer that keeps up with the producer reads
 // staging only and never waits for VRAM. PopBatch and All move long runs
 // by DMA (Device.Read, at the link's speed) straight into the caller's
 // buffer, which reaches full speed when that buffer lies in a vmem.Host
@@ -168,8 +169,8 @@ func WithPolicy(p RingPolicy) RingOption { return func(c *ringConfig) { c.policy
 const (
 	ringLine = 64
 	// ringStageLines: staging slots by default. 64 lines (4 KiB) let the
-	// producer write lines in bursts of 32 with one fence (about 120 ns)
-	// each: small against the 256 pushes of uint64 that fill a burst.
+	// producer write lines in bursts of 32 with one fence each: small
+	// against the 256 pushes of uint64 that fill a burst.
 	ringStageLines = 64
 	// ringWinLines: the consumer's window. Eight lines are two groups of
 	// four interleaved streaming loads; a longer window only adds latency to
@@ -179,16 +180,16 @@ const (
 	// driver's allocation limit, and a shift for the index arithmetic.
 	ringMaxSegment = 1 << 30
 	// ringParallelMin: a PushBatch run of whole lines this long is split
-	// over several cores (one core's NT stores reach 22 GB/s, several 33),
-	// in parts of at least half of it: a goroutine costs about a
-	// microsecond, 512 KiB of stores 16 µs or more.
+	// over several cores (several cores' NT stores reach more than one
+	// core's: docs/physics.md), in parts of at least half of it: a
+	// goroutine costs a small fraction of what 512 KiB of stores take.
 	ringParallelMin = 512 << 10
 	// ringStoreWorkers: goroutines for one long PushBatch run. Two already
 	// reach the link's limit for CPU writes; four leave room for the source
 	// reads from the Go heap.
 	ringStoreWorkers = 4
-	// ringAllChunk: All reads this much per DMA; the 22 µs round trip is
-	// then small against the transfer.
+	// ringAllChunk: All reads this much per DMA; the DMA's fixed round
+	// trip (docs/physics.md) is then small against the transfer.
 	ringAllChunk = 16 << 20
 )
 
@@ -196,7 +197,7 @@ const (
 // pieces of ringDMAPiece, read by ringDMAWorkers goroutines at once: a DMA
 // has a fixed cost to submit and wait for, and one alone at 16 MiB moves
 // well below the link's speed; several in flight keep the copy engine busy
-// (docs/ring.md has the H200's figures, BenchmarkRingPopBatch measures
+// (docs/ring.md has the figures, BenchmarkRingPopBatch measures
 // them), and for a destination outside pinned memory the staging copies of one
 // piece run on the CPUs while the next pieces move. Variables, not
 // constants, so that a benchmark can tune them on new hardware.

@@ -59,7 +59,8 @@ func (r *Ring[T]) Push(v T) error {
 		r.flush(L + 1)
 	} else {
 		// Publish at once with a release store (a plain store on amd64:
-		// sync/atomic's Store would be a locked instruction, 15-20 ns).
+		// sync/atomic's Store would be a locked instruction, dearer than
+		// the rest of the push).
 		lineio.StoreRelease(ringTailWord(&r.tail), t+1)
 		p.pub = t + 1
 		p.served = r.want.Load()
@@ -350,10 +351,10 @@ func (r *Ring[T]) storeLines(L uint64, src []byte) {
 		case !r.wc:
 			copy(unsafe.Slice((*byte)(dst), len(b)), b)
 		case uint64(len(b)) >= r.parMin:
-			// Sequential NT stores reach 22 GB/s from one core and the
-			// link's 33 GB/s from several: a long run is split over
-			// par's kept workers, in whole-line parts of at least half
-			// of parMin.
+			// Sequential NT stores from one core fall short of the link's
+			// limit, which several reach (docs/physics.md): a long run is
+			// split over par's kept workers, in whole-line parts of at
+			// least half of parMin.
 			par.Copy(dst, unsafe.Pointer(unsafe.SliceData(b)), uint64(len(b)), max(r.parMin/2, ringLine), ringStoreWorkers, ringStoreFenced)
 		default:
 			lineio.StoreLines(dst, b)

@@ -7,19 +7,22 @@
 //
 // # The physics
 //
-// The figures are in docs/physics.md (one H200 over PCIe Gen5). Mapped
-// VRAM is uncached for loads and write-combining (WC) for stores:
+// The figures are in docs/physics.md. Mapped VRAM is uncached for loads
+// and write-combining (WC) for stores:
 //
-//   - A plain load costs 1.2-1.5 µs, however small. A 64-byte streaming
-//     load (VMOVNTDQA) costs 0.1-0.25 µs and brings the whole line. So the
-//     unit of every read is a line, never a word, and reads go through
-//     internal/lineio, never through Go loads.
-//   - A store costs 72 ns when stores land at random over a large region
-//     (each one a page walk and a lone PCIe write), 11 ns when the same
-//     stores are sorted by address, and less again when each one fills a
-//     whole line, which leaves the CPU as one 64-byte write.
-//   - DMA costs 22 µs before the first byte, then moves 50 GB/s; a GPU
-//     kernel round trip costs about 35 µs and then touches TB/s.
+//   - A plain load costs a PCIe round trip, however small. A 64-byte
+//     streaming load (VMOVNTDQA) costs about an order of magnitude less
+//     and brings the whole line. So the unit of every read is a line,
+//     never a word, and reads go through internal/lineio, never through
+//     Go loads.
+//   - A store is dear when stores land at random over a large region
+//     (each one a page walk and a lone PCIe write), several times cheaper
+//     when the same stores are sorted by address, and cheaper again when
+//     each one fills a whole line, which leaves the CPU as one 64-byte
+//     write.
+//   - DMA has a fixed cost before the first byte, then moves bulk data
+//     at the link's speed; a GPU kernel round trip costs more again and
+//     then touches VRAM at TB/s.
 //
 // # Why records never straddle lines
 //
@@ -33,8 +36,8 @@
 // [Planner] picks streaming loads for a few lines, one DMA for a long
 // contiguous (or dense) span, and a GPU gather for many scattered lines,
 // from thresholds derived from the costs above ([PlannerFor]). Machines
-// other than the H200 pass their own [Costs] to vmem through
-// vmem.Options.Planner.
+// whose costs differ from those of docs/physics.md pass their own [Costs]
+// to vmem through vmem.Options.Planner.
 //
 // # Types
 //

@@ -7,15 +7,15 @@ type Method uint8
 
 const (
 	// Stream: whole-line streaming loads by the CPU (lineio), a few in
-	// flight. About 0.1-0.25 µs a line, no fixed cost.
+	// flight. A PCIe round trip a line, overlapped; no fixed cost.
 	Stream Method = iota
-	// DMA: one copy command over the whole span into host memory. About
-	// 22 µs fixed, then 50 GB/s; bytes between the wanted lines come along
-	// at that rate.
+	// DMA: one copy command over the whole span into host memory. A large
+	// fixed cost, then the link's speed; bytes between the wanted lines
+	// come along at that rate.
 	DMA
 	// Gather: a compute kernel collects the lines into one contiguous
-	// buffer, which one copy brings back. About 55 µs fixed, whatever the
-	// spread of the lines.
+	// buffer, which one copy brings back. A larger fixed cost (a dispatch
+	// and a copy), whatever the spread of the lines.
 	Gather
 )
 
@@ -40,10 +40,10 @@ type Costs struct {
 	GatherRoundTrip time.Duration // dispatch a gather kernel, then copy its output back
 }
 
-// H200Costs are the figures of docs/physics.md (one H200, PCIe Gen5):
-// streaming loads 92-169 ns a line four at a time and 113 ns alone from Go
-// (150 taken); a copy with polled completion 22 µs at 50 GB/s; a compute
-// round trip 34 µs plus the copy back, 22 µs.
+// H200Costs are the costs measured in docs/physics.md, rounded for the
+// planner: StreamLine from the range of streaming line loads, a few in
+// flight and alone from Go; DMARoundTrip and DMABytesPerSec a copy waited
+// on by polling; GatherRoundTrip a compute round trip plus the copy back.
 var H200Costs = Costs{
 	StreamLine:      150 * time.Nanosecond,
 	DMARoundTrip:    22 * time.Microsecond,
@@ -57,8 +57,8 @@ var H200Costs = Costs{
 // no DMA worth the name and no GPU to gather).
 type Planner struct {
 	// StreamMaxLines: reads of at most this many lines always stream; no
-	// other method's fixed cost pays off below it (default 147: 22 µs of
-	// DMA round trip over 0.15 µs a line).
+	// other method's fixed cost pays off below it (default 147: the
+	// default DMA round trip over the default cost of a streamed line).
 	StreamMaxLines int
 	// DMAMinBytes: a contiguous read (or one whose lines fill at least a
 	// quarter of its span) of more than StreamMaxLines lines goes by DMA
@@ -66,14 +66,16 @@ type Planner struct {
 	// of StreamMaxLines+1 lines).
 	DMAMinBytes int
 	// GatherMinLines: a scattered read of at least this many lines goes by
-	// GPU gather (default 373: 56 µs of round trip over 0.15 µs a line).
+	// GPU gather (default 373: the default gather round trip over the
+	// default cost of a streamed line).
 	GatherMinLines int
 }
 
 // denseSpan: a scattered set whose lines fill at least 1/denseSpan of its
-// span is read by one DMA of the whole span. At 50 GB/s against 0.15 µs
-// a streamed line, even reading four times the wanted bytes costs 5 ns a
-// wanted line.
+// span is read by one DMA of the whole span. DMA moves bytes so much
+// faster than streaming loads move lines (docs/physics.md) that even
+// reading four times the wanted bytes costs a small fraction of a
+// streamed line per wanted line.
 const denseSpan = 4
 
 // PlannerFor derives the thresholds from measured costs; a Calibrate step

@@ -9,8 +9,9 @@ import (
 	"github.com/govram/govram/internal/vk"
 )
 
-// gpuZeroMin: zeroing this much or more is sent to the GPU (a fill runs at
-// TB/s after a ~25 µs round trip; CPU stores into VRAM manage 22 GB/s).
+// gpuZeroMin: zeroing this much or more is sent to the GPU (after one
+// round trip a fill runs at the GPU's memory speed, far beyond CPU stores
+// into VRAM: docs/physics.md).
 const gpuZeroMin = 1 << 20
 
 // newChunk takes size bytes of zeroed memory for tier t; touch says
@@ -41,8 +42,9 @@ func (d *Device) newChunk(t Tier, size uint64, touch bool) (*chunk, error) {
 			return nil, err
 		}
 		if c.ptr != nil && touch {
-			// The first CPU touch of each mapped page faults (5.6 GB/s cold
-			// against 22 warm): take the faults now, not on the hot path.
+			// The first CPU touch of each mapped page faults (a cold pass
+			// runs at a fraction of a warm one's speed: docs/physics.md):
+			// take the faults now, not on the hot path.
 			touchPages(c.ptr, size)
 		}
 	}

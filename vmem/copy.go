@@ -9,7 +9,7 @@ import (
 )
 
 // parallelMin: copies at least this large are split over goroutines; one
-// core moves 10-20 GB/s, the link and memory take two to four times that.
+// core moves a fraction of what the link and memory take (docs/physics.md).
 const parallelMin = 8 << 20
 
 // copyParts bounds the parts of a bulk copy (par.Lines, par.Copy): the

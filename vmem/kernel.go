@@ -2,12 +2,12 @@ package vmem
 
 // GPU compute kernels: how vmem runs the SPIR-V of package shaders.
 //
-// Why kernels: data in VRAM sits next to a processor that moves 2 TB/s,
-// while the CPU reaches it at 0.3-50 GB/s and each GPU round trip costs
-// 22-35 µs (docs/physics.md). Whole-slice passes (sort, fill, sum) and scattered
-// reads (gather) therefore run as kernels, and each operation is recorded
-// into one command buffer so that it pays one round trip (a sort two), not
-// one per step.
+// Why kernels: data in VRAM sits next to a processor that moves TB/s,
+// while the CPU reaches it orders of magnitude more slowly and each GPU
+// round trip has a fixed cost (docs/physics.md). Whole-slice passes (sort,
+// fill, sum) and scattered reads (gather) therefore run as kernels, and
+// each operation is recorded into one command buffer so that it pays one
+// round trip (a sort two), not one per step.
 //
 // How kernels reach memory: through buffer device addresses (Vulkan 1.2).
 // Every chunk's VkBuffer has a 64-bit address (vk.Memory.Addr), a block is

@@ -29,8 +29,8 @@ type Options struct {
 	Timeout time.Duration
 	// Planner chooses between streaming loads, DMA and GPU gathers for
 	// reads of mapped VRAM. The zero value uses thresholds derived from
-	// the H200's measured costs (layout.DefaultPlanner); set fields to
-	// override them for other hardware.
+	// the costs measured in docs/physics.md (layout.DefaultPlanner); set
+	// fields to override them for other hardware.
 	Planner layout.Planner
 	// TraceBlocks records where each block was allocated (its call stack),
 	// so that LiveBlocks can say who leaked one. It costs a stack walk per

@@ -2,8 +2,8 @@ package vmem
 
 // Pool: several devices used as one.
 //
-// A machine with eight H200s has over a terabyte of VRAM, but each GPU is
-// its own Vulkan device with its own memory, copy engine and compute
+// A machine with eight large GPUs has over a terabyte of VRAM, but each
+// GPU is its own Vulkan device with its own memory, copy engine and compute
 // queues: nothing is shared, and no device can address another's memory
 // through govram. A Pool is simply the list of those Devices, opened
 // together, plus a placement policy; the containers built on it (PoolSlice

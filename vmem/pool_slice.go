@@ -12,8 +12,8 @@ package vmem
 //     d+2D, ... A range of the array is a contiguous local range on every
 //     device, which is what lets a bulk copy run as one transfer per device,
 //     all devices at once. The default stripe is 16 MiB of elements: one
-//     DMA of that size runs at over 30 GB/s, and an array of more than
-//     D x 16 MiB is spread evenly.
+//     DMA of that size runs near the link's speed (docs/physics.md), and
+//     an array of more than D x 16 MiB is spread evenly.
 //   - FillFirst: the parts are concatenated; the last non-empty part grows
 //     until its device is full (an allocation fails with ErrOutOfMemory),
 //     then the next device's part takes over. Lookups compare i with at

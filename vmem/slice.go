@@ -24,11 +24,12 @@ import (
 // segment:
 //
 //   - mapped VRAM: Get reads the element's line with one 64-byte streaming
-//     load (about 0.1-0.25 µs; a plain load would take 1.5 µs); Set stores
-//     and fences. Many Sets belong in a Writer, which batches, sorts and
-//     writes whole lines.
-//   - private VRAM: every single-element access is a DMA round trip (about
-//     20 µs). Use CopyFrom, CopyTo, All and Chunks there.
+//     load (a plain load would take an order of magnitude longer:
+//     docs/physics.md); Set stores and fences. Many Sets belong in a
+//     Writer, which batches, sorts and writes whole lines.
+//   - private VRAM: every single-element access is a DMA round trip, far
+//     dearer than a streaming load (docs/physics.md). Use CopyFrom, CopyTo,
+//     All and Chunks there.
 //   - host backend: plain loads and stores, as fast as a []T.
 //
 // Records that fit in a line never straddle two (see layout.Record); on the
@@ -72,7 +73,7 @@ type Slice[T any] struct {
 	// wcN: elements [0, wcN) are at base0 in mapped VRAM, densely packed
 	// and at most a line each, so a Get is one streaming load with no
 	// segment lookup. Few instructions per Get matter: the CPU overlaps
-	// the ~1 µs loads of successive Gets only as far as its reorder
+	// the long loads of successive Gets only as far as its reorder
 	// window reaches.
 	wcN   uint
 	base0 unsafe.Pointer

@@ -5,7 +5,7 @@ package vmem
 // by a kernel and brought back by one copy, slice_gather.go), Fill (large
 // ranges), and Sum. Each one records its steps into one command buffer, so
 // it costs one GPU round trip (two for a sort) plus its passes over VRAM,
-// against a CPU access into VRAM per element (docs/gpu.md has the H200's
+// against a CPU access into VRAM per element (docs/gpu.md has the
 // figures). On the host backend, and on devices that cannot run kernels
 // (see kernel.go), the same calls run on the CPU and give the same results.
 
@@ -51,10 +51,11 @@ func kernNumInfo[T Number]() (size, kind uint32) {
 // can lower them (to run kernels on small data) while others read them.
 var (
 	// kernFillMin: a Fill of fewer bytes per segment is written by the CPU
-	// (22 GB/s of non-temporal stores beat a round trip below about 1 MiB).
+	// (below about 1 MiB, its non-temporal stores finish before a GPU
+	// round trip would: docs/physics.md).
 	kernFillMin atomic.Uint64
 	// kernGatherMin: a Gather of fewer elements, all in mapped segments,
-	// uses streaming loads (0.1-0.25 µs each) instead of a kernel (one
+	// uses streaming loads (no fixed cost) instead of a kernel (one
 	// round trip and a copy back): the planner's gather threshold.
 	kernGatherMin atomic.Int64
 )
@@ -80,9 +81,10 @@ func (p kernPart) kaddr(o uint64) uint64 { return p.mem.Addr + p.off + o }
 // kernAllocAll allocates scratch for kernels: a part of each size (aligned
 // to 256 bytes). It takes one kept scratch buffer of the device when one
 // fits or can be made (a sort of 10^8 keys needs 1.6 GB, whose allocation
-// and release cost the driver 90 ms, four times the sort itself, so the
-// buffer is kept for the next sort and given back whenever an allocation
-// finds VRAM full, see kernDropScratch). Otherwise it takes blocks of the
+// and release cost the driver several times the sort itself, as
+// BenchmarkSortScratch against BenchmarkSliceSort shows, so the buffer is
+// kept for the next sort and given back whenever an allocation finds VRAM
+// full, see kernDropScratch). Otherwise it takes blocks of the
 // private tier or else the mapped one, all parts in one block when they
 // fit. On failure it frees what it took. A part too large for either
 // tier's blocks gives errKernSortCPU.

@@ -8,7 +8,8 @@ import (
 )
 
 // chunkBytes is how much All and Chunks read per DMA: large enough that
-// the ~20 µs round trip costs little against 50 GB/s.
+// the DMA's fixed round trip costs little against the transfer
+// (docs/physics.md).
 const chunkBytes = 16 << 20
 
 // Chunks returns the elements in order as consecutive runs: yield gets the
@@ -158,7 +159,8 @@ func (s *Slice[T]) All() iter.Seq2[int, T] {
 	// Small enough for the compiler to inline into the caller's loop, with
 	// the loop body: the elements of each run are then read by a plain
 	// loop, where a sequence built on Chunks called the body through a
-	// function value for every element (2.4 ns against 0.6 on the host).
+	// function value for every element (several times slower on the
+	// host: BenchmarkSliceBulk's All rows).
 	return func(yield func(int, T) bool) {
 		if s.dev.isLost() && !s.closed {
 			s.readLost("All")

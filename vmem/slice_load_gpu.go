@@ -12,12 +12,13 @@ import (
 // pinned memory (a staging buffer, or a Host block read without a copy).
 //
 // Such a block goes to its segment by one DMA, and the CPU used to read
-// it again for its checksum, beside the DMA: on an H200 the two share the
-// host's memory bandwidth, and a 10 GiB load reached 9.0-9.6 GB/s. Here
-// one submit moves the block and runs crc32c over it where it landed, one
-// 2 KiB chunk per invocation; the CPU joins the chunks' checksums
-// (snapfmt.CombineParts, 4 ns a chunk). The block crosses host memory
-// once, and the CPU does nothing else.
+// it again for its checksum, beside the DMA: the two share the host's
+// memory bandwidth, which held a large load well below the link's speed
+// (docs/snapshots.md). Here one submit moves the block and runs crc32c
+// over it where it landed, one 2 KiB chunk per invocation; the CPU joins
+// the chunks' checksums (snapfmt.CombineParts, a few table lookups a
+// chunk). The block crosses host memory once, and the CPU does nothing
+// else.
 
 // loadCRCChunk is the bytes of a block one invocation checksums: a 16 MiB
 // block makes 8192 invocations, and its checksums 32 KiB.

@@ -5,20 +5,21 @@ package vmem
 // LoadSlice reads one back into a new Slice.
 //
 // Both move the data by DMA between the Slice's segments and pinned
-// host-tier staging (the ~50 GB/s path), and keep the CPU's work (the
-// CRC-32C of each block, the caller's reader or writer) running while the
-// next stage moves: Save's DMA goroutine fills one stage while the caller's
-// goroutine checksums (on several cores) and writes the other; LoadSlice
-// reads the next stage from the stream while the last one is verified and
-// written to the device. Blocks are 16 MiB of whole elements: one block's
-// DMA is long enough for the link (31-36 GB/s at 16 MiB on an H200), and
-// its checksum splits over cores (snapfmt.Checksum).
+// host-tier staging (the fastest path: docs/physics.md), and keep the CPU's
+// work (the CRC-32C of each block, the caller's reader or writer) running
+// while the next stage moves: Save's DMA goroutine fills one stage while
+// the caller's goroutine checksums (on several cores) and writes the other;
+// LoadSlice reads the next stage from the stream while the last one is
+// verified and written to the device. Blocks are 16 MiB of whole elements:
+// one block's DMA is long enough to run near the link's speed
+// (docs/physics.md), and its checksum splits over cores (snapfmt.Checksum).
 //
 // LoadSlice splits each block over up to 16 goroutines that checksum a
-// part and write it to its place (one core's stores into mapped VRAM reach
-// 22 GB/s, several reach the link's 33 GB/s), and allocates the next
-// segment on another goroutine meanwhile: a 1 GiB segment costs about
-// 30 ms to allocate plus a fault per page, as long as writing much of it.
+// part and write it to its place (several cores' stores into mapped VRAM
+// reach the link's limit, one core's do not: docs/physics.md), and
+// allocates the next segment on another goroutine meanwhile: allocating a
+// 1 GiB segment, plus a fault per page, takes as long as writing much of
+// it.
 
 import (
 	"fmt"
@@ -40,9 +41,9 @@ import (
 const (
 	// sliceSnapBlock is the target block payload.
 	sliceSnapBlock = 16 << 20
-	// sliceSnapStage is how much one DMA moves: two blocks, 32 MiB (about
-	// 40 GB/s on an H200). Two stages of pinned memory are allocated per
-	// call, so they stay modest.
+	// sliceSnapStage is how much one DMA moves: two blocks, 32 MiB (near
+	// the link's speed: docs/physics.md). Two stages of pinned memory are
+	// allocated per call, so they stay modest.
 	sliceSnapStage = 2 * sliceSnapBlock
 )
 
@@ -491,8 +492,8 @@ type sliceLoadTask struct {
 const (
 	// sliceLoadWorkers bounds the goroutines that verify and write one
 	// block: the CPU's stores into mapped VRAM reach the link's limit
-	// (about 33 GB/s) from a few cores, and CRC-32C runs at several GB/s
-	// per core.
+	// from a few cores (docs/physics.md), and one core's CRC-32C falls
+	// short of it.
 	sliceLoadWorkers = 16
 	// sliceLoadPart is the least a worker takes: below it the goroutine
 	// costs more than it saves.
@@ -505,10 +506,11 @@ const (
 //
 // From pinned memory, mapped segments are written by DMA too, not by the
 // CPU: the first CPU store into each 4 KiB page of mapped VRAM faults
-// (about 1.7 µs on an H200, and the faults hardly overlap), which held a
-// 10 GiB load to 6.7 GB/s; a DMA takes no fault and moves 50 GB/s while
-// the workers checksum. The pages then fault on their first CPU access
-// instead, spread over the Slice's later use.
+// (the faults hardly overlap), which held a large load far below the
+// link's speed (docs/snapshots.md, BenchmarkSliceSnapshot); a DMA takes no
+// fault and moves the data at full speed while the workers checksum. The
+// pages then fault on their first CPU access instead, spread over the
+// Slice's later use.
 func (s *Slice[T]) loadPlan(tasks []sliceLoadTask, at, k int, pinned bool) []sliceLoadTask {
 	w := min(runtime.GOMAXPROCS(0), sliceLoadWorkers)
 	part := max((k+w-1)/w, int(sliceLoadPart/s.size), 1)

@@ -19,8 +19,8 @@ package vmem
 // and sort_permute copies records from a copy of the segments taken
 // first. So a Slice of many segments, in any tiers, sorts as one array;
 // the scratch arrays must each fit one block (TierInfo.MaxBlock; docs/gpu.md
-// says how many keys that is on the H200), and larger Slices are sorted on
-// the CPU.
+// says how many keys that is on the GPU it describes), and larger Slices
+// are sorted on the CPU.
 
 import (
 	"cmp"

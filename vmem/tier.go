@@ -14,8 +14,9 @@ const (
 	// Loads are slow unless they are whole-line streaming loads; stores are
 	// fast when sequential or batched and sorted.
 	Mapped Tier = iota
-	// Private is VRAM reached only by DMA and kernels (DEVICE_LOCAL). On an
-	// H200 it holds what the mapped tier's 70 GiB cap leaves.
+	// Private is VRAM reached only by DMA and kernels (DEVICE_LOCAL). Where
+	// the driver caps the mapped tier (docs/physics.md), it holds the VRAM
+	// beyond the cap.
 	Private
 	// Host is system memory outside the Go heap. On the Vulkan backend it is
 	// pinned memory the GPU can reach, so DMA to and from it needs no staging.

@@ -12,7 +12,7 @@ import (
 
 // streams asks the planner whether a mapped read of n bytes at p is
 // cheaper by streaming loads (a few lines: no fixed cost) than by DMA
-// (about 20 µs to start, then 50 GB/s).
+// (a fixed start cost, then the link's speed: docs/physics.md).
 func (d *Device) streams(p unsafe.Pointer, n uint64) bool {
 	first := uintptr(p) &^ 63
 	span := (uintptr(p)+uintptr(n)+63)&^63 - first
@@ -171,9 +171,10 @@ func (d *Device) Read(dst []byte, src Block, off uint64) error {
 }
 
 // Copy copies n bytes from src at srcOff to dst at dstOff, between any
-// tiers. On the GPU it runs as one copy command (VRAM to VRAM moves at
-// hundreds of GB/s). Overlapping ranges of one chunk are copied as by
-// memmove on the host backend and refused with ErrRange on Vulkan.
+// tiers. On the GPU it runs as one copy command (VRAM to VRAM moves several
+// times as fast as the link: docs/physics.md). Overlapping ranges of one
+// chunk are copied as by memmove on the host backend and refused with
+// ErrRange on Vulkan.
 func (d *Device) Copy(dst Block, dstOff uint64, src Block, srcOff uint64, n uint64) error {
 	if err := d.enter(); err != nil {
 		return err

@@ -12,8 +12,9 @@ import (
 
 // stageSize is one staging buffer. Transfers larger than this are split
 // and pipelined over laneDepth buffers: the GPU fills the next ones while
-// the CPU drains one. 16 MiB pieces run DMA at about 31 GB/s alone; with
-// two more in flight the copy engine never waits for a submit.
+// the CPU drains one. A 16 MiB piece alone runs DMA below the link's
+// speed (docs/physics.md); with two more in flight the copy engine never
+// waits for a submit.
 const (
 	stageSize = 16 << 20
 	laneDepth = 3
@@ -51,8 +52,8 @@ type lane struct {
 }
 
 // sharedInst is the process's one VkInstance, made on first use and never
-// destroyed: NVIDIA's driver (580.159.04 on the H200 machine) refuses the
-// 31st vkCreateInstance of a process with VK_ERROR_INCOMPATIBLE_DRIVER,
+// destroyed: NVIDIA's driver (the version docs/physics.md names) refuses
+// the 31st vkCreateInstance of a process with VK_ERROR_INCOMPATIBLE_DRIVER,
 // even when every earlier instance was destroyed (internal/vk's
 // TestInstanceLoop), so a process that opens and closes devices again and
 // again (a service reconnecting, a test run) must not make one per device.

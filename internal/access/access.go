@@ -108,8 +108,8 @@ func (v View) Bytes(off uintptr, n int) []byte {
 }
 
 // StreamMax bounds what a View moves through the CPU's mapping of VRAM:
-// longer spans go by DMA (50 GB/s after a start of about 20 µs, against a
-// few GB/s for streaming loads from one core).
+// longer spans go by DMA (after its fixed start cost it moves far more
+// than one core's streaming loads: docs/physics.md).
 const StreamMax = 64 << 10
 
 // Read copies len(dst) bytes at off into dst.

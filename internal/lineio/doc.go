@@ -5,14 +5,14 @@
 // # Why lines, and why streaming instructions
 //
 // Mapped VRAM is uncached for loads and write-combining (WC) for stores
-// (see docs/physics.md). A plain 8-byte Go load from it costs about
-// 1.2-1.5 µs, because every load is a separate round trip over PCIe. One
-// 64-byte VMOVNTDQA (AVX-512 streaming load) costs 0.1-0.25 µs and returns the
-// whole line, so reading a line costs less than reading one word the plain
-// way. Stores go through the CPU's write-combining buffers; a buffer that is
-// filled completely leaves as one 64-byte PCIe write, which is what a
-// non-temporal (NT) store of a whole line does. Partial lines leave as
-// several smaller writes.
+// (see docs/physics.md). A plain 8-byte Go load from it is slow, because
+// every load is a separate round trip over PCIe. One 64-byte VMOVNTDQA
+// (AVX-512 streaming load) costs about an order of magnitude less and
+// returns the whole line, so reading a line costs less than reading one
+// word the plain way. Stores go through the CPU's write-combining buffers;
+// a buffer that is filled completely leaves as one 64-byte PCIe write,
+// which is what a non-temporal (NT) store of a whole line does. Partial
+// lines leave as several smaller writes.
 //
 // # Variants
 //
@@ -29,7 +29,7 @@
 // one, whose plain loads of mapped VRAM are not streaming, is slower by an
 // order of magnitude. BenchmarkLoad, BenchmarkGather, BenchmarkLoadLines,
 // BenchmarkStoreLines and BenchmarkCopy measure them; docs/layout.md has
-// the figures of each variant on the H200.
+// the figures of each variant.
 //
 // [Kind] names the one in use. The environment variable VMEM_LINEIO may
 // name a lesser variant (for measurements); it cannot select one the CPU

@@ -175,10 +175,9 @@ func Copy(dst, src unsafe.Pointer, n uintptr) {
 }
 
 // CopyUnfenced is Copy without the closing Fence, for several copies that
-// share one. The fence waits until the NT stores have left the CPU (about
-// 120 ns after a 64-byte copy to host memory on the development machine,
-// against 10 ns for the copy), which a run of small copies need not pay
-// each time.
+// share one. The fence waits until the NT stores have left the CPU (many
+// times as long as a 64-byte copy to host memory takes: BenchmarkCopy's
+// unfenced rows), which a run of small copies need not pay each time.
 func CopyUnfenced(dst, src unsafe.Pointer, n uintptr) {
 	if n == 0 {
 		return

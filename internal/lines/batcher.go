@@ -313,8 +313,8 @@ func (b *Batcher) flush() {
 // random, and an NT store whose source misses the cache holds one of the
 // CPU's few fill buffers while both the load and the PCIe write finish.
 // Copying first lets the random loads overlap each other, and the NT
-// stores then read from L1 (docs/layout.md: staged against straight from
-// the slots on the H200).
+// stores then read from L1 (docs/layout.md compares staged stores with
+// stores straight from the slots).
 func (b *Batcher) writeStaged(keys []uint64, sm uint64) {
 	ns, partial := 0, 0
 	for _, k := range keys {

@@ -21,16 +21,16 @@
 // # What the batcher costs, and when to use it
 //
 // BenchmarkRandomStore and BenchmarkRandomLoad measure the batcher against
-// direct stores and loads on 1 GiB of memory (docs/layout.md has the H200's
-// figures). The CPU work of a batch (hashing, copying, sorting) costs as much as the
-// stores it saves, so the batcher does not make random stores faster than
-// writing them directly; its worth is elsewhere. Use it where stores to a
-// line are spread over time (they merge into one write), where code must
-// read back what it wrote before the writes are visible (Get overlays the
-// batch), or where writes must become visible together at a chosen point
-// (one Flush, one fence). Where a caller already has a whole line, or
-// writes a record's fields back to back, a direct lineio.Store or plain
-// stores followed by one lineio.Fence are at least as fast.
+// direct stores and loads on 1 GiB of memory (docs/layout.md has the
+// figures). The CPU work of a batch (hashing, copying, sorting) costs as
+// much as the stores it saves, so the batcher does not make random stores
+// faster than writing them directly; its worth is elsewhere. Use it where
+// stores to a line are spread over time (they merge into one write), where
+// code must read back what it wrote before the writes are visible (Get
+// overlays the batch), or where writes must become visible together at a
+// chosen point (one Flush, one fence). Where a caller already has a whole
+// line, or writes a record's fields back to back, a direct lineio.Store or
+// plain stores followed by one lineio.Fence are at least as fast.
 //
 // # How the batcher bounds memory
 //

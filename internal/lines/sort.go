@@ -4,7 +4,7 @@ import "math/bits"
 
 // Flush's order. What sorting buys is locality for the CPU's page walks,
 // and on mapped VRAM it buys less than it seems (docs/layout.md has the
-// H200's figures):
+// figures):
 //
 //   - stores in address order are several times cheaper than random ones,
 //     but only when dense (several lines to a page);
@@ -21,7 +21,7 @@ import "math/bits"
 // were stored in within a bucket, which is one radix pass for a batch
 // spread over up to 1 GiB. A batch that spans less than sortMinSpan bytes,
 // or holds fewer than one line per sortDensity bytes of its span, is
-// written in the order it was stored. Measured end to end on the H200
+// written in the order it was stored. Measured end to end
 // (docs/layout.md, BenchmarkRandomStore), the sorted flush won only for
 // large dense batches; these thresholds keep it to that case.
 

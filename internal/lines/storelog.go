@@ -16,8 +16,8 @@ import (
 // write-only counterpart of Batcher, built for throughput: a Put appends
 // to a log (no lookup, no merging), and Flush sorts the log by line with
 // a two- or three-pass radix sort and writes every record in address
-// order. Scattered stores to VRAM cost 35-72 ns each; the same stores
-// sorted cost 5-11 ns (docs/physics.md), and a 64-byte record that fills its
+// order. Scattered stores to VRAM cost several times as much as the same
+// stores sorted (docs/physics.md), and a 64-byte record that fills its
 // line goes out as one non-temporal store.
 //
 // Records must not straddle lines (use layout.Record). Stores to the
@@ -51,9 +51,11 @@ const topBits = 12
 // windowBits: records of a whole line are sorted only down to windows of
 // 1<<windowBits lines (4 MiB) and keep their Put order inside one. The
 // order of full-line stores matters only to the TLB: random lines inside a
-// few MiB cost as little as sorted ones (3.9 ns a line on an H200 against
-// 72 for random lines over 1 GiB), so a 1 GiB segment needs one radix pass
-// of 8 bits instead of two of 12 (each costing about 9 ns a store there).
+// few MiB cost as little as sorted ones, a fraction of what random lines
+// over 1 GiB cost (docs/physics.md), so a 1 GiB segment needs one radix
+// pass of 8 bits instead of two of 12 (each pass costing about as much
+// per store as the sorted write itself: BenchmarkStoreLog measures the
+// flush).
 // Smaller records are sorted by line, so those sharing a line meet in the
 // write-combining buffer.
 const windowBits = 16
@@ -195,10 +197,10 @@ func (l *StoreLog[T]) writeOut(keys []uint64, data []T) {
 // (the top bits the sort orders by) and cuts the buckets into ranges of
 // about n/w stores; each goroutine then picks its stores out of the log in
 // Put order, sorts them by the remaining bits and writes them. Several
-// cores' non-temporal stores reach the link's limit (33 GB/s against 22
-// for one), their page walks and reads of the logged records overlap, and
-// the sort runs in parallel too (one goroutine's sort cost 8 ns a store on
-// an H200, as much as the writes).
+// cores' non-temporal stores reach the link's limit, which one core's do
+// not (docs/physics.md), their page walks and reads of the logged records
+// overlap, and the sort runs in parallel too (one goroutine's sort cost as
+// much as the writes: BenchmarkStoreLog).
 func (l *StoreLog[T]) flushParallel(w int, keys []uint64, data []T) {
 	n := len(keys)
 	hb := min(l.sortBit, topBits)

@@ -23,11 +23,11 @@ import (
 const MaxShards = 255
 
 // The vector loops take every shard in turn for each eight keys, so they
-// pay for few shards only. Against the plain loops (64K keys, one core of
-// the development machine): counting 6.4x as fast at 2 shards, 5.4x at 4,
-// 2x at 8; placing 2.8x and 1.4x at 2 and 4 shards, gathering 3.9x and
-// 2.4x (at 8 shards, before empty shards were skipped, placing ran 0.66x
-// and gathering 0.88x).
+// pay for few shards only. BenchmarkScatterGather compares them with the
+// plain loops: their lead shrinks as shards are added, counting still
+// leading at 8 shards, placing and gathering only up to 4 (at 8 shards,
+// before empty shards were skipped, placing and gathering ran slower than
+// the plain loops).
 const (
 	countVectorShards = 8
 	moveVectorShards  = 4
