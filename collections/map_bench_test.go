@@ -220,24 +220,27 @@ func BenchmarkMapGet(b *testing.B) {
 // BenchmarkMapGetParallel: g goroutines of Gets of random hits. ns/op is
 // wall time per Get, so it compares throughput directly; Mget/s says the
 // same as a rate. combined is govram with the combining of single Gets on
-// (map_getcomb.go; VMEM_COMBINE_GETS=1 makes it the default); combined/op
-// the share of Gets that were answered in shared rounds.
+// (map_getcomb.go; VMEM_COMBINE_GETS=1 makes it the default), its rounds
+// on the GPU; combined-cpu the same with every round by line loads;
+// combined/op the share of Gets that were answered in shared rounds.
 func BenchmarkMapGetParallel(b *testing.B) {
 	for _, n := range vmemtest.BenchSizes(b, 1e6) {
 		for _, g := range []int{1, 4, 16, 64, 256} {
 			b.Run(fmt.Sprintf("hit/%s/g=%d", vmemtest.SizeName(n), g), func(b *testing.B) {
 				s := mapBenchBuild(b, n)
-				for _, impl := range []string{"gomap", "govram", "combined"} {
+				for _, impl := range []string{"gomap", "govram", "combined", "combined-cpu"} {
 					b.Run(impl, func(b *testing.B) {
 						// b.Run calls this more than once: impl stays as it is.
 						use := impl
-						if impl == "combined" {
+						if impl == "combined" || impl == "combined-cpu" {
 							// Combining of single Gets on (map_getcomb.go).
 							if s.m.dev.Backend() != vmem.BackendVulkan {
 								b.Skip("combining is for maps on a GPU")
 							}
-							comb := s.m.comb
+							comb, gpu := s.m.comb, getCombGPU
+							getCombGPU = impl == "combined"
 							s.m.getCombStart()
+							getCombGPU = gpu
 							defer func() { s.m.comb = comb }()
 							use = "govram"
 						}

@@ -12,12 +12,15 @@ package collections
 // many).
 //
 // So when another goroutine is in Get too, a miss joins a lane (picked by
-// its hash): the first to find the lane idle leads it,
-// taking every request queued there and looking them all up at once with
-// the batch path's overlapped line loads (getBlock), while the others
-// wait, yielding their P to goroutines that can do work. A leader runs a
-// few rounds at most, then hands the lane to a waiter, so no caller
-// waits on other callers' requests for long.
+// its hash): the first to find the lane idle leads it, taking every
+// request queued there and looking them all up at once, while the others
+// wait parked (a waiter that spins or yields keeps taking the Ps the
+// leaders need). A round of several keys goes to the GPU, in the rounds
+// that concurrent batch calls share (map_combine.go), so that the lookups
+// in flight are not bounded by the cores; a round of one, or a map without
+// kernels, uses the batch path's overlapped line loads (getBlock). A
+// leader runs a few rounds at most, then hands the lane to the oldest
+// waiter, so no caller waits on other callers' requests for long.
 //
 // The gauge of goroutines in Get is a plain counter in host memory off
 // the Go heap, not an atomic one: a locked instruction on the lookup path
@@ -31,8 +34,8 @@ package collections
 // never be reached: a Get that waits for VRAM stalls its core, it does not
 // yield its P, so no more goroutines than Ps are ever in Get at once.)
 //
-// Off by default (VMEM_COMBINE_GETS=1 turns it on): measured on a GPU it
-// was slower than the direct path at every goroutine count (docs/map.md,
+// Off by default (VMEM_COMBINE_GETS=1 turns it on) until it is measured
+// faster than the direct path on a GPU (docs/map.md,
 // BenchmarkMapGetParallel's combined rows).
 
 import (
@@ -54,6 +57,10 @@ var (
 	getCombRounds = 4
 	// getCombMaxBatch: requests one round looks up at most.
 	getCombMaxBatch = 256
+	// getCombGPU: rounds of at least getCombGPUMin requests go to the GPU
+	// (else every round uses line loads; benchmarks compare the two).
+	getCombGPU    = true
+	getCombGPUMin = 2
 )
 
 // getComb is a Map's state for combining Gets.
@@ -61,21 +68,23 @@ type getComb[K comparable, V any] struct {
 	gauge *int64 // goroutines in the lookup path (plain, off the Go heap; see above)
 	min   int64
 	lanes []getLane[K, V]
+	gpu   bool // rounds may go to the GPU (getCombGPU when made)
 	pool  sync.Pool
-	// shared counts the Gets answered by rounds of more than one (Stats).
-	shared atomic.Uint64
+	// shared counts the Gets answered by rounds of more than one (Stats);
+	// gpuRounds the rounds that went to the GPU.
+	shared    atomic.Uint64
+	gpuRounds atomic.Uint64
 }
 
 // getLane queues requests for one leader at a time.
 type getLane[K comparable, V any] struct {
-	mu     sync.Mutex
-	reqs   []*getReq[K, V] // waiting for a round
-	queued atomic.Int32    // len(reqs), read without the lock by waiters
-	busy   atomic.Bool     // a leader runs rounds
-	keys   []K
-	vals   []V
-	found  []bool
-	_      [64]byte
+	mu    sync.Mutex
+	reqs  []*getReq[K, V] // waiting for a round
+	busy  atomic.Bool     // a leader runs rounds
+	keys  []K
+	vals  []V
+	found []bool
+	_     [64]byte
 }
 
 // singles is the count of rounds in a row that held one request (plain,
@@ -89,16 +98,28 @@ const getCombSingles = 64
 
 // getReq is one waiting Get.
 type getReq[K comparable, V any] struct {
-	k    K
-	v    V
-	ok   bool
-	done atomic.Uint32 // getReqDone when v and ok are set; getReqRetry: look up alone
+	k  K
+	v  V
+	ok bool
+	// done is getReqDone when v and ok are set, getReqRetry when the
+	// caller must look up alone, getReqLead when it must lead the lane;
+	// wake then gets a token (buffered, so the sender never blocks).
+	done atomic.Uint32
+	wake chan struct{}
 }
 
 const (
 	getReqDone  = 1
 	getReqRetry = 2
+	getReqLead  = 3
 )
+
+// answer sets r's state (the first answer wins) and wakes its caller.
+func (r *getReq[K, V]) answer(st uint32) {
+	if r.done.CompareAndSwap(0, st) {
+		r.wake <- struct{}{}
+	}
+}
 
 // getCombInit gives a map on a GPU its combining state when combining is
 // on (VMEM_COMBINE_GETS=1, or tests' getCombMin); without memory for the
@@ -121,12 +142,12 @@ func (m *Map[K, V]) getCombStart() {
 		m.gauge = mem
 	}
 	p := runtime.GOMAXPROCS(0)
-	c := &getComb[K, V]{gauge: (*int64)(m.gauge), min: 1, lanes: make([]getLane[K, V], max(p/2, 1))}
+	c := &getComb[K, V]{gauge: (*int64)(m.gauge), min: 1, lanes: make([]getLane[K, V], max(p/2, 1)), gpu: getCombGPU}
 	*c.gauge, *c.singles() = 0, 0
 	if getCombMin != 0 {
 		c.min = int64(getCombMin)
 	}
-	c.pool.New = func() any { return new(getReq[K, V]) }
+	c.pool.New = func() any { return &getReq[K, V]{wake: make(chan struct{}, 1)} }
 	m.comb = c
 }
 
@@ -166,32 +187,24 @@ func (m *Map[K, V]) getCombined(c *getComb[K, V], kp *K, h uint64) (V, bool) {
 	r.done.Store(0)
 	ln.mu.Lock()
 	ln.reqs = append(ln.reqs, r)
-	ln.queued.Store(int32(len(ln.reqs)))
-	// A waiter may take the lane (below) without the lock: only a
-	// compare-and-swap keeps the two ways from making two leaders, who
-	// would share the lane's buffers.
+	// busy changes only under the lock (here, and where a leader gives
+	// the lane up or hands it on), so a lane has one leader at a time.
 	lead := ln.busy.CompareAndSwap(false, true)
 	ln.mu.Unlock()
 	for {
 		if lead {
 			m.leadLane(c, ln)
-			lead = false
 		}
-		if r.done.Load() != 0 {
+		<-r.wake
+		if r.done.Load() != getReqLead {
 			break
 		}
-		runtime.Gosched()
-		if r.done.Load() != 0 {
-			break
-		}
-		// A leader hands the lane on after a few rounds: the first waiter
-		// to find it idle with requests queued leads it.
-		if !ln.busy.Load() && ln.queued.Load() > 0 && ln.busy.CompareAndSwap(false, true) {
-			lead = true
-		}
+		// Handed the lane: this caller's request is still queued.
+		r.done.Store(0)
+		lead = true
 	}
 	v, ok, st := r.v, r.ok, r.done.Load()
-	*r = getReq[K, V]{} // the pool keeps no caller's key or value
+	*r = getReq[K, V]{wake: r.wake} // the pool keeps no caller's key or value
 	c.pool.Put(r)
 	if st == getReqRetry {
 		return m.get(kp, h)
@@ -200,10 +213,19 @@ func (m *Map[K, V]) getCombined(c *getComb[K, V], kp *K, h uint64) (V, bool) {
 }
 
 // leadLane runs up to getCombRounds rounds of the lane's queued requests,
-// then gives the lane up. A panic in a round (a lost device met by a
-// flush) sends the round's callers to look up alone.
+// then hands the lane to the oldest waiter, or gives it up when none is
+// left. A panic in a round (a lost device met by a flush) sends the
+// round's callers to look up alone.
 func (m *Map[K, V]) leadLane(c *getComb[K, V], ln *getLane[K, V]) {
-	defer ln.busy.Store(false)
+	defer func() {
+		ln.mu.Lock()
+		if len(ln.reqs) > 0 {
+			ln.reqs[0].answer(getReqLead) // busy stays set: the lane passes on
+		} else {
+			ln.busy.Store(false)
+		}
+		ln.mu.Unlock()
+	}()
 	for range getCombRounds {
 		ln.mu.Lock()
 		// The batch keeps the queue's array; the queue starts a new one, so
@@ -214,7 +236,6 @@ func (m *Map[K, V]) leadLane(c *getComb[K, V], ln *getLane[K, V]) {
 			ln.reqs = append([]*getReq[K, V](nil), batch[getCombMaxBatch:]...)
 			batch = batch[:getCombMaxBatch]
 		}
-		ln.queued.Store(int32(len(ln.reqs)))
 		ln.mu.Unlock()
 		if len(batch) == 0 {
 			break
@@ -230,18 +251,18 @@ func (m *Map[K, V]) leadLane(c *getComb[K, V], ln *getLane[K, V]) {
 			*c.singles() = 0
 			c.shared.Add(uint64(len(batch)))
 		}
-		m.runRound(ln, batch)
+		m.runRound(c, ln, batch)
 	}
 }
 
 // runRound looks up a batch of requests with overlapped line loads and
 // answers each.
-func (m *Map[K, V]) runRound(ln *getLane[K, V], batch []*getReq[K, V]) {
+func (m *Map[K, V]) runRound(c *getComb[K, V], ln *getLane[K, V], batch []*getReq[K, V]) {
 	done := false
 	defer func() {
 		if !done {
 			for _, r := range batch {
-				r.done.CompareAndSwap(0, getReqRetry)
+				r.answer(getReqRetry)
 			}
 		}
 	}()
@@ -256,10 +277,18 @@ func (m *Map[K, V]) runRound(ln *getLane[K, V], batch []*getReq[K, V]) {
 	for i, r := range batch {
 		keys[i] = r.k
 	}
-	m.getBlock(m.t, keys, vals, found)
+	t := m.t
+	if hmode, ok := m.getMode(); ok && c.gpu && n >= getCombGPUMin && kdev(m.dev).KernelsAvailable() {
+		if err := m.combGet(t, hmode, keys, vals, found); err != nil {
+			return // the callers look up alone and meet the error themselves
+		}
+		c.gpuRounds.Add(1)
+	} else {
+		m.getBlock(t, keys, vals, found)
+	}
 	for i, r := range batch {
 		r.v, r.ok = vals[i], found[i]
-		r.done.Store(getReqDone)
+		r.answer(getReqDone)
 	}
 	clear(keys) // the lane keeps no caller's key or value
 	clear(vals)

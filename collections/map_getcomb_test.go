@@ -16,11 +16,16 @@ import (
 // without a tier; then Puts (recorded, not yet stored) and Deletes, and
 // the same again: combined rounds see every write (read-your-writes).
 func TestMapGetCombined(t *testing.T) {
-	defer func(n int) { getCombMin = n }(getCombMin)
+	defer func(n int, gpu bool) { getCombMin, getCombGPU = n, gpu }(getCombMin, getCombGPU)
 	getCombMin = -1
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		for _, cache := range []int{0, 1 << 16} {
-			t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) {
+		for _, tc := range []struct {
+			cache int
+			gpu   bool
+		}{{0, true}, {1 << 16, true}, {0, false}} {
+			t.Run(fmt.Sprintf("cache=%d/gpu=%v", tc.cache, tc.gpu), func(t *testing.T) {
+				cache := tc.cache
+				getCombGPU = tc.gpu
 				m, err := NewMap[uint64, uint64](d, WithCapacity(20000), WithHostCache(cache))
 				if err != nil {
 					t.Fatal(err)
@@ -94,6 +99,15 @@ func TestMapGetCombined(t *testing.T) {
 				check(1)
 				if st := m.Stats(); st.CombinedGets == 0 {
 					t.Errorf("no Get was combined: %+v", st)
+				}
+				// Rounds of several Gets go to the GPU where kernels run
+				// (and only there).
+				gpuRounds := m.comb.gpuRounds.Load()
+				switch want := tc.gpu && kdev(d).KernelsAvailable(); {
+				case want && gpuRounds == 0:
+					t.Errorf("no combined round went to the GPU")
+				case !want && gpuRounds != 0:
+					t.Errorf("%d combined rounds went to the GPU", gpuRounds)
 				}
 				if err := m.Err(); err != nil {
 					t.Fatal(err)
