@@ -215,16 +215,7 @@ func btRun[K, V any](t testing.TB, c btCodec[K, V], tr *BTree[K, V], data []byte
 				fail("DeleteMax = %d,%d,%v,%v; model %v,%v", c.kOf(k), c.vOf(v), ok, err, mi, mok)
 			}
 		case 9:
-			k, v, ok := tr.Min()
-			mi, mok := m.Min()
-			if ok != mok || (ok && (c.kOf(k) != mi.k || c.vOf(v) != mi.v)) {
-				fail("Min = %d,%d,%v; model %v,%v", c.kOf(k), c.vOf(v), ok, mi, mok)
-			}
-			k, v, ok = tr.Max()
-			mi, mok = m.Max()
-			if ok != mok || (ok && (c.kOf(k) != mi.k || c.vOf(v) != mi.v)) {
-				fail("Max = %d,%d,%v; model %v,%v", c.kOf(k), c.vOf(v), ok, mi, mok)
-			}
+			btRunMinMax(c, tr, m, fail)
 		case 10, 11:
 			a, b := r.key(), r.key()
 			limit := int(r.byte())
@@ -232,39 +223,7 @@ func btRun[K, V any](t testing.TB, c btCodec[K, V], tr *BTree[K, V], data []byte
 			btCompareScan(t, c, tr, m, which, a, b, limit, fail)
 		case 12:
 			// A bulk load of ascending keys above the maximum.
-			n := int(r.byte())
-			base := uint64(0)
-			if mi, ok := m.Max(); ok {
-				base = mi.k + 1
-			}
-			if r.byte()&1 == 0 && m.Len() > 0 {
-				// Keys that do not lie above the maximum are refused.
-				base = 0
-			}
-			keys := make([]K, n)
-			vals := make([]V, n)
-			mk := make([]uint64, n)
-			for i := range n {
-				mk[i] = base
-				if i > 0 {
-					mk[i] = mk[i-1] + uint64(1+i%3)
-				}
-				keys[i], vals[i] = c.key(mk[i]), c.val(mk[i]*7)
-			}
-			err := tr.BulkLoad(keys, vals)
-			mi, haveMax := m.Max()
-			if n > 0 && haveMax && mk[0] <= mi.k {
-				if !errors.Is(err, ErrUnsorted) {
-					fail("BulkLoad below the maximum: %v", err)
-				}
-				break
-			}
-			if err != nil {
-				fail("BulkLoad: %v", err)
-			}
-			for i := range n {
-				m.ReplaceOrInsert(btItem{mk[i], canon(mk[i] * 7)})
-			}
+			btRunBulkLoad(c, tr, m, r, canon, fail)
 		case 13:
 			if r.byte() < 16 {
 				if err := tr.Clear(); err != nil {
@@ -286,6 +245,58 @@ func btRun[K, V any](t testing.TB, c btCodec[K, V], tr *BTree[K, V], data []byte
 	}
 	if err := tr.Err(); err != nil {
 		fail("Err: %v", err)
+	}
+}
+
+// btRunMinMax compares Min and Max of the tree and the model.
+func btRunMinMax[K, V any](c btCodec[K, V], tr *BTree[K, V], m *btree.BTreeG[btItem], fail func(string, ...any)) {
+	k, v, ok := tr.Min()
+	mi, mok := m.Min()
+	if ok != mok || (ok && (c.kOf(k) != mi.k || c.vOf(v) != mi.v)) {
+		fail("Min = %d,%d,%v; model %v,%v", c.kOf(k), c.vOf(v), ok, mi, mok)
+	}
+	k, v, ok = tr.Max()
+	mi, mok = m.Max()
+	if ok != mok || (ok && (c.kOf(k) != mi.k || c.vOf(v) != mi.v)) {
+		fail("Max = %d,%d,%v; model %v,%v", c.kOf(k), c.vOf(v), ok, mi, mok)
+	}
+}
+
+// btRunBulkLoad bulk-loads ascending keys read from r, above the maximum or
+// (refused) not, into the tree and the model.
+func btRunBulkLoad[K, V any](c btCodec[K, V], tr *BTree[K, V], m *btree.BTreeG[btItem], r *btReader, canon func(uint64) uint64, fail func(string, ...any)) {
+	n := int(r.byte())
+	base := uint64(0)
+	if mi, ok := m.Max(); ok {
+		base = mi.k + 1
+	}
+	if r.byte()&1 == 0 && m.Len() > 0 {
+		// Keys that do not lie above the maximum are refused.
+		base = 0
+	}
+	keys := make([]K, n)
+	vals := make([]V, n)
+	mk := make([]uint64, n)
+	for i := range n {
+		mk[i] = base
+		if i > 0 {
+			mk[i] = mk[i-1] + uint64(1+i%3)
+		}
+		keys[i], vals[i] = c.key(mk[i]), c.val(mk[i]*7)
+	}
+	err := tr.BulkLoad(keys, vals)
+	mi, haveMax := m.Max()
+	if n > 0 && haveMax && mk[0] <= mi.k {
+		if !errors.Is(err, ErrUnsorted) {
+			fail("BulkLoad below the maximum: %v", err)
+		}
+		return
+	}
+	if err != nil {
+		fail("BulkLoad: %v", err)
+	}
+	for i := range n {
+		m.ReplaceOrInsert(btItem{mk[i], canon(mk[i] * 7)})
 	}
 }
 
@@ -357,46 +368,7 @@ func btCompareScan[K, V any](t testing.TB, c btCodec[K, V], tr *BTree[K, V], m *
 		name = "DescendGreaterThan/Range/All/Backward"
 		tr.DescendGreaterThan(ka, take(&got))
 		m.DescendGreaterThan(btItem{k: a}, mt)
-		// The iter.Seq2 forms against the same model sequences; All and
-		// Range stop after limit items when it is odd.
-		lim := limit
-		if limit%2 == 0 {
-			lim = -1
-		}
-		var r []btItem
-		for k, v := range tr.Range(ka, kb) {
-			r = append(r, btItem{c.kOf(k), c.vOf(v)})
-			if lim >= 0 && len(r) >= lim {
-				break
-			}
-		}
-		var mr []btItem
-		m.AscendRange(btItem{k: a}, btItem{k: b}, func(it btItem) bool { mr = append(mr, it); return lim < 0 || len(mr) < lim })
-		if !slices.Equal(r, mr) {
-			fail("Range(%d, %d): %d items, model %d", a, b, len(r), len(mr))
-		}
-		r, mr = r[:0], mr[:0]
-		for k, v := range tr.Backward() {
-			r = append(r, btItem{c.kOf(k), c.vOf(v)})
-			if limit >= 0 && len(r) >= limit {
-				break
-			}
-		}
-		m.Descend(func(it btItem) bool { mr = append(mr, it); return limit < 0 || len(mr) < limit })
-		if !slices.Equal(r, mr) {
-			fail("Backward: %d items, model %d", len(r), len(mr))
-		}
-		r, mr = r[:0], mr[:0]
-		for k, v := range tr.All() {
-			r = append(r, btItem{c.kOf(k), c.vOf(v)})
-			if lim >= 0 && len(r) >= lim {
-				break
-			}
-		}
-		m.Ascend(func(it btItem) bool { mr = append(mr, it); return lim < 0 || len(mr) < lim })
-		if !slices.Equal(r, mr) {
-			fail("All: %d items, model %d", len(r), len(mr))
-		}
+		btCompareSeqs(c, tr, m, a, b, ka, kb, limit, fail)
 	}
 	if which <= 1 && !slices.Equal(gotRuns, want) {
 		fail("%s runs(%d, %d, limit %d): %d items, model %d", name, a, b, limit, len(gotRuns), len(want))
@@ -414,6 +386,51 @@ func btCompareScan[K, V any](t testing.TB, c btCodec[K, V], tr *BTree[K, V], m *
 			w = want[i]
 		}
 		fail("%s(%d, %d, limit %d): %d items, model %d; first difference at %d: %v, model %v", name, a, b, limit, len(got), len(want), i, g, w)
+	}
+}
+
+// btCompareSeqs runs the iter.Seq2 forms (Range, Backward, All) on both
+// and compares them; ka and kb are the tree's forms of a and b.
+func btCompareSeqs[K, V any](c btCodec[K, V], tr *BTree[K, V], m *btree.BTreeG[btItem], a, b uint64, ka, kb K, limit int, fail func(string, ...any)) {
+	// The iter.Seq2 forms against the same model sequences; All and
+	// Range stop after limit items when it is odd.
+	lim := limit
+	if limit%2 == 0 {
+		lim = -1
+	}
+	var r []btItem
+	for k, v := range tr.Range(ka, kb) {
+		r = append(r, btItem{c.kOf(k), c.vOf(v)})
+		if lim >= 0 && len(r) >= lim {
+			break
+		}
+	}
+	var mr []btItem
+	m.AscendRange(btItem{k: a}, btItem{k: b}, func(it btItem) bool { mr = append(mr, it); return lim < 0 || len(mr) < lim })
+	if !slices.Equal(r, mr) {
+		fail("Range(%d, %d): %d items, model %d", a, b, len(r), len(mr))
+	}
+	r, mr = r[:0], mr[:0]
+	for k, v := range tr.Backward() {
+		r = append(r, btItem{c.kOf(k), c.vOf(v)})
+		if limit >= 0 && len(r) >= limit {
+			break
+		}
+	}
+	m.Descend(func(it btItem) bool { mr = append(mr, it); return limit < 0 || len(mr) < limit })
+	if !slices.Equal(r, mr) {
+		fail("Backward: %d items, model %d", len(r), len(mr))
+	}
+	r, mr = r[:0], mr[:0]
+	for k, v := range tr.All() {
+		r = append(r, btItem{c.kOf(k), c.vOf(v)})
+		if lim >= 0 && len(r) >= lim {
+			break
+		}
+	}
+	m.Ascend(func(it btItem) bool { mr = append(mr, it); return lim < 0 || len(mr) < lim })
+	if !slices.Equal(r, mr) {
+		fail("All: %d items, model %d", len(r), len(mr))
 	}
 }
 

@@ -53,26 +53,7 @@ func shBTDiff(t *testing.T, s *ShardedBTree[int64, uint64], steps int, seed uint
 	for k, v := range s.All() {
 		model[k] = v
 	}
-	key := func() int64 { return int64(r.IntN(20000)) - 5000 }
-	// want returns the model's entries with lo <= k < hi (asc) or lo < k <= hi (desc).
-	want := func(lo, hi int64, desc bool, limit int) []int64 {
-		var out []int64
-		ks := model.sorted()
-		if desc {
-			slices.Reverse(ks)
-		}
-		for _, k := range ks {
-			in := lo <= k && k < hi
-			if desc {
-				in = lo < k && k <= hi
-			}
-			if in && (limit < 0 || len(out) < limit) {
-				out = append(out, k)
-			}
-		}
-		return out
-	}
-	const minK, maxK = int64(-1 << 62), int64(1 << 62)
+	key := func() int64 { return shBTKey(r) }
 	for step := range steps {
 		switch op := r.IntN(12); op {
 		case 0, 1, 2:
@@ -105,116 +86,16 @@ func shBTDiff(t *testing.T, s *ShardedBTree[int64, uint64], steps int, seed uint
 			if len(model) == 0 {
 				continue
 			}
-			ks := model.sorted()
-			var k int64
-			if r.IntN(2) == 0 {
-				dk, v, ok, err := s.DeleteMax()
-				if err != nil || !ok || dk != ks[len(ks)-1] || v != model[dk] {
-					t.Fatalf("step %d: DeleteMax = %d %d %v %v", step, dk, v, ok, err)
-				}
-				k = dk
-			} else {
-				dk, v, ok, err := s.DeleteMin()
-				if err != nil || !ok || dk != ks[0] || v != model[dk] {
-					t.Fatalf("step %d: DeleteMin = %d %d %v %v", step, dk, v, ok, err)
-				}
-				k = dk
-			}
-			delete(model, k)
+			shBTDeleteEnd(t, s, r, model, step)
 		case 6: // ranged callback scans, with early stops
-			a, b := key(), key()
-			if a > b {
-				a, b = b, a
-			}
-			limit := -1
-			if r.IntN(2) == 0 {
-				limit = r.IntN(30)
-			}
-			check := func(name string, got []int64, w []int64) {
-				if !slices.Equal(got, w) {
-					t.Fatalf("step %d: %s(%d, %d, limit %d): %d entries, want %d", step, name, a, b, limit, len(got), len(w))
-				}
-			}
-			g, _ := shBTCollect(limit, func(fn func(int64, uint64) bool) { s.AscendRange(a, b, fn) })
-			check("AscendRange", g, want(a, b, false, limit))
-			g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.AscendGreaterOrEqual(a, fn) })
-			check("AscendGreaterOrEqual", g, want(a, maxK, false, limit))
-			g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.AscendLessThan(b, fn) })
-			check("AscendLessThan", g, want(minK, b, false, limit))
-			g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.DescendRange(b, a, fn) })
-			check("DescendRange", g, want(a, b, true, limit))
-			g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.DescendLessOrEqual(b, fn) })
-			check("DescendLessOrEqual", g, want(minK, b, true, limit))
-			g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.DescendGreaterThan(a, fn) })
-			check("DescendGreaterThan", g, want(a, maxK, true, limit))
-			g, _ = shBTCollect(limit, s.Ascend)
-			check("Ascend", g, want(minK, maxK, false, limit))
-			g, _ = shBTCollect(limit, shBTRunsOf(s.AscendRuns))
-			check("AscendRuns", g, want(minK, maxK, false, limit))
-			g, _ = shBTCollect(limit, shBTRunsOf(func(f func([]int64, []uint64) bool) { s.AscendRangeRuns(a, b, f) }))
-			check("AscendRangeRuns", g, want(a, b, false, limit))
-			g, _ = shBTCollect(limit, s.Descend)
-			check("Descend", g, want(minK, maxK, true, limit))
-			var rg []int64
-			for k, v := range s.Range(a, b) {
-				if v != model[k] {
-					t.Fatalf("step %d: Range gave %d=%d, want %d", step, k, v, model[k])
-				}
-				rg = append(rg, k)
-			}
-			check("Range", rg, want(a, b, false, -1))
+			shBTScans(t, s, r, model, step)
 		case 7: // GetBatch
-			ks := make([]int64, r.IntN(300))
-			for i := range ks {
-				ks[i] = key()
-			}
-			vs := make([]uint64, len(ks))
-			found := make([]bool, len(ks))
-			if err := s.GetBatch(ks, vs, found); err != nil {
-				t.Fatal(err)
-			}
-			for i, k := range ks {
-				mv, had := model[k]
-				if found[i] != had || vs[i] != mv {
-					t.Fatalf("step %d: GetBatch key %d = %d %v, want %d %v", step, k, vs[i], found[i], mv, had)
-				}
-			}
+			shBTGetBatch(t, s, r, model, step)
 		case 8: // BulkLoad above the maximum
-			hi := int64(-1 << 40)
-			if mk, _, ok := s.Max(); ok {
-				hi = mk
-			}
-			n := r.IntN(200)
-			ks := make([]int64, n)
-			vs := make([]uint64, n)
-			for i := range ks {
-				hi += 1 + int64(r.IntN(3))
-				ks[i], vs[i] = hi, r.Uint64()
-			}
-			if err := s.BulkLoad(ks, vs); err != nil {
-				t.Fatal(err)
-			}
-			for i, k := range ks {
-				model[k] = vs[i]
-			}
-			if n > 2 {
-				// Out of order: refused, nothing changes.
-				if err := s.BulkLoad([]int64{hi + 5, hi + 4}, []uint64{1, 2}); !errors.Is(err, ErrUnsorted) {
-					t.Fatalf("step %d: unsorted BulkLoad: %v", step, err)
-				}
-			}
+			shBTBulkLoad(t, s, r, model, step)
 		case 9: // Min and Max
-			mk, mv, ok := s.Min()
-			xk, xv, xok := s.Max()
-			if len(model) == 0 {
-				if ok || xok {
-					t.Fatalf("step %d: Min/Max of an empty tree", step)
-				}
+			if shBTMinMax(t, s, model, step) {
 				continue
-			}
-			ks := model.sorted()
-			if !ok || mk != ks[0] || mv != model[mk] || !xok || xk != ks[len(ks)-1] || xv != model[xk] {
-				t.Fatalf("step %d: Min %d Max %d, want %d %d", step, mk, xk, ks[0], ks[len(ks)-1])
 			}
 		case 10:
 			if r.IntN(30) == 0 {
@@ -229,31 +110,191 @@ func shBTDiff(t *testing.T, s *ShardedBTree[int64, uint64], steps int, seed uint
 			}
 		}
 		if step%100 == 99 || step == steps-1 {
-			var ks []int64
-			for k, v := range s.All() {
-				if v != model[k] {
-					t.Fatalf("step %d: All gave %d=%d, want %d", step, k, v, model[k])
-				}
-				ks = append(ks, k)
-			}
-			if !slices.Equal(ks, model.sorted()) {
-				t.Fatalf("step %d: All gave %d keys, model %d", step, len(ks), len(model))
-			}
-			var bk []int64
-			for k := range s.Backward() {
-				bk = append(bk, k)
-			}
-			slices.Reverse(bk)
-			if !slices.Equal(bk, ks) {
-				t.Fatalf("step %d: Backward differs from All", step)
-			}
-			if st := s.Stats(); st.Len != len(model) {
-				t.Fatalf("step %d: Stats.Len %d", step, st.Len)
-			}
-			if err := s.Err(); err != nil {
-				t.Fatal(err)
-			}
+			shBTCheckAll(t, s, model, step)
 		}
+	}
+}
+
+// shBTKey draws a random key.
+func shBTKey(r *rand.Rand) int64 { return int64(r.IntN(20000)) - 5000 }
+
+// shBTWant returns the model's entries with lo <= k < hi (asc) or lo < k <= hi (desc).
+func shBTWant(model shBTModel, lo, hi int64, desc bool, limit int) []int64 {
+	var out []int64
+	ks := model.sorted()
+	if desc {
+		slices.Reverse(ks)
+	}
+	for _, k := range ks {
+		in := lo <= k && k < hi
+		if desc {
+			in = lo < k && k <= hi
+		}
+		if in && (limit < 0 || len(out) < limit) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// shBTDeleteEnd deletes the minimum or the maximum of a non-empty tree and
+// checks it against the model.
+func shBTDeleteEnd(t *testing.T, s *ShardedBTree[int64, uint64], r *rand.Rand, model shBTModel, step int) {
+	ks := model.sorted()
+	var k int64
+	if r.IntN(2) == 0 {
+		dk, v, ok, err := s.DeleteMax()
+		if err != nil || !ok || dk != ks[len(ks)-1] || v != model[dk] {
+			t.Fatalf("step %d: DeleteMax = %d %d %v %v", step, dk, v, ok, err)
+		}
+		k = dk
+	} else {
+		dk, v, ok, err := s.DeleteMin()
+		if err != nil || !ok || dk != ks[0] || v != model[dk] {
+			t.Fatalf("step %d: DeleteMin = %d %d %v %v", step, dk, v, ok, err)
+		}
+		k = dk
+	}
+	delete(model, k)
+}
+
+// shBTScans runs the ranged callback scans, with early stops, against the model.
+func shBTScans(t *testing.T, s *ShardedBTree[int64, uint64], r *rand.Rand, model shBTModel, step int) {
+	const minK, maxK = int64(-1 << 62), int64(1 << 62)
+	want := func(lo, hi int64, desc bool, limit int) []int64 { return shBTWant(model, lo, hi, desc, limit) }
+	a, b := shBTKey(r), shBTKey(r)
+	if a > b {
+		a, b = b, a
+	}
+	limit := -1
+	if r.IntN(2) == 0 {
+		limit = r.IntN(30)
+	}
+	check := func(name string, got []int64, w []int64) {
+		if !slices.Equal(got, w) {
+			t.Fatalf("step %d: %s(%d, %d, limit %d): %d entries, want %d", step, name, a, b, limit, len(got), len(w))
+		}
+	}
+	g, _ := shBTCollect(limit, func(fn func(int64, uint64) bool) { s.AscendRange(a, b, fn) })
+	check("AscendRange", g, want(a, b, false, limit))
+	g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.AscendGreaterOrEqual(a, fn) })
+	check("AscendGreaterOrEqual", g, want(a, maxK, false, limit))
+	g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.AscendLessThan(b, fn) })
+	check("AscendLessThan", g, want(minK, b, false, limit))
+	g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.DescendRange(b, a, fn) })
+	check("DescendRange", g, want(a, b, true, limit))
+	g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.DescendLessOrEqual(b, fn) })
+	check("DescendLessOrEqual", g, want(minK, b, true, limit))
+	g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.DescendGreaterThan(a, fn) })
+	check("DescendGreaterThan", g, want(a, maxK, true, limit))
+	g, _ = shBTCollect(limit, s.Ascend)
+	check("Ascend", g, want(minK, maxK, false, limit))
+	g, _ = shBTCollect(limit, shBTRunsOf(s.AscendRuns))
+	check("AscendRuns", g, want(minK, maxK, false, limit))
+	g, _ = shBTCollect(limit, shBTRunsOf(func(f func([]int64, []uint64) bool) { s.AscendRangeRuns(a, b, f) }))
+	check("AscendRangeRuns", g, want(a, b, false, limit))
+	g, _ = shBTCollect(limit, s.Descend)
+	check("Descend", g, want(minK, maxK, true, limit))
+	var rg []int64
+	for k, v := range s.Range(a, b) {
+		if v != model[k] {
+			t.Fatalf("step %d: Range gave %d=%d, want %d", step, k, v, model[k])
+		}
+		rg = append(rg, k)
+	}
+	check("Range", rg, want(a, b, false, -1))
+}
+
+// shBTGetBatch looks up a random batch of keys and checks it against the model.
+func shBTGetBatch(t *testing.T, s *ShardedBTree[int64, uint64], r *rand.Rand, model shBTModel, step int) {
+	ks := make([]int64, r.IntN(300))
+	for i := range ks {
+		ks[i] = shBTKey(r)
+	}
+	vs := make([]uint64, len(ks))
+	found := make([]bool, len(ks))
+	if err := s.GetBatch(ks, vs, found); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range ks {
+		mv, had := model[k]
+		if found[i] != had || vs[i] != mv {
+			t.Fatalf("step %d: GetBatch key %d = %d %v, want %d %v", step, k, vs[i], found[i], mv, had)
+		}
+	}
+}
+
+// shBTBulkLoad bulk-loads random keys above the maximum, and checks that an
+// unsorted load is refused.
+func shBTBulkLoad(t *testing.T, s *ShardedBTree[int64, uint64], r *rand.Rand, model shBTModel, step int) {
+	hi := int64(-1 << 40)
+	if mk, _, ok := s.Max(); ok {
+		hi = mk
+	}
+	n := r.IntN(200)
+	ks := make([]int64, n)
+	vs := make([]uint64, n)
+	for i := range ks {
+		hi += 1 + int64(r.IntN(3))
+		ks[i], vs[i] = hi, r.Uint64()
+	}
+	if err := s.BulkLoad(ks, vs); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range ks {
+		model[k] = vs[i]
+	}
+	if n > 2 {
+		// Out of order: refused, nothing changes.
+		if err := s.BulkLoad([]int64{hi + 5, hi + 4}, []uint64{1, 2}); !errors.Is(err, ErrUnsorted) {
+			t.Fatalf("step %d: unsorted BulkLoad: %v", step, err)
+		}
+	}
+}
+
+// shBTMinMax checks Min and Max against the model; it reports whether the
+// model is empty.
+func shBTMinMax(t *testing.T, s *ShardedBTree[int64, uint64], model shBTModel, step int) (empty bool) {
+	mk, mv, ok := s.Min()
+	xk, xv, xok := s.Max()
+	if len(model) == 0 {
+		if ok || xok {
+			t.Fatalf("step %d: Min/Max of an empty tree", step)
+		}
+		return true
+	}
+	ks := model.sorted()
+	if !ok || mk != ks[0] || mv != model[mk] || !xok || xk != ks[len(ks)-1] || xv != model[xk] {
+		t.Fatalf("step %d: Min %d Max %d, want %d %d", step, mk, xk, ks[0], ks[len(ks)-1])
+	}
+	return false
+}
+
+// shBTCheckAll checks All, Backward, Stats and Err against the model.
+func shBTCheckAll(t *testing.T, s *ShardedBTree[int64, uint64], model shBTModel, step int) {
+	var ks []int64
+	for k, v := range s.All() {
+		if v != model[k] {
+			t.Fatalf("step %d: All gave %d=%d, want %d", step, k, v, model[k])
+		}
+		ks = append(ks, k)
+	}
+	if !slices.Equal(ks, model.sorted()) {
+		t.Fatalf("step %d: All gave %d keys, model %d", step, len(ks), len(model))
+	}
+	var bk []int64
+	for k := range s.Backward() {
+		bk = append(bk, k)
+	}
+	slices.Reverse(bk)
+	if !slices.Equal(bk, ks) {
+		t.Fatalf("step %d: Backward differs from All", step)
+	}
+	if st := s.Stats(); st.Len != len(model) {
+		t.Fatalf("step %d: Stats.Len %d", step, st.Len)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -64,185 +64,234 @@ func TestReadsPanicWhenLost(t *testing.T) {
 			}
 		}
 		const n = 1000
-		keys := make([]uint64, n)
-		for i := range keys {
-			keys[i] = uint64(i)
+		var fx lostFixture
+		fx.keys = make([]uint64, n)
+		for i := range fx.keys {
+			fx.keys[i] = uint64(i)
 		}
-		sl, err := vmem.NewSlice[uint64](d, n, vmem.WithSegmentBytes(4096))
+		keys := fx.keys
+		fx.sl, err = vmem.NewSlice[uint64](d, n, vmem.WithSegmentBytes(4096))
 		must(err)
-		defer sl.Close()
-		must(sl.CopyFrom(keys, 0))
-		ps, err := vmem.NewPoolSlice[uint64](pool, n)
+		defer fx.sl.Close()
+		must(fx.sl.CopyFrom(keys, 0))
+		fx.ps, err = vmem.NewPoolSlice[uint64](pool, n)
 		must(err)
-		defer ps.Close()
-		must(ps.CopyFrom(keys, 0))
-		m, err := NewMap[uint64, uint64](d)
+		defer fx.ps.Close()
+		must(fx.ps.CopyFrom(keys, 0))
+		fx.m, err = NewMap[uint64, uint64](d)
 		must(err)
-		defer m.Close()
-		must(m.PutBatch(keys, keys))
-		sm, err := NewShardedMap[uint64, uint64](pool)
+		defer fx.m.Close()
+		must(fx.m.PutBatch(keys, keys))
+		fx.sm, err = NewShardedMap[uint64, uint64](pool)
 		must(err)
-		defer sm.Close()
-		must(sm.PutBatch(keys, keys))
-		bt, err := NewBTreeOrdered[uint64, uint64](d)
+		defer fx.sm.Close()
+		must(fx.sm.PutBatch(keys, keys))
+		fx.bt, err = NewBTreeOrdered[uint64, uint64](d)
 		must(err)
-		defer bt.Close()
-		must(bt.BulkLoad(keys, keys))
-		sb, err := NewShardedBTreeOrdered[uint64, uint64](pool)
+		defer fx.bt.Close()
+		must(fx.bt.BulkLoad(keys, keys))
+		fx.sb, err = NewShardedBTreeOrdered[uint64, uint64](pool)
 		must(err)
-		defer sb.Close()
-		must(sb.BulkLoad(keys, keys))
-		rg, err := NewRing[uint64](d, 64)
+		defer fx.sb.Close()
+		must(fx.sb.BulkLoad(keys, keys))
+		fx.rg, err = NewRing[uint64](d, 64)
 		must(err)
-		defer rg.Close()
+		defer fx.rg.Close()
 		for i := range 10 {
-			must(rg.Push(uint64(i)))
+			must(fx.rg.Push(uint64(i)))
 		}
 
-		drain2 := func(s iter.Seq2[uint64, uint64]) func() {
-			return func() {
-				for range s {
-				}
-			}
-		}
-		drainI := func(s iter.Seq2[int, uint64]) func() {
-			return func() {
-				for range s {
-				}
-			}
-		}
-		drain1 := func(s iter.Seq[uint64]) func() {
-			return func() {
-				for range s {
-				}
-			}
-		}
-		visit := func(uint64, uint64) bool { return true }
-		runs := func([]uint64, []uint64) bool { return true }
-		idx, dst, found := []int{1, 500, 999}, make([]uint64, n), make([]bool, n)
-		type read struct {
-			name string
-			f    func()
-		}
-		reads := []read{
-			{"Slice.Get", func() { sl.Get(999) }},
-			{"Slice.GetMany", func() { sl.GetMany(idx, dst) }},
-			{"Slice.All", drainI(sl.All())},
-			{"Slice.Chunks", func() {
-				for range sl.Chunks() {
-				}
-			}},
-			{"PoolSlice.Get", func() { ps.Get(1) }},
-			{"PoolSlice.GetMany", func() { ps.GetMany(idx, dst) }},
-			{"PoolSlice.All", drainI(ps.All())},
-			{"PoolSlice.Chunks", func() {
-				for range ps.Chunks() {
-				}
-			}},
-		}
-		for _, c := range []struct {
-			name string
-			get  func(uint64) (uint64, bool)
-			has  func(uint64) bool
-			many func([]uint64, []uint64, []bool) int
-			all  iter.Seq2[uint64, uint64]
-			ks   iter.Seq[uint64]
-			vs   iter.Seq[uint64]
-		}{
-			{"Map", m.Get, m.Has, m.GetMany, m.All(), m.Keys(), m.Values()},
-			{"ShardedMap", sm.Get, sm.Has, sm.GetMany, sm.All(), sm.Keys(), sm.Values()},
-		} {
-			reads = append(reads,
-				read{c.name + ".Get", func() { c.get(5) }},
-				read{c.name + ".Get(absent)", func() { c.get(1 << 40) }},
-				read{c.name + ".Has", func() { c.has(5) }},
-				read{c.name + ".GetMany", func() { c.many(keys, dst, found) }},
-				read{c.name + ".All", drain2(c.all)},
-				read{c.name + ".Keys", drain1(c.ks)},
-				read{c.name + ".Values", drain1(c.vs)})
-		}
-		type tree interface {
-			Get(uint64) (uint64, bool)
-			Has(uint64) bool
-			Min() (uint64, uint64, bool)
-			Max() (uint64, uint64, bool)
-			All() iter.Seq2[uint64, uint64]
-			Backward() iter.Seq2[uint64, uint64]
-			Range(lo, hi uint64) iter.Seq2[uint64, uint64]
-			Keys() iter.Seq[uint64]
-			Values() iter.Seq[uint64]
-			Ascend(func(uint64, uint64) bool)
-			AscendRange(uint64, uint64, func(uint64, uint64) bool)
-			AscendGreaterOrEqual(uint64, func(uint64, uint64) bool)
-			AscendLessThan(uint64, func(uint64, uint64) bool)
-			Descend(func(uint64, uint64) bool)
-			DescendRange(uint64, uint64, func(uint64, uint64) bool)
-			DescendLessOrEqual(uint64, func(uint64, uint64) bool)
-			DescendGreaterThan(uint64, func(uint64, uint64) bool)
-			AscendRuns(func([]uint64, []uint64) bool)
-			AscendRangeRuns(uint64, uint64, func([]uint64, []uint64) bool)
-		}
-		for name, tr := range map[string]tree{"BTree": bt, "ShardedBTree": sb} {
-			reads = append(reads,
-				read{name + ".Get", func() { tr.Get(5) }},
-				read{name + ".Get(absent)", func() { tr.Get(1 << 40) }},
-				read{name + ".Has", func() { tr.Has(5) }},
-				read{name + ".Min", func() { tr.Min() }},
-				read{name + ".Max", func() { tr.Max() }},
-				read{name + ".All", drain2(tr.All())},
-				read{name + ".Backward", drain2(tr.Backward())},
-				read{name + ".Range", drain2(tr.Range(10, 20))},
-				read{name + ".Keys", drain1(tr.Keys())},
-				read{name + ".Values", drain1(tr.Values())},
-				read{name + ".Ascend", func() { tr.Ascend(visit) }},
-				read{name + ".AscendRange", func() { tr.AscendRange(10, 20, visit) }},
-				read{name + ".AscendGreaterOrEqual", func() { tr.AscendGreaterOrEqual(10, visit) }},
-				read{name + ".AscendLessThan", func() { tr.AscendLessThan(10, visit) }},
-				read{name + ".Descend", func() { tr.Descend(visit) }},
-				read{name + ".DescendRange", func() { tr.DescendRange(20, 10, visit) }},
-				read{name + ".DescendLessOrEqual", func() { tr.DescendLessOrEqual(10, visit) }},
-				read{name + ".DescendGreaterThan", func() { tr.DescendGreaterThan(10, visit) }},
-				read{name + ".AscendRuns", func() { tr.AscendRuns(runs) }},
-				read{name + ".AscendRangeRuns", func() { tr.AscendRangeRuns(10, 20, runs) }})
-		}
-		reads = append(reads,
-			read{"Ring.Peek", func() { rg.Peek() }},
-			read{"Ring.Pop", func() { rg.Pop() }},
-			read{"Ring.All", drainI(rg.All())})
+		fx.idx, fx.dst, fx.found = []int{1, 500, 999}, make([]uint64, n), make([]bool, n)
+		reads := lostReadCases(&fx)
 
 		kdev(d).InjectFaults(kern.Faults{LoseDevice: true})
 		for _, r := range reads {
 			mustPanicLost(t, r.name, r.f)
 		}
 		if d.Backend() == vmem.BackendHost {
-			if v := sl.Get(3); v != 3 {
+			if v := fx.sl.Get(3); v != 3 {
 				t.Errorf("host Slice.Get(3) on its first segment = %d", v)
 			}
 		} else {
-			mustPanicLost(t, "Slice.Get(first segment)", func() { sl.Get(3) })
+			mustPanicLost(t, "Slice.Get(first segment)", func() { fx.sl.Get(3) })
 		}
-		if rg.Len() != 10 {
-			t.Errorf("Ring.Len %d after reads on a lost device, want 10", rg.Len())
+		if fx.rg.Len() != 10 {
+			t.Errorf("Ring.Len %d after reads on a lost device, want 10", fx.rg.Len())
 		}
 		// The forms with an error result return the loss.
-		lost := func(name string, err error) {
-			t.Helper()
-			if !errors.Is(err, vmem.ErrDeviceLost) {
-				t.Errorf("%s: %v, want ErrDeviceLost", name, err)
-			}
-		}
-		lost("Slice.CopyTo", sl.CopyTo(dst[:10], 0))
-		lost("Slice.Gather", sl.Gather(idx, dst))
-		lost("PoolSlice.CopyTo", ps.CopyTo(dst[:10], 0))
-		lost("PoolSlice.Gather", ps.Gather(idx, dst))
-		lost("Map.GetBatch", m.GetBatch(keys, dst, found))
-		lost("ShardedMap.GetBatch", sm.GetBatch(keys, dst, found))
-		lost("BTree.GetBatch", bt.GetBatch(keys, dst, found))
-		lost("ShardedBTree.GetBatch", sb.GetBatch(keys, dst, found))
-		_, err = rg.PopBatch(dst)
-		lost("Ring.PopBatch", err)
-		for name, e := range map[string]error{"Slice": sl.Err(), "Map": m.Err(), "BTree": bt.Err(), "Ring": rg.Err()} {
-			lost(name+".Err", e)
-		}
+		lostErrForms(t, &fx)
 	})
+}
+
+// lostFixture holds the containers TestReadsPanicWhenLost reads, and the
+// buffers its reads use.
+type lostFixture struct {
+	keys  []uint64
+	sl    *vmem.Slice[uint64]
+	ps    *vmem.PoolSlice[uint64]
+	m     *Map[uint64, uint64]
+	sm    *ShardedMap[uint64, uint64]
+	bt    *BTree[uint64, uint64]
+	sb    *ShardedBTree[uint64, uint64]
+	rg    *Ring[uint64]
+	idx   []int
+	dst   []uint64
+	found []bool
+}
+
+// lostCase is one read without an error result, by name.
+type lostCase struct {
+	name string
+	f    func()
+}
+
+// drainSeq2 returns a function that runs s to its end.
+func drainSeq2[K, V any](s iter.Seq2[K, V]) func() {
+	return func() {
+		for range s {
+		}
+	}
+}
+
+// drainSeq returns a function that runs s to its end.
+func drainSeq[V any](s iter.Seq[V]) func() {
+	return func() {
+		for range s {
+		}
+	}
+}
+
+// lostReadCases lists the reads without an error result of every container
+// of fx.
+func lostReadCases(fx *lostFixture) []lostCase {
+	sl, ps, rg := fx.sl, fx.ps, fx.rg
+	keys, idx, dst, found := fx.keys, fx.idx, fx.dst, fx.found
+	drain2 := drainSeq2[uint64, uint64]
+	drainI := drainSeq2[int, uint64]
+	drain1 := drainSeq[uint64]
+	type read = lostCase
+	reads := []read{
+		{"Slice.Get", func() { sl.Get(999) }},
+		{"Slice.GetMany", func() { sl.GetMany(idx, dst) }},
+		{"Slice.All", drainI(sl.All())},
+		{"Slice.Chunks", func() {
+			for range sl.Chunks() {
+			}
+		}},
+		{"PoolSlice.Get", func() { ps.Get(1) }},
+		{"PoolSlice.GetMany", func() { ps.GetMany(idx, dst) }},
+		{"PoolSlice.All", drainI(ps.All())},
+		{"PoolSlice.Chunks", func() {
+			for range ps.Chunks() {
+			}
+		}},
+	}
+	for _, c := range []struct {
+		name string
+		get  func(uint64) (uint64, bool)
+		has  func(uint64) bool
+		many func([]uint64, []uint64, []bool) int
+		all  iter.Seq2[uint64, uint64]
+		ks   iter.Seq[uint64]
+		vs   iter.Seq[uint64]
+	}{
+		{"Map", fx.m.Get, fx.m.Has, fx.m.GetMany, fx.m.All(), fx.m.Keys(), fx.m.Values()},
+		{"ShardedMap", fx.sm.Get, fx.sm.Has, fx.sm.GetMany, fx.sm.All(), fx.sm.Keys(), fx.sm.Values()},
+	} {
+		reads = append(reads,
+			read{c.name + ".Get", func() { c.get(5) }},
+			read{c.name + ".Get(absent)", func() { c.get(1 << 40) }},
+			read{c.name + ".Has", func() { c.has(5) }},
+			read{c.name + ".GetMany", func() { c.many(keys, dst, found) }},
+			read{c.name + ".All", drain2(c.all)},
+			read{c.name + ".Keys", drain1(c.ks)},
+			read{c.name + ".Values", drain1(c.vs)})
+	}
+	reads = lostTreeReads(reads, fx)
+	reads = append(reads,
+		read{"Ring.Peek", func() { rg.Peek() }},
+		read{"Ring.Pop", func() { rg.Pop() }},
+		read{"Ring.All", drainI(rg.All())})
+	return reads
+}
+
+// lostTestTree is what BTree and ShardedBTree share of reads.
+type lostTestTree interface {
+	Get(uint64) (uint64, bool)
+	Has(uint64) bool
+	Min() (uint64, uint64, bool)
+	Max() (uint64, uint64, bool)
+	All() iter.Seq2[uint64, uint64]
+	Backward() iter.Seq2[uint64, uint64]
+	Range(lo, hi uint64) iter.Seq2[uint64, uint64]
+	Keys() iter.Seq[uint64]
+	Values() iter.Seq[uint64]
+	Ascend(func(uint64, uint64) bool)
+	AscendRange(uint64, uint64, func(uint64, uint64) bool)
+	AscendGreaterOrEqual(uint64, func(uint64, uint64) bool)
+	AscendLessThan(uint64, func(uint64, uint64) bool)
+	Descend(func(uint64, uint64) bool)
+	DescendRange(uint64, uint64, func(uint64, uint64) bool)
+	DescendLessOrEqual(uint64, func(uint64, uint64) bool)
+	DescendGreaterThan(uint64, func(uint64, uint64) bool)
+	AscendRuns(func([]uint64, []uint64) bool)
+	AscendRangeRuns(uint64, uint64, func([]uint64, []uint64) bool)
+}
+
+// lostTreeReads appends to reads the reads of fx's two trees.
+func lostTreeReads(reads []lostCase, fx *lostFixture) []lostCase {
+	type read = lostCase
+	drain2 := drainSeq2[uint64, uint64]
+	drain1 := drainSeq[uint64]
+	visit := func(uint64, uint64) bool { return true }
+	runs := func([]uint64, []uint64) bool { return true }
+	for name, tr := range map[string]lostTestTree{"BTree": fx.bt, "ShardedBTree": fx.sb} {
+		reads = append(reads,
+			read{name + ".Get", func() { tr.Get(5) }},
+			read{name + ".Get(absent)", func() { tr.Get(1 << 40) }},
+			read{name + ".Has", func() { tr.Has(5) }},
+			read{name + ".Min", func() { tr.Min() }},
+			read{name + ".Max", func() { tr.Max() }},
+			read{name + ".All", drain2(tr.All())},
+			read{name + ".Backward", drain2(tr.Backward())},
+			read{name + ".Range", drain2(tr.Range(10, 20))},
+			read{name + ".Keys", drain1(tr.Keys())},
+			read{name + ".Values", drain1(tr.Values())},
+			read{name + ".Ascend", func() { tr.Ascend(visit) }},
+			read{name + ".AscendRange", func() { tr.AscendRange(10, 20, visit) }},
+			read{name + ".AscendGreaterOrEqual", func() { tr.AscendGreaterOrEqual(10, visit) }},
+			read{name + ".AscendLessThan", func() { tr.AscendLessThan(10, visit) }},
+			read{name + ".Descend", func() { tr.Descend(visit) }},
+			read{name + ".DescendRange", func() { tr.DescendRange(20, 10, visit) }},
+			read{name + ".DescendLessOrEqual", func() { tr.DescendLessOrEqual(10, visit) }},
+			read{name + ".DescendGreaterThan", func() { tr.DescendGreaterThan(10, visit) }},
+			read{name + ".AscendRuns", func() { tr.AscendRuns(runs) }},
+			read{name + ".AscendRangeRuns", func() { tr.AscendRangeRuns(10, 20, runs) }})
+	}
+	return reads
+}
+
+// lostErrForms checks that the forms with an error result return the loss.
+func lostErrForms(t *testing.T, fx *lostFixture) {
+	sl, ps, m, sm, bt, sb, rg := fx.sl, fx.ps, fx.m, fx.sm, fx.bt, fx.sb, fx.rg
+	keys, idx, dst, found := fx.keys, fx.idx, fx.dst, fx.found
+	lost := func(name string, err error) {
+		t.Helper()
+		if !errors.Is(err, vmem.ErrDeviceLost) {
+			t.Errorf("%s: %v, want ErrDeviceLost", name, err)
+		}
+	}
+	lost("Slice.CopyTo", sl.CopyTo(dst[:10], 0))
+	lost("Slice.Gather", sl.Gather(idx, dst))
+	lost("PoolSlice.CopyTo", ps.CopyTo(dst[:10], 0))
+	lost("PoolSlice.Gather", ps.Gather(idx, dst))
+	lost("Map.GetBatch", m.GetBatch(keys, dst, found))
+	lost("ShardedMap.GetBatch", sm.GetBatch(keys, dst, found))
+	lost("BTree.GetBatch", bt.GetBatch(keys, dst, found))
+	lost("ShardedBTree.GetBatch", sb.GetBatch(keys, dst, found))
+	_, err := rg.PopBatch(dst)
+	lost("Ring.PopBatch", err)
+	for name, e := range map[string]error{"Slice": sl.Err(), "Map": m.Err(), "BTree": bt.Err(), "Ring": rg.Err()} {
+		lost(name+".Err", e)
+	}
 }

@@ -165,114 +165,146 @@ func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 			kfull[d] = jobs[d].keys(len(q))
 			hfull[d] = make([]uint64, len(q))
 		}
+		sb := &shStepsBench{m: m, n: n, nd: nd, q: q, vals: vals, found: found, jobs: jobs,
+			sid: sid, vd: vd, fd: fd, kfull: kfull, hfull: hfull}
 		for _, procs := range shBenchProcs(b) {
-			old := runtime.GOMAXPROCS(procs)
-			step := func(name string, f func() error) {
-				b.Run(fmt.Sprintf("%s/%d-dev/p%d/%s", vmemtest.SizeName(n), nd, procs, name), func(b *testing.B) {
-					gpuBenchWarm(b, f)
-					for b.Loop() {
-						if err := f(); err != nil {
-							b.Fatal(err)
-						}
-					}
-					b.ReportMetric(float64(len(q))*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mkeys/s")
-				})
-			}
-			// loop runs f with route's plain loops instead of its vector ones.
-			loop := func(f func() error) func() error {
-				return func() error {
-					v := route.SetVector(false)
-					defer route.SetVector(v)
-					return f()
-				}
-			}
-			// What one GPU's GetBatch spends on the same keys: a parallel
-			// copy into the upload buffer (and about as much back).
-			step("copy", func() error {
-				mapParCopy(unsafe.Pointer(&kfull[0][0]), unsafe.Pointer(&q[0]), uint64(len(q))*8)
-				return nil
-			})
-			var pl *shPlan
-			plan := func() error { pl = shPlanRanges(len(q), nd, sid, m.shardFill(q)); return nil }
-			step("plan-loop", loop(plan))
-			step("plan", plan)
-			kd, hk := make([][]uint64, nd), make([][]uint64, nd)
-			for d := range nd {
-				a, c := pl.run(d)
-				kd[d], vd[d], fd[d] = jobs[d].keys(c-a), jobs[d].vals(c-a), jobs[d].found(c-a)
-				hk[d] = hfull[d][:c-a]
-			}
-			step("scatter-heap", func() error { shScatter(pl, q, hk); return nil }) // into the Go heap, not pinned memory
-			scatter := func() error { shScatter(pl, q, kd); return nil }
-			step("scatter-loop", loop(scatter))
-			step("scatter", scatter)
-			// The one-pass split GetBatch takes for these keys (plan and
-			// scatter above are its fallback); the run below uses the
-			// two-pass plan.
-			if nd > 1 { // one device: GetBatch is the Map's own
-				step("split", func() error {
-					if m.splitFixed(q, sid, len(q), jobs) == nil {
-						return fmt.Errorf("the one-pass split refused the benchmark's keys")
-					}
-					return nil
-				})
-			}
-			pl = shPlanRanges(len(q), nd, sid, m.shardFill(q))
-			scatter()
-			step("run", func() error {
-				return shRun(pl.active(), func(d int) error {
-					a, c := pl.run(d)
-					return jobs[d].run(c-a, true)
-				})
-			})
-			// One device alone with the whole round (its keys are stale:
-			// only the time counts).
-			step("run-one", func() error { return jobs[0].run(len(q), true) })
-			gather := func() error { shGatherAnswers(pl, vd, vals, fd, found); return nil }
-			step("gather-loop", loop(gather))
-			step("gather", gather)
-			if nd > 1 {
-				// What GetBatch runs: the passes on par's kept workers, and
-				// a round's answers put back while the next is split.
-				fpl, splitKept, overflowed := m.splitFixedParts(q, make([]uint8, len(q)), len(q), jobs)
-				if fpl == nil {
-					b.Fatal("the one-pass split refused the benchmark's keys")
-				}
-				sn := len(fpl.plo) - 1
-				gn, gpiece := shGather8Parts(pl, vd, vals, fd, found)
-				step("split-kept", func() error { par.Run(sn, splitKept); return nil })
-				step("gather-kept", func() error { par.Run(gn, gpiece); return nil })
-				step("gather+split", func() error {
-					par.Run(gn+sn, func(i int) {
-						if i < gn {
-							gpiece(i)
-						} else {
-							splitKept(i - gn)
-						}
-					})
-					return nil
-				})
-				if overflowed() {
-					b.Fatal("the one-pass split overflowed")
-				}
-			}
-			for i := range q {
-				if !found[i] || vals[i] != q[i] {
-					b.Fatalf("key %d: %d %v", q[i], vals[i], found[i])
-				}
-			}
-			round := func() error {
-				_, err := m.getBatchDirect(q, vals, found)
-				return err
-			}
-			step("round-loop", loop(round))
-			step("round", round)
-			runtime.GOMAXPROCS(old)
+			sb.steps(b, procs)
 		}
 		for _, j := range jobs {
 			j.close()
 		}
 		m.Close()
+	}
+}
+
+// shStepsBench is what BenchmarkShardedMapGetBatchSteps times its steps on,
+// at one size: the map, the round of queries, its answers and the devices'
+// jobs and buffers.
+type shStepsBench struct {
+	m            *ShardedMap[uint64, uint64]
+	n, nd        int
+	q, vals      []uint64
+	found        []bool
+	jobs         []*mapGetJob[uint64, uint64]
+	sid          []uint8
+	vd           [][]uint64
+	fd           [][]bool
+	kfull, hfull [][]uint64
+}
+
+// steps times every step of BenchmarkShardedMapGetBatchSteps under
+// GOMAXPROCS procs.
+func (sb *shStepsBench) steps(b *testing.B, procs int) {
+	m, n, nd, q, vals, found, jobs := sb.m, sb.n, sb.nd, sb.q, sb.vals, sb.found, sb.jobs
+	sid, vd, fd, kfull, hfull := sb.sid, sb.vd, sb.fd, sb.kfull, sb.hfull
+	old := runtime.GOMAXPROCS(procs)
+	step := func(name string, f func() error) {
+		b.Run(fmt.Sprintf("%s/%d-dev/p%d/%s", vmemtest.SizeName(n), nd, procs, name), func(b *testing.B) {
+			gpuBenchWarm(b, f)
+			for b.Loop() {
+				if err := f(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(q))*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mkeys/s")
+		})
+	}
+	// loop runs f with route's plain loops instead of its vector ones.
+	loop := func(f func() error) func() error {
+		return func() error {
+			v := route.SetVector(false)
+			defer route.SetVector(v)
+			return f()
+		}
+	}
+	// What one GPU's GetBatch spends on the same keys: a parallel
+	// copy into the upload buffer (and about as much back).
+	step("copy", func() error {
+		mapParCopy(unsafe.Pointer(&kfull[0][0]), unsafe.Pointer(&q[0]), uint64(len(q))*8)
+		return nil
+	})
+	var pl *shPlan
+	plan := func() error { pl = shPlanRanges(len(q), nd, sid, m.shardFill(q)); return nil }
+	step("plan-loop", loop(plan))
+	step("plan", plan)
+	kd, hk := make([][]uint64, nd), make([][]uint64, nd)
+	for d := range nd {
+		a, c := pl.run(d)
+		kd[d], vd[d], fd[d] = jobs[d].keys(c-a), jobs[d].vals(c-a), jobs[d].found(c-a)
+		hk[d] = hfull[d][:c-a]
+	}
+	step("scatter-heap", func() error { shScatter(pl, q, hk); return nil }) // into the Go heap, not pinned memory
+	scatter := func() error { shScatter(pl, q, kd); return nil }
+	step("scatter-loop", loop(scatter))
+	step("scatter", scatter)
+	// The one-pass split GetBatch takes for these keys (plan and
+	// scatter above are its fallback); the run below uses the
+	// two-pass plan.
+	if nd > 1 { // one device: GetBatch is the Map's own
+		step("split", func() error {
+			if m.splitFixed(q, sid, len(q), jobs) == nil {
+				return fmt.Errorf("the one-pass split refused the benchmark's keys")
+			}
+			return nil
+		})
+	}
+	pl = shPlanRanges(len(q), nd, sid, m.shardFill(q))
+	scatter()
+	step("run", func() error {
+		return shRun(pl.active(), func(d int) error {
+			a, c := pl.run(d)
+			return jobs[d].run(c-a, true)
+		})
+	})
+	// One device alone with the whole round (its keys are stale:
+	// only the time counts).
+	step("run-one", func() error { return jobs[0].run(len(q), true) })
+	gather := func() error { shGatherAnswers(pl, vd, vals, fd, found); return nil }
+	step("gather-loop", loop(gather))
+	step("gather", gather)
+	if nd > 1 {
+		sb.keptSteps(b, step, pl)
+	}
+	for i := range q {
+		if !found[i] || vals[i] != q[i] {
+			b.Fatalf("key %d: %d %v", q[i], vals[i], found[i])
+		}
+	}
+	round := func() error {
+		_, err := m.getBatchDirect(q, vals, found)
+		return err
+	}
+	step("round-loop", loop(round))
+	step("round", round)
+	runtime.GOMAXPROCS(old)
+}
+
+// keptSteps times the split and the gather on par's kept workers, alone and
+// together, with step; pl is the two-pass plan the gather reads.
+func (sb *shStepsBench) keptSteps(b *testing.B, step func(string, func() error), pl *shPlan) {
+	m, q, vals, found, jobs, vd, fd := sb.m, sb.q, sb.vals, sb.found, sb.jobs, sb.vd, sb.fd
+	// What GetBatch runs: the passes on par's kept workers, and
+	// a round's answers put back while the next is split.
+	fpl, splitKept, overflowed := m.splitFixedParts(q, make([]uint8, len(q)), len(q), jobs)
+	if fpl == nil {
+		b.Fatal("the one-pass split refused the benchmark's keys")
+	}
+	sn := len(fpl.plo) - 1
+	gn, gpiece := shGather8Parts(pl, vd, vals, fd, found)
+	step("split-kept", func() error { par.Run(sn, splitKept); return nil })
+	step("gather-kept", func() error { par.Run(gn, gpiece); return nil })
+	step("gather+split", func() error {
+		par.Run(gn+sn, func(i int) {
+			if i < gn {
+				gpiece(i)
+			} else {
+				splitKept(i - gn)
+			}
+		})
+		return nil
+	})
+	if overflowed() {
+		b.Fatal("the one-pass split overflowed")
 	}
 }
 

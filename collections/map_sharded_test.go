@@ -23,74 +23,7 @@ func shMapDiff[K comparable, V comparable](t *testing.T, p *vmem.Pool, steps int
 	defer s.Close()
 	model := map[K]V{}
 	r := rand.New(rand.NewPCG(7, uint64(steps)))
-	keysOf := func(n int, present bool) []K {
-		ks := make([]K, n)
-		var have []K
-		if present {
-			for k := range model {
-				have = append(have, k)
-				if len(have) > 500 {
-					break
-				}
-			}
-		}
-		for i := range ks {
-			if len(have) > 0 && r.IntN(2) == 0 {
-				ks[i] = have[r.IntN(len(have))]
-			} else {
-				ks[i] = genK(r)
-			}
-		}
-		return ks
-	}
-	checkGet := func(step int, what string, ks []K, vs []V, found []bool, n int) {
-		t.Helper()
-		cnt := 0
-		for i, k := range ks {
-			want, ok := model[k]
-			if found != nil && found[i] != ok {
-				t.Fatalf("step %d %s: key %v found %v, want %v", step, what, k, found[i], ok)
-			}
-			if vs[i] != want {
-				t.Fatalf("step %d %s: key %v = %v, want %v", step, what, k, vs[i], want)
-			}
-			if ok {
-				cnt++
-			}
-		}
-		if n >= 0 && n != cnt {
-			t.Fatalf("step %d %s: %d found, want %d", step, what, n, cnt)
-		}
-	}
-	full := func(step int) {
-		t.Helper()
-		if s.Len() != len(model) {
-			t.Fatalf("step %d: Len %d, model %d", step, s.Len(), len(model))
-		}
-		sum := 0
-		for _, l := range s.ShardLens() {
-			sum += l
-		}
-		if sum != len(model) {
-			t.Fatalf("step %d: ShardLens %v", step, s.ShardLens())
-		}
-		seen := map[K]bool{}
-		for k, v := range s.All() {
-			if seen[k] {
-				t.Fatalf("step %d: All gave %v twice", step, k)
-			}
-			seen[k] = true
-			if want, ok := model[k]; !ok || want != v {
-				t.Fatalf("step %d: All gave %v=%v, model %v %v", step, k, v, want, ok)
-			}
-		}
-		if len(seen) != len(model) {
-			t.Fatalf("step %d: All gave %d entries, want %d", step, len(seen), len(model))
-		}
-		if err := s.Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sr := &shMapRun[K, V]{t: t, s: s, model: model, r: r, genK: genK, genV: genV}
 	for step := range steps {
 		switch op := r.IntN(10); op {
 		case 0, 1: // Put
@@ -100,52 +33,20 @@ func shMapDiff[K comparable, V comparable](t *testing.T, p *vmem.Pool, steps int
 			}
 			model[k] = v
 		case 2: // Get
-			ks := keysOf(1, true)
+			ks := sr.keysOf(1, true)
 			v, ok := s.Get(ks[0])
-			checkGet(step, "Get", ks, []V{v}, []bool{ok}, -1)
+			sr.checkGet(step, "Get", ks, []V{v}, []bool{ok}, -1)
 		case 3: // Delete
-			k := keysOf(1, true)[0]
+			k := sr.keysOf(1, true)[0]
 			_, want := model[k]
 			if got := s.Delete(k); got != want {
 				t.Fatalf("step %d: Delete(%v) = %v, want %v", step, k, got, want)
 			}
 			delete(model, k)
 		case 4, 5: // PutMany / PutBatch, with repeated keys
-			ks := keysOf(r.IntN(400), true)
-			vs := make([]V, len(ks))
-			for i := range vs {
-				vs[i] = genV(r)
-			}
-			var err error
-			if op == 4 {
-				err = s.PutMany(ks, vs)
-			} else {
-				err = s.PutBatch(ks, vs)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, k := range ks {
-				model[k] = vs[i]
-			}
+			sr.putMany(op)
 		case 6, 7: // GetMany / GetBatch
-			ks := keysOf(r.IntN(400), true)
-			vs := make([]V, len(ks))
-			found := make([]bool, len(ks))
-			if op == 6 {
-				n := s.GetMany(ks, vs, found)
-				checkGet(step, "GetMany", ks, vs, found, n)
-			} else {
-				if err := s.GetBatch(ks, vs, found); err != nil {
-					t.Fatal(err)
-				}
-				checkGet(step, "GetBatch", ks, vs, found, -1)
-				clear(vs)
-				if err := s.GetBatch(ks, vs, nil); err != nil {
-					t.Fatal(err)
-				}
-				checkGet(step, "GetBatch(nil)", ks, vs, nil, -1)
-			}
+			sr.getMany(step, op)
 		case 8: // Clear, rarely
 			if r.IntN(20) == 0 {
 				s.Clear()
@@ -157,16 +58,151 @@ func shMapDiff[K comparable, V comparable](t *testing.T, p *vmem.Pool, steps int
 			}
 		}
 		if step%100 == 99 {
-			full(step)
+			sr.full(step)
 		}
 	}
-	full(steps)
+	sr.full(steps)
 	if len(model) > 100*s.Shards() {
 		for d, l := range s.ShardLens() {
 			if l == 0 {
 				t.Errorf("shard %d is empty: %v", d, s.ShardLens())
 			}
 		}
+	}
+}
+
+// shMapRun is the state of shMapDiff: the ShardedMap, its model, the
+// random source and the generators of keys and values.
+type shMapRun[K comparable, V comparable] struct {
+	t     *testing.T
+	s     *ShardedMap[K, V]
+	model map[K]V
+	r     *rand.Rand
+	genK  func(*rand.Rand) K
+	genV  func(*rand.Rand) V
+}
+
+// keysOf returns n keys: new ones, or (present) about half of them from
+// the model.
+func (d *shMapRun[K, V]) keysOf(n int, present bool) []K {
+	r := d.r
+	ks := make([]K, n)
+	var have []K
+	if present {
+		for k := range d.model {
+			have = append(have, k)
+			if len(have) > 500 {
+				break
+			}
+		}
+	}
+	for i := range ks {
+		if len(have) > 0 && r.IntN(2) == 0 {
+			ks[i] = have[r.IntN(len(have))]
+		} else {
+			ks[i] = d.genK(r)
+		}
+	}
+	return ks
+}
+
+// checkGet checks looked-up values, found flags (if any) and the count
+// found (if n >= 0) against the model.
+func (d *shMapRun[K, V]) checkGet(step int, what string, ks []K, vs []V, found []bool, n int) {
+	t := d.t
+	t.Helper()
+	cnt := 0
+	for i, k := range ks {
+		want, ok := d.model[k]
+		if found != nil && found[i] != ok {
+			t.Fatalf("step %d %s: key %v found %v, want %v", step, what, k, found[i], ok)
+		}
+		if vs[i] != want {
+			t.Fatalf("step %d %s: key %v = %v, want %v", step, what, k, vs[i], want)
+		}
+		if ok {
+			cnt++
+		}
+	}
+	if n >= 0 && n != cnt {
+		t.Fatalf("step %d %s: %d found, want %d", step, what, n, cnt)
+	}
+}
+
+// full checks Len, ShardLens, All and Err against the model.
+func (d *shMapRun[K, V]) full(step int) {
+	t, s, model := d.t, d.s, d.model
+	t.Helper()
+	if s.Len() != len(model) {
+		t.Fatalf("step %d: Len %d, model %d", step, s.Len(), len(model))
+	}
+	sum := 0
+	for _, l := range s.ShardLens() {
+		sum += l
+	}
+	if sum != len(model) {
+		t.Fatalf("step %d: ShardLens %v", step, s.ShardLens())
+	}
+	seen := map[K]bool{}
+	for k, v := range s.All() {
+		if seen[k] {
+			t.Fatalf("step %d: All gave %v twice", step, k)
+		}
+		seen[k] = true
+		if want, ok := model[k]; !ok || want != v {
+			t.Fatalf("step %d: All gave %v=%v, model %v %v", step, k, v, want, ok)
+		}
+	}
+	if len(seen) != len(model) {
+		t.Fatalf("step %d: All gave %d entries, want %d", step, len(seen), len(model))
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// putMany stores a random batch, with repeated keys, with PutMany (op 4)
+// or PutBatch (op 5).
+func (d *shMapRun[K, V]) putMany(op int) {
+	ks := d.keysOf(d.r.IntN(400), true)
+	vs := make([]V, len(ks))
+	for i := range vs {
+		vs[i] = d.genV(d.r)
+	}
+	var err error
+	if op == 4 {
+		err = d.s.PutMany(ks, vs)
+	} else {
+		err = d.s.PutBatch(ks, vs)
+	}
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	for i, k := range ks {
+		d.model[k] = vs[i]
+	}
+}
+
+// getMany looks up a random batch with GetMany (op 6) or GetBatch (op 7,
+// with and without found flags) and checks it against the model.
+func (d *shMapRun[K, V]) getMany(step, op int) {
+	t, s := d.t, d.s
+	ks := d.keysOf(d.r.IntN(400), true)
+	vs := make([]V, len(ks))
+	found := make([]bool, len(ks))
+	if op == 6 {
+		n := s.GetMany(ks, vs, found)
+		d.checkGet(step, "GetMany", ks, vs, found, n)
+	} else {
+		if err := s.GetBatch(ks, vs, found); err != nil {
+			t.Fatal(err)
+		}
+		d.checkGet(step, "GetBatch", ks, vs, found, -1)
+		clear(vs)
+		if err := s.GetBatch(ks, vs, nil); err != nil {
+			t.Fatal(err)
+		}
+		d.checkGet(step, "GetBatch(nil)", ks, vs, nil, -1)
 	}
 }
 

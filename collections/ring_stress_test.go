@@ -69,54 +69,7 @@ func ringStress(t *testing.T, r *Ring[ringStressElem], n, seed uint64) {
 	wg.Add(2)
 	go func() { // producer
 		defer wg.Done()
-		rng := rand.New(rand.NewPCG(seed, 1))
-		buf := make([]ringStressElem, 80)
-		for seq := uint64(0); seq < n; {
-			if done.Load() {
-				return // the consumer gave up
-			}
-			if rng.IntN(4) == 0 {
-				k := min(uint64(1+rng.IntN(len(buf))), n-seq)
-				for i := range buf[:k] {
-					buf[i] = ringStressMake(seq + uint64(i))
-				}
-				for pushed := 0; pushed < int(k); {
-					m, err := r.PushBatch(buf[pushed:k])
-					pushed += m
-					if err != nil && !errors.Is(err, ErrFull) {
-						errc <- err
-						return
-					}
-					if err != nil {
-						if done.Load() {
-							return
-						}
-						runtime.Gosched()
-					}
-				}
-				seq += k
-				continue
-			}
-			for {
-				err := r.Push(ringStressMake(seq))
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, ErrFull) {
-					errc <- err
-					return
-				}
-				if done.Load() {
-					return
-				}
-				runtime.Gosched()
-			}
-			seq++
-		}
-		// Publish the last pushes: the consumer waits for the last element.
-		if err := r.Flush(); err != nil {
-			errc <- err
-		}
+		ringStressProduce(r, n, seed, &done, errc)
 	}()
 	go func() { // Len from a third goroutine
 		defer wg.Done()
@@ -206,6 +159,59 @@ func ringStress(t *testing.T, r *Ring[ringStressElem], n, seed uint64) {
 	}
 	if e, ok := r.Pop(); ok {
 		t.Fatalf("element %+v after the last", e)
+	}
+}
+
+// ringStressProduce is ringStress's producer: it pushes elements 0 to n-1,
+// one at a time or in batches, until done; it sends its errors on errc.
+func ringStressProduce(r *Ring[ringStressElem], n, seed uint64, done *atomic.Bool, errc chan<- error) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	buf := make([]ringStressElem, 80)
+	for seq := uint64(0); seq < n; {
+		if done.Load() {
+			return // the consumer gave up
+		}
+		if rng.IntN(4) == 0 {
+			k := min(uint64(1+rng.IntN(len(buf))), n-seq)
+			for i := range buf[:k] {
+				buf[i] = ringStressMake(seq + uint64(i))
+			}
+			for pushed := 0; pushed < int(k); {
+				m, err := r.PushBatch(buf[pushed:k])
+				pushed += m
+				if err != nil && !errors.Is(err, ErrFull) {
+					errc <- err
+					return
+				}
+				if err != nil {
+					if done.Load() {
+						return
+					}
+					runtime.Gosched()
+				}
+			}
+			seq += k
+			continue
+		}
+		for {
+			err := r.Push(ringStressMake(seq))
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, ErrFull) {
+				errc <- err
+				return
+			}
+			if done.Load() {
+				return
+			}
+			runtime.Gosched()
+		}
+		seq++
+	}
+	// Publish the last pushes: the consumer waits for the last element.
+	if err := r.Flush(); err != nil {
+		errc <- err
 	}
 }
 

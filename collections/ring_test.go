@@ -251,15 +251,7 @@ func ringDiff[T comparable](t *testing.T, cfg ringDiffConfig, gen func(uint64) T
 			}
 		case k < 84:
 			what = "PopBatch"
-			dst := make([]T, arg%(2*cfg.capacity+2))
-			mdst := make([]T, len(dst))
-			n, err := r.PopBatch(dst)
-			if err != nil {
-				t.Fatalf("op %d PopBatch: %v", op, err)
-			}
-			if mn := m.popBatch(mdst); n != mn || !slices.Equal(dst[:n], mdst[:mn]) {
-				t.Fatalf("op %d PopBatch(%d): %d elements, model %d", op, len(dst), n, mn)
-			}
+			ringDiffPopBatch(t, r, m, op, arg%(2*cfg.capacity+2))
 		case k < 88:
 			what = "Peek"
 			v, ok := r.Peek()
@@ -275,19 +267,7 @@ func ringDiff[T comparable](t *testing.T, cfg ringDiffConfig, gen func(uint64) T
 			m.publish()
 		case k < 96:
 			what = "All"
-			var got []T
-			for i, v := range r.All() {
-				if i != len(got) {
-					t.Fatalf("op %d All: index %d at position %d", op, i, len(got))
-				}
-				got = append(got, v)
-			}
-			if err := r.Err(); err != nil {
-				t.Fatalf("op %d All: %v", op, err)
-			}
-			if mi := m.all(); !slices.Equal(got, mi) {
-				t.Fatalf("op %d All: %d elements, model %d", op, len(got), len(mi))
-			}
+			ringDiffAll(t, r, m, op)
 		case k < 97:
 			what = "Clear"
 			r.Clear()
@@ -312,6 +292,46 @@ func ringDiff[T comparable](t *testing.T, cfg ringDiffConfig, gen func(uint64) T
 			}
 		}
 	}
+	ringDiffDrain(t, r, m)
+}
+
+// ringDiffPopBatch pops a batch of up to size elements from the Ring and
+// the model and compares them.
+func ringDiffPopBatch[T comparable](t *testing.T, r *Ring[T], m *ringModel[T], op, size int) {
+	t.Helper()
+	dst := make([]T, size)
+	mdst := make([]T, len(dst))
+	n, err := r.PopBatch(dst)
+	if err != nil {
+		t.Fatalf("op %d PopBatch: %v", op, err)
+	}
+	if mn := m.popBatch(mdst); n != mn || !slices.Equal(dst[:n], mdst[:mn]) {
+		t.Fatalf("op %d PopBatch(%d): %d elements, model %d", op, len(dst), n, mn)
+	}
+}
+
+// ringDiffAll compares the Ring's All with the model's elements.
+func ringDiffAll[T comparable](t *testing.T, r *Ring[T], m *ringModel[T], op int) {
+	t.Helper()
+	var got []T
+	for i, v := range r.All() {
+		if i != len(got) {
+			t.Fatalf("op %d All: index %d at position %d", op, i, len(got))
+		}
+		got = append(got, v)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatalf("op %d All: %v", op, err)
+	}
+	if mi := m.all(); !slices.Equal(got, mi) {
+		t.Fatalf("op %d All: %d elements, model %d", op, len(got), len(mi))
+	}
+}
+
+// ringDiffDrain checks the Ring's invariants, then publishes, drains and
+// compares what is left with the model.
+func ringDiffDrain[T comparable](t *testing.T, r *Ring[T], m *ringModel[T]) {
+	t.Helper()
 	if err := r.check(); err != nil {
 		t.Fatal(err)
 	}

@@ -19,152 +19,26 @@ func TestShardedSnapshots(t *testing.T) {
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
 		for _, n := range []int{0, 1, 5000, 3*snapBatch + 17} {
 			t.Run(fmt.Sprint(n), func(t *testing.T) {
-				want := map[string]int{}
-				for i := range n {
-					want[fmt.Sprintf("https://example.org/%d/%x", i, i*7919)] = i
-				}
-				keys := slices.Sorted(maps.Keys(want))
-				vals := make([]int, len(keys))
-				for i, k := range keys {
-					vals[i] = want[k]
-				}
-				checkMap := func(what string, got func(func(string, int) bool), l int) {
-					t.Helper()
-					m := maps.Collect(got)
-					if l != n || !maps.Equal(m, want) {
-						t.Fatalf("%s: %d entries (Len %d), want %d", what, len(m), l, n)
-					}
-				}
-				// BTrees take fixed-size keys.
-				tkeys := make([]int64, n)
-				for i := range tkeys {
-					tkeys[i] = int64(i)*7919 - 1e6
-				}
-				checkTree := func(what string, gotK func(func(int64) bool), gotV func(func(int) bool)) {
-					t.Helper()
-					if k, v := slices.Collect(gotK), slices.Collect(gotV); !slices.Equal(k, tkeys) || !slices.Equal(v, vals) {
-						t.Fatalf("%s: %d keys and %d values, want %d in order", what, len(k), len(v), n)
-					}
-				}
+				d := newShSnapData(t, p, n)
 
 				sm, err := NewShardedMap[string, int](p)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer sm.Close()
-				if err := sm.PutMany(keys, vals); err != nil {
-					t.Fatal(err)
-				}
-				var b bytes.Buffer
-				if err := sm.Save(&b); err != nil {
-					t.Fatal(err)
-				}
-				snap := bytes.Clone(b.Bytes())
-				sm2, err := LoadShardedMap[string, int](p, bytes.NewReader(snap))
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkMap("ShardedMap round trip", sm2.All(), sm2.Len())
-				sm2.Close()
-				m, err := LoadMap[string, int](p.Device(0), bytes.NewReader(snap))
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkMap("ShardedMap loaded as a Map", m.All(), m.Len())
-				b.Reset()
-				if err := m.Save(&b); err != nil {
-					t.Fatal(err)
-				}
-				m.Close()
-				sm3, err := LoadShardedMap[string, int](p, &b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkMap("Map loaded as a ShardedMap", sm3.All(), sm3.Len())
-				sm3.Close()
+				d.mapRoundTrips(sm)
 
 				st, err := NewShardedBTreeOrdered[int64, int](p)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer st.Close()
-				if err := st.BulkLoad(tkeys, vals); err != nil {
-					t.Fatal(err)
-				}
-				b.Reset()
-				if err := st.Save(&b); err != nil {
-					t.Fatal(err)
-				}
-				snap = bytes.Clone(b.Bytes())
-				st2, err := LoadShardedBTreeOrdered[int64, int](p, bytes.NewReader(snap))
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkTree("ShardedBTree round trip", st2.Keys(), st2.Values())
-				if lens := st2.ShardLens(); n >= p.Len() {
-					for _, l := range lens {
-						if l < n/p.Len() || l > n/p.Len()+1 {
-							t.Fatalf("shards hold %v entries: not an even spread of %d", lens, n)
-						}
-					}
-				}
-				for i, k := range tkeys[:min(n, 50)] {
-					if v, ok := st2.Get(k); !ok || v != vals[i] {
-						t.Fatalf("Get(%d) = %d, %v after load", k, v, ok)
-					}
-				}
-				st2.Close()
-				if n > 2 && p.Len() > 1 {
-					st3, err := LoadShardedBTreeOrdered[int64, int](p, bytes.NewReader(snap), WithSplits(tkeys[n/3:n/3+p.Len()-1]...))
-					if err != nil {
-						t.Fatal(err)
-					}
-					checkTree("ShardedBTree loaded with splits", st3.Keys(), st3.Values())
-					if got := st3.Splits(); !slices.Equal(got, tkeys[n/3:n/3+p.Len()-1]) {
-						t.Fatalf("splits %v after a load with splits", got)
-					}
-					st3.Close()
-				}
-				bt, err := LoadBTreeOrdered[int64, int](p.Device(0), bytes.NewReader(snap))
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkTree("ShardedBTree loaded as a BTree", bt.Keys(), bt.Values())
-				b.Reset()
-				if err := bt.Save(&b); err != nil {
-					t.Fatal(err)
-				}
-				bt.Close()
-				st4, err := LoadShardedBTree[int64, int](p, &b, func(a, b int64) bool { return a < b })
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkTree("BTree loaded as a ShardedBTree", st4.Keys(), st4.Values())
-				st4.Close()
+				snap := d.treeRoundTrips(st)
 
 				if n == 0 {
 					return
 				}
-				bad := bytes.Clone(snap)
-				bad[len(bad)/2] ^= 1
-				if _, err := LoadShardedBTreeOrdered[int64, int](p, bytes.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
-					t.Fatalf("LoadShardedBTree of a damaged snapshot: %v", err)
-				}
-				if _, err := LoadShardedBTreeOrdered[int64, int64](p, bytes.NewReader(snap)); !errors.Is(err, ErrTypeMismatch) {
-					t.Fatalf("LoadShardedBTree of other types: %v", err)
-				}
-				if _, err := LoadShardedMap[int64, int](p, bytes.NewReader(snap)); !errors.Is(err, ErrTypeMismatch) {
-					t.Fatalf("LoadShardedMap of a tree's snapshot: %v", err)
-				}
-				b.Reset()
-				if err := sm.Save(&b); err != nil {
-					t.Fatal(err)
-				}
-				bad = bytes.Clone(b.Bytes())
-				bad[len(bad)/2] ^= 1
-				if _, err := LoadShardedMap[string, int](p, bytes.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
-					t.Fatalf("LoadShardedMap of a damaged snapshot: %v", err)
-				}
+				d.damaged(sm, snap)
 			})
 		}
 		sm, err := NewShardedMap[int, int](p)
@@ -176,4 +50,177 @@ func TestShardedSnapshots(t *testing.T) {
 			t.Fatalf("Save after Close: %v", err)
 		}
 	})
+}
+
+// shSnapData is the content of one case of TestShardedSnapshots: n entries
+// with string keys for the maps, and with int64 keys for the trees.
+type shSnapData struct {
+	t     *testing.T
+	p     *vmem.Pool
+	n     int
+	want  map[string]int
+	keys  []string
+	vals  []int
+	tkeys []int64
+}
+
+// newShSnapData makes the n entries of a case.
+func newShSnapData(t *testing.T, p *vmem.Pool, n int) *shSnapData {
+	want := map[string]int{}
+	for i := range n {
+		want[fmt.Sprintf("https://example.org/%d/%x", i, i*7919)] = i
+	}
+	keys := slices.Sorted(maps.Keys(want))
+	vals := make([]int, len(keys))
+	for i, k := range keys {
+		vals[i] = want[k]
+	}
+	// BTrees take fixed-size keys.
+	tkeys := make([]int64, n)
+	for i := range tkeys {
+		tkeys[i] = int64(i)*7919 - 1e6
+	}
+	return &shSnapData{t: t, p: p, n: n, want: want, keys: keys, vals: vals, tkeys: tkeys}
+}
+
+// checkMap checks a map's entries and length against the string-key entries.
+func (d *shSnapData) checkMap(what string, got func(func(string, int) bool), l int) {
+	t := d.t
+	t.Helper()
+	m := maps.Collect(got)
+	if l != d.n || !maps.Equal(m, d.want) {
+		t.Fatalf("%s: %d entries (Len %d), want %d", what, len(m), l, d.n)
+	}
+}
+
+// checkTree checks a tree's keys and values, in order, against the int64-key entries.
+func (d *shSnapData) checkTree(what string, gotK func(func(int64) bool), gotV func(func(int) bool)) {
+	t := d.t
+	t.Helper()
+	if k, v := slices.Collect(gotK), slices.Collect(gotV); !slices.Equal(k, d.tkeys) || !slices.Equal(v, d.vals) {
+		t.Fatalf("%s: %d keys and %d values, want %d in order", what, len(k), len(v), d.n)
+	}
+}
+
+// mapRoundTrips fills sm, and round-trips its snapshot through a ShardedMap,
+// a Map and back.
+func (d *shSnapData) mapRoundTrips(sm *ShardedMap[string, int]) {
+	t, p := d.t, d.p
+	if err := sm.PutMany(d.keys, d.vals); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := sm.Save(&b); err != nil {
+		t.Fatal(err)
+	}
+	snap := bytes.Clone(b.Bytes())
+	sm2, err := LoadShardedMap[string, int](p, bytes.NewReader(snap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.checkMap("ShardedMap round trip", sm2.All(), sm2.Len())
+	sm2.Close()
+	m, err := LoadMap[string, int](p.Device(0), bytes.NewReader(snap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.checkMap("ShardedMap loaded as a Map", m.All(), m.Len())
+	b.Reset()
+	if err := m.Save(&b); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	sm3, err := LoadShardedMap[string, int](p, &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.checkMap("Map loaded as a ShardedMap", sm3.All(), sm3.Len())
+	sm3.Close()
+}
+
+// treeRoundTrips fills st, and round-trips its snapshot through a
+// ShardedBTree (with and without splits), a BTree and back; it returns the
+// snapshot.
+func (d *shSnapData) treeRoundTrips(st *ShardedBTree[int64, int]) []byte {
+	t, p, n, tkeys, vals := d.t, d.p, d.n, d.tkeys, d.vals
+	if err := st.BulkLoad(tkeys, vals); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := st.Save(&b); err != nil {
+		t.Fatal(err)
+	}
+	snap := bytes.Clone(b.Bytes())
+	st2, err := LoadShardedBTreeOrdered[int64, int](p, bytes.NewReader(snap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.checkTree("ShardedBTree round trip", st2.Keys(), st2.Values())
+	if lens := st2.ShardLens(); n >= p.Len() {
+		for _, l := range lens {
+			if l < n/p.Len() || l > n/p.Len()+1 {
+				t.Fatalf("shards hold %v entries: not an even spread of %d", lens, n)
+			}
+		}
+	}
+	for i, k := range tkeys[:min(n, 50)] {
+		if v, ok := st2.Get(k); !ok || v != vals[i] {
+			t.Fatalf("Get(%d) = %d, %v after load", k, v, ok)
+		}
+	}
+	st2.Close()
+	if n > 2 && p.Len() > 1 {
+		st3, err := LoadShardedBTreeOrdered[int64, int](p, bytes.NewReader(snap), WithSplits(tkeys[n/3:n/3+p.Len()-1]...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.checkTree("ShardedBTree loaded with splits", st3.Keys(), st3.Values())
+		if got := st3.Splits(); !slices.Equal(got, tkeys[n/3:n/3+p.Len()-1]) {
+			t.Fatalf("splits %v after a load with splits", got)
+		}
+		st3.Close()
+	}
+	bt, err := LoadBTreeOrdered[int64, int](p.Device(0), bytes.NewReader(snap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.checkTree("ShardedBTree loaded as a BTree", bt.Keys(), bt.Values())
+	b.Reset()
+	if err := bt.Save(&b); err != nil {
+		t.Fatal(err)
+	}
+	bt.Close()
+	st4, err := LoadShardedBTree[int64, int](p, &b, func(a, b int64) bool { return a < b })
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.checkTree("BTree loaded as a ShardedBTree", st4.Keys(), st4.Values())
+	st4.Close()
+	return snap
+}
+
+// damaged checks that damaged snapshots load as ErrCorrupt and other types
+// as ErrTypeMismatch; snap is the tree's snapshot.
+func (d *shSnapData) damaged(sm *ShardedMap[string, int], snap []byte) {
+	t, p := d.t, d.p
+	bad := bytes.Clone(snap)
+	bad[len(bad)/2] ^= 1
+	if _, err := LoadShardedBTreeOrdered[int64, int](p, bytes.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("LoadShardedBTree of a damaged snapshot: %v", err)
+	}
+	if _, err := LoadShardedBTreeOrdered[int64, int64](p, bytes.NewReader(snap)); !errors.Is(err, ErrTypeMismatch) {
+		t.Fatalf("LoadShardedBTree of other types: %v", err)
+	}
+	if _, err := LoadShardedMap[int64, int](p, bytes.NewReader(snap)); !errors.Is(err, ErrTypeMismatch) {
+		t.Fatalf("LoadShardedMap of a tree's snapshot: %v", err)
+	}
+	var b bytes.Buffer
+	if err := sm.Save(&b); err != nil {
+		t.Fatal(err)
+	}
+	bad = bytes.Clone(b.Bytes())
+	bad[len(bad)/2] ^= 1
+	if _, err := LoadShardedMap[string, int](p, bytes.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("LoadShardedMap of a damaged snapshot: %v", err)
+	}
 }

@@ -28,31 +28,11 @@ func TestVerbs(t *testing.T) {
 	}
 	checkHas := func(t *testing.T, has func(int) bool) {
 		t.Helper()
-		for k := -1; k < 3600; k++ {
-			_, in := want[k]
-			if has(k) != in {
-				t.Fatalf("Has(%d) = %v, want %v", k, !in, in)
-			}
-		}
+		verbsCheckHas(t, want, has)
 	}
 	checkOrdered := func(t *testing.T, ks func(func(int) bool), vs func(func(int) bool)) {
 		t.Helper()
-		if got := slices.Collect(ks); !slices.Equal(got, keys) {
-			t.Fatalf("Keys: %d keys, want %d in ascending order", len(got), len(keys))
-		}
-		if got := slices.Collect(vs); !slices.Equal(got, vals) {
-			t.Fatalf("Values: %d values, want %d in key order", len(got), len(vals))
-		}
-		n := 0
-		for range ks {
-			n++
-			if n == 3 {
-				break
-			}
-		}
-		if n != 3 {
-			t.Fatal("Keys did not stop when asked")
-		}
+		verbsCheckOrdered(t, keys, vals, ks, vs)
 	}
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		m, err := NewMap[int, int](d)
@@ -139,4 +119,37 @@ func TestVerbs(t *testing.T) {
 		}
 		checkOrdered(t, sb.Keys(), sb.Values())
 	})
+}
+
+// verbsCheckHas checks has against the keys of want, and around them.
+func verbsCheckHas(t *testing.T, want map[int]int, has func(int) bool) {
+	t.Helper()
+	for k := -1; k < 3600; k++ {
+		_, in := want[k]
+		if has(k) != in {
+			t.Fatalf("Has(%d) = %v, want %v", k, !in, in)
+		}
+	}
+}
+
+// verbsCheckOrdered checks that ks and vs give keys and vals in order, and
+// that ks stops when asked.
+func verbsCheckOrdered(t *testing.T, keys, vals []int, ks func(func(int) bool), vs func(func(int) bool)) {
+	t.Helper()
+	if got := slices.Collect(ks); !slices.Equal(got, keys) {
+		t.Fatalf("Keys: %d keys, want %d in ascending order", len(got), len(keys))
+	}
+	if got := slices.Collect(vs); !slices.Equal(got, vals) {
+		t.Fatalf("Values: %d values, want %d in key order", len(got), len(vals))
+	}
+	n := 0
+	for range ks {
+		n++
+		if n == 3 {
+			break
+		}
+	}
+	if n != 3 {
+		t.Fatal("Keys did not stop when asked")
+	}
 }

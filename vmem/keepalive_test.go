@@ -43,6 +43,43 @@ func TestSliceKeptAlive(t *testing.T) {
 	for i := range idx {
 		idx[i] = (i * 7919) % n
 	}
+	ops := keepSliceOps(n, idx)
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		tiers := []vmem.Tier{vmem.Mapped}
+		if d.Backend() == vmem.BackendVulkan {
+			tiers = append(tiers, vmem.Private)
+		}
+		total := 0
+		for _, tier := range tiers {
+			for _, op := range ops {
+				t.Run(fmt.Sprintf("%v/%s", tier, op.name), func(t *testing.T) {
+					w := vmemtest.KeptAlive(t, keepNew(t, d, tier, n), func(s *vmem.Slice[uint64]) { op.run(t, s) })
+					if tier == vmem.Private && w > 64 {
+						// One round trip per element was GetMany's way on
+						// private VRAM before it gathered by kernel.
+						t.Errorf("%d waits for one call of %d elements", w, n)
+					}
+					total += w
+				})
+			}
+		}
+		// On the host backend a Slice's calls copy and sort on the
+		// calling goroutine, with no wait to check.
+		if total == 0 && d.Backend() == vmem.BackendVulkan {
+			t.Errorf("no call waited: the test checks nothing")
+		}
+	})
+}
+
+// keepSliceOp is one bulk call of TestSliceKeptAlive, with its checks.
+type keepSliceOp struct {
+	name string
+	run  func(t *testing.T, s *vmem.Slice[uint64])
+}
+
+// keepSliceOps lists the calls TestSliceKeptAlive checks, on Slices of n
+// elements i*3; idx are the indices Gather and GetMany read.
+func keepSliceOps(n int, idx []int) []keepSliceOp {
 	want := func(t *testing.T, got []uint64, at func(i int) int) {
 		t.Helper()
 		for i, v := range got {
@@ -52,10 +89,7 @@ func TestSliceKeptAlive(t *testing.T) {
 		}
 	}
 	id := func(i int) int { return i }
-	ops := []struct {
-		name string
-		run  func(t *testing.T, s *vmem.Slice[uint64])
-	}{
+	return []keepSliceOp{
 		{"CopyTo", func(t *testing.T, s *vmem.Slice[uint64]) {
 			out := make([]uint64, n)
 			if err := s.CopyTo(out, 0); err != nil {
@@ -140,31 +174,6 @@ func TestSliceKeptAlive(t *testing.T) {
 			}
 		}},
 	}
-	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		tiers := []vmem.Tier{vmem.Mapped}
-		if d.Backend() == vmem.BackendVulkan {
-			tiers = append(tiers, vmem.Private)
-		}
-		total := 0
-		for _, tier := range tiers {
-			for _, op := range ops {
-				t.Run(fmt.Sprintf("%v/%s", tier, op.name), func(t *testing.T) {
-					w := vmemtest.KeptAlive(t, keepNew(t, d, tier, n), func(s *vmem.Slice[uint64]) { op.run(t, s) })
-					if tier == vmem.Private && w > 64 {
-						// One round trip per element was GetMany's way on
-						// private VRAM before it gathered by kernel.
-						t.Errorf("%d waits for one call of %d elements", w, n)
-					}
-					total += w
-				})
-			}
-		}
-		// On the host backend a Slice's calls copy and sort on the
-		// calling goroutine, with no wait to check.
-		if total == 0 && d.Backend() == vmem.BackendVulkan {
-			t.Errorf("no call waited: the test checks nothing")
-		}
-	})
 }
 
 // TestPoolSliceKeptAlive is TestSliceKeptAlive for a PoolSlice, whose

@@ -38,125 +38,144 @@ func BenchmarkLineLatency(b *testing.B) {
 				return unsafe.Add(bases[o>>shift], o&(per-1))
 			}
 			name := sizeName(uint64(nbytes))
-			b.Run("load/"+name, func(b *testing.B) {
-				var line [64]byte
-				var sum uint64
-				for i := 0; i < b.N; i++ {
-					lineio.Load(&line, addr(idx[i&(len(idx)-1)]))
-					sum += uint64(line[0])
-				}
-				sink = sum
-			})
-			b.Run("load-aligned/"+name, func(b *testing.B) {
-				// The same load into a 64-byte aligned buffer: a 64-byte
-				// store that straddles two cache lines cannot forward to
-				// the loads that read it back.
-				buf := make([]byte, 128)
-				off := int(-uintptr(unsafe.Pointer(&buf[0])) & 63)
-				line := (*[64]byte)(buf[off : off+64])
-				var sum uint64
-				for i := 0; i < b.N; i++ {
-					lineio.Load(line, addr(idx[i&(len(idx)-1)]))
-					sum += uint64(line[0])
-				}
-				sink = sum
-			})
-			for _, kind := range lineio.Kinds() {
-				b.Run("load-"+kind+"/"+name, func(b *testing.B) {
-					old := lineio.Kind
-					if err := lineio.SetKind(kind); err != nil {
-						b.Skip(err)
-					}
-					defer lineio.SetKind(old)
-					var line [64]byte
-					var sum uint64
-					for i := 0; i < b.N; i++ {
-						lineio.Load(&line, addr(idx[i&(len(idx)-1)]))
-						sum += uint64(line[0])
-					}
-					sink = sum
-				})
-			}
-			b.Run("pair/"+name, func(b *testing.B) {
-				var sum uint64
-				for i := 0; i < b.N; i++ {
-					lo, hi := lineio.LoadPair(addr(idx[i&(len(idx)-1)]))
-					sum += lo ^ hi
-				}
-				sink = sum
-			})
-			b.Run("word/"+name, func(b *testing.B) {
-				var sum uint64
-				for i := 0; i < b.N; i++ {
-					sum += lineio.LoadWord(addr(idx[i&(len(idx)-1)]))
-				}
-				sink = sum
-			})
-			b.Run("word-dependent/"+name, func(b *testing.B) {
-				// Each address depends on the previous load (the memory
-				// holds 0x01 bytes, so w>>63 is 0): the latency of one
-				// round trip, with nothing overlapping.
-				var w uint64
-				for i := 0; i < b.N; i++ {
-					j := idx[i&(len(idx)-1)] ^ int(w>>63)
-					w = lineio.LoadWord(addr(j))
-				}
-				sink = w
-			})
-			for _, g := range []int{4, 8, 16} {
-				b.Run(fmt.Sprintf("gather%d/%s", g, name), func(b *testing.B) {
-					gatherLatency(b, g, idx, addr)
-				})
-			}
-			for _, work := range []int{0, 25, 50, 100, 200} {
-				// Two lines per step, then work: a chain of about
-				// 4*work instructions that does not wait for the lines.
-				// Successive steps overlap only while a step fits in the
-				// core's reorder window with the previous step's lines
-				// still in flight: this shows how long a lookup may be.
-				b.Run(fmt.Sprintf("pair-work%d/%s", work, name), func(b *testing.B) {
-					var buf [128]byte
-					var srcs [2]unsafe.Pointer
-					var sum, x uint64
-					for i := 0; i < b.N; i++ {
-						j := idx[i&(len(idx)-1)]
-						srcs[0], srcs[1] = addr(j), addr(j^1)
-						lineio.Gather(buf[:], srcs[:])
-						sum += uint64(buf[0])
-						for k := range work {
-							x = x*0x9E3779B97F4A7C15 + uint64(k)
-						}
-					}
-					sink = sum + x
-				})
-			}
-			b.Run("plain/"+name, func(b *testing.B) {
-				var sum uint64
-				for i := 0; i < b.N; i++ {
-					sum += *(*uint64)(addr(idx[i&(len(idx)-1)]))
-				}
-				sink = sum
-			})
+			lineLatencyLoads(b, name, idx, addr)
+			lineLatencyGathers(b, name, idx, addr)
 			for _, raw := range raws {
 				d.Free(raw)
 			}
 			s := touched(b, d, n)
-			b.Run("slice-get/"+name, func(b *testing.B) {
-				var sum uint64
-				for i := 0; i < b.N; i++ {
-					sum += s.Get(idx[i&(len(idx)-1)])[0]
-				}
-				sink = sum
-			})
-			b.Run("slice-get-dependent/"+name, func(b *testing.B) {
-				var w uint64
-				for i := 0; i < b.N; i++ {
-					w = s.Get(idx[i&(len(idx)-1)] ^ int(w>>63))[0]
-				}
-				sink = w
-			})
+			lineLatencySlice(b, name, idx, s)
 			s.Close()
 		}
+	})
+}
+
+// lineLatencyLoads times the streaming loads of random lines of the window
+// at addr: whole lines (into any buffer, an aligned one, and by each kind of
+// load), pairs of words, and words, independent and dependent.
+func lineLatencyLoads(b *testing.B, name string, idx []int, addr func(int) unsafe.Pointer) {
+	b.Run("load/"+name, func(b *testing.B) {
+		var line [64]byte
+		var sum uint64
+		for i := 0; i < b.N; i++ {
+			lineio.Load(&line, addr(idx[i&(len(idx)-1)]))
+			sum += uint64(line[0])
+		}
+		sink = sum
+	})
+	b.Run("load-aligned/"+name, func(b *testing.B) {
+		// The same load into a 64-byte aligned buffer: a 64-byte
+		// store that straddles two cache lines cannot forward to
+		// the loads that read it back.
+		buf := make([]byte, 128)
+		off := int(-uintptr(unsafe.Pointer(&buf[0])) & 63)
+		line := (*[64]byte)(buf[off : off+64])
+		var sum uint64
+		for i := 0; i < b.N; i++ {
+			lineio.Load(line, addr(idx[i&(len(idx)-1)]))
+			sum += uint64(line[0])
+		}
+		sink = sum
+	})
+	for _, kind := range lineio.Kinds() {
+		b.Run("load-"+kind+"/"+name, func(b *testing.B) {
+			old := lineio.Kind
+			if err := lineio.SetKind(kind); err != nil {
+				b.Skip(err)
+			}
+			defer lineio.SetKind(old)
+			var line [64]byte
+			var sum uint64
+			for i := 0; i < b.N; i++ {
+				lineio.Load(&line, addr(idx[i&(len(idx)-1)]))
+				sum += uint64(line[0])
+			}
+			sink = sum
+		})
+	}
+	b.Run("pair/"+name, func(b *testing.B) {
+		var sum uint64
+		for i := 0; i < b.N; i++ {
+			lo, hi := lineio.LoadPair(addr(idx[i&(len(idx)-1)]))
+			sum += lo ^ hi
+		}
+		sink = sum
+	})
+	b.Run("word/"+name, func(b *testing.B) {
+		var sum uint64
+		for i := 0; i < b.N; i++ {
+			sum += lineio.LoadWord(addr(idx[i&(len(idx)-1)]))
+		}
+		sink = sum
+	})
+	b.Run("word-dependent/"+name, func(b *testing.B) {
+		// Each address depends on the previous load (the memory
+		// holds 0x01 bytes, so w>>63 is 0): the latency of one
+		// round trip, with nothing overlapping.
+		var w uint64
+		for i := 0; i < b.N; i++ {
+			j := idx[i&(len(idx)-1)] ^ int(w>>63)
+			w = lineio.LoadWord(addr(j))
+		}
+		sink = w
+	})
+}
+
+// lineLatencyGathers times gathers of random lines of the window at addr,
+// pairs of lines followed by work, and the plain load.
+func lineLatencyGathers(b *testing.B, name string, idx []int, addr func(int) unsafe.Pointer) {
+	for _, g := range []int{4, 8, 16} {
+		b.Run(fmt.Sprintf("gather%d/%s", g, name), func(b *testing.B) {
+			gatherLatency(b, g, idx, addr)
+		})
+	}
+	for _, work := range []int{0, 25, 50, 100, 200} {
+		// Two lines per step, then work: a chain of about
+		// 4*work instructions that does not wait for the lines.
+		// Successive steps overlap only while a step fits in the
+		// core's reorder window with the previous step's lines
+		// still in flight: this shows how long a lookup may be.
+		b.Run(fmt.Sprintf("pair-work%d/%s", work, name), func(b *testing.B) {
+			var buf [128]byte
+			var srcs [2]unsafe.Pointer
+			var sum, x uint64
+			for i := 0; i < b.N; i++ {
+				j := idx[i&(len(idx)-1)]
+				srcs[0], srcs[1] = addr(j), addr(j^1)
+				lineio.Gather(buf[:], srcs[:])
+				sum += uint64(buf[0])
+				for k := range work {
+					x = x*0x9E3779B97F4A7C15 + uint64(k)
+				}
+			}
+			sink = sum + x
+		})
+	}
+	b.Run("plain/"+name, func(b *testing.B) {
+		var sum uint64
+		for i := 0; i < b.N; i++ {
+			sum += *(*uint64)(addr(idx[i&(len(idx)-1)]))
+		}
+		sink = sum
+	})
+}
+
+// lineLatencySlice times Slice.Get of random elements of s, independent and
+// dependent.
+func lineLatencySlice(b *testing.B, name string, idx []int, s *vmem.Slice[e64]) {
+	b.Run("slice-get/"+name, func(b *testing.B) {
+		var sum uint64
+		for i := 0; i < b.N; i++ {
+			sum += s.Get(idx[i&(len(idx)-1)])[0]
+		}
+		sink = sum
+	})
+	b.Run("slice-get-dependent/"+name, func(b *testing.B) {
+		var w uint64
+		for i := 0; i < b.N; i++ {
+			w = s.Get(idx[i&(len(idx)-1)] ^ int(w>>63))[0]
+		}
+		sink = w
 	})
 }
 

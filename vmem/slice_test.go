@@ -39,142 +39,27 @@ func sliceOps[T comparable](t *testing.T, d *vmem.Device, ops []byte, segBytes u
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var model []T
-	w := s.Writer(64)
-	pending := map[int]T{}
-	next := func() int {
-		if len(ops) == 0 {
-			return 0
-		}
-		v := int(ops[0])
-		ops = ops[1:]
-		return v
-	}
-	flush := func() {
-		if err := w.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		for i, v := range pending {
-			model[i] = v
-		}
-		clear(pending)
-	}
-	for step := 0; len(ops) > 0; step++ {
-		op := next() % 10
-		arg := next()*256 + next()
+	o := &sliceOpsRun[T]{t: t, s: s, ops: ops}
+	o.w = s.Writer(64)
+	o.pending = map[int]T{}
+	for step := 0; len(o.ops) > 0; step++ {
+		op := o.next() % 10
+		arg := o.next()*256 + o.next()
 		// Pending writer stores are visible to readers at an unspecified
 		// time before Flush, and other writes must not race them: flush
 		// before anything but a read or another writer store.
 		if op != 4 && op != 6 && op != 7 {
-			flush()
+			o.flush()
 		}
-		switch op {
-		case 0, 1: // Append a few
-			k := arg%5 + 1
-			vs := make([]T, k)
-			for i := range vs {
-				vs[i] = mk[T](uint64(step*31 + i))
-			}
-			if err := s.Append(vs...); err != nil {
-				t.Fatal(err)
-			}
-			model = append(model, vs...)
-		case 2: // Append many (bulk path)
-			k := arg%70 + 17
-			vs := make([]T, k)
-			for i := range vs {
-				vs[i] = mk[T](uint64(step*7 + i))
-			}
-			if err := s.Append(vs...); err != nil {
-				t.Fatal(err)
-			}
-			model = append(model, vs...)
-		case 3: // Set
-			if len(model) > 0 {
-				i := arg % len(model)
-				v := mk[T](uint64(step))
-				s.Set(i, v)
-				model[i] = v
-			}
-		case 4: // Get
-			if len(model) > 0 {
-				i := arg % len(model)
-				if _, p := pending[i]; p {
-					continue
-				}
-				if got := s.Get(i); got != model[i] {
-					t.Fatalf("step %d: Get(%d) differs", step, i)
-				}
-				// GetMany over a few indices around i.
-				var idx []int
-				for k := 0; k < 70 && k < len(model); k++ {
-					j := (i + k*37) % len(model)
-					if _, p := pending[j]; !p {
-						idx = append(idx, j)
-					}
-				}
-				got := make([]T, len(idx))
-				s.GetMany(idx, got)
-				for k, j := range idx {
-					if got[k] != model[j] {
-						t.Fatalf("step %d: GetMany element %d (index %d) differs", step, k, j)
-					}
-				}
-			}
-		case 5: // CopyFrom a range
-			if len(model) > 0 {
-				at := arg % len(model)
-				k := min(len(model)-at, next()%40)
-				src := make([]T, k)
-				for i := range src {
-					src[i] = mk[T](uint64(step*13 + i))
-				}
-				if err := s.CopyFrom(src, at); err != nil {
-					t.Fatal(err)
-				}
-				copy(model[at:], src)
-			}
-		case 6: // CopyTo a range
-			if len(model) > 0 {
-				at := arg % len(model)
-				k := min(len(model)-at, next()%60)
-				dst := make([]T, k)
-				if err := s.CopyTo(dst, at); err != nil {
-					t.Fatal(err)
-				}
-				for i := range dst {
-					if _, p := pending[at+i]; p {
-						continue
-					}
-					if dst[i] != model[at+i] {
-						t.Fatalf("step %d: CopyTo at %d+%d differs", step, at, i)
-					}
-				}
-			}
-		case 7: // Writer sets, flushed on the next Writer op or at check
-			if len(model) > 0 {
-				i := arg % len(model)
-				v := mk[T](uint64(step * 3))
-				w.Set(i, v)
-				pending[i] = v
-			}
-		case 8: // Flush the writer (done above)
-		case 9: // Resize
-			n := arg % (len(model) + 10)
-			if err := s.Resize(n); err != nil {
-				t.Fatal(err)
-			}
-			if n <= len(model) {
-				model = model[:n]
-			} else {
-				model = append(model, make([]T, n-len(model))...)
-			}
+		if !o.apply(step, op, arg) {
+			continue
 		}
-		if s.Len() != len(model) {
-			t.Fatalf("step %d: Len %d, model %d", step, s.Len(), len(model))
+		if s.Len() != len(o.model) {
+			t.Fatalf("step %d: Len %d, model %d", step, s.Len(), len(o.model))
 		}
 	}
-	flush()
+	o.flush()
+	model := o.model
 	n := 0
 	for i, v := range s.All() {
 		if i != n || v != model[i] {
@@ -184,6 +69,162 @@ func sliceOps[T comparable](t *testing.T, d *vmem.Device, ops []byte, segBytes u
 	}
 	if n != len(model) || s.Err() != nil {
 		t.Fatalf("All visited %d of %d (%v)", n, len(model), s.Err())
+	}
+}
+
+// sliceOpsRun is the state of sliceOps: the Slice, its writer, its model,
+// the writer stores not yet flushed and the operations left.
+type sliceOpsRun[T comparable] struct {
+	t       *testing.T
+	s       *vmem.Slice[T]
+	model   []T
+	w       *vmem.SliceWriter[T]
+	pending map[int]T
+	ops     []byte
+}
+
+// next takes the next byte of the operations (0 once they run out).
+func (o *sliceOpsRun[T]) next() int {
+	if len(o.ops) == 0 {
+		return 0
+	}
+	v := int(o.ops[0])
+	o.ops = o.ops[1:]
+	return v
+}
+
+// flush flushes the writer and applies its pending stores to the model.
+func (o *sliceOpsRun[T]) flush() {
+	if err := o.w.Flush(); err != nil {
+		o.t.Fatal(err)
+	}
+	for i, v := range o.pending {
+		o.model[i] = v
+	}
+	clear(o.pending)
+}
+
+// apply runs operation op with argument arg on the Slice and the model; it
+// reports false where the step was skipped.
+func (o *sliceOpsRun[T]) apply(step, op, arg int) bool {
+	t, s := o.t, o.s
+	t.Helper()
+	switch op {
+	case 0, 1: // Append a few
+		o.appendGen(arg%5+1, step*31)
+	case 2: // Append many (bulk path)
+		o.appendGen(arg%70+17, step*7)
+	case 3: // Set
+		if len(o.model) > 0 {
+			i := arg % len(o.model)
+			v := mk[T](uint64(step))
+			s.Set(i, v)
+			o.model[i] = v
+		}
+	case 4: // Get
+		if len(o.model) > 0 {
+			return o.get(step, arg)
+		}
+	case 5: // CopyFrom a range
+		if len(o.model) > 0 {
+			at := arg % len(o.model)
+			k := min(len(o.model)-at, o.next()%40)
+			src := make([]T, k)
+			for i := range src {
+				src[i] = mk[T](uint64(step*13 + i))
+			}
+			if err := s.CopyFrom(src, at); err != nil {
+				t.Fatal(err)
+			}
+			copy(o.model[at:], src)
+		}
+	case 6: // CopyTo a range
+		if len(o.model) > 0 {
+			o.copyTo(step, arg)
+		}
+	case 7: // Writer sets, flushed on the next Writer op or at check
+		if len(o.model) > 0 {
+			i := arg % len(o.model)
+			v := mk[T](uint64(step * 3))
+			o.w.Set(i, v)
+			o.pending[i] = v
+		}
+	case 8: // Flush the writer (done above)
+	case 9: // Resize
+		n := arg % (len(o.model) + 10)
+		if err := s.Resize(n); err != nil {
+			t.Fatal(err)
+		}
+		if n <= len(o.model) {
+			o.model = o.model[:n]
+		} else {
+			o.model = append(o.model, make([]T, n-len(o.model))...)
+		}
+	}
+	return true
+}
+
+// appendGen appends k generated elements, from base on, to the Slice and the model.
+func (o *sliceOpsRun[T]) appendGen(k, base int) {
+	o.t.Helper()
+	vs := make([]T, k)
+	for i := range vs {
+		vs[i] = mk[T](uint64(base + i))
+	}
+	if err := o.s.Append(vs...); err != nil {
+		o.t.Fatal(err)
+	}
+	o.model = append(o.model, vs...)
+}
+
+// get checks Get at an index chosen by arg and GetMany around it; it
+// reports false where that index has a pending writer store.
+func (o *sliceOpsRun[T]) get(step, arg int) bool {
+	t, s, model, pending := o.t, o.s, o.model, o.pending
+	t.Helper()
+	i := arg % len(model)
+	if _, p := pending[i]; p {
+		return false
+	}
+	if got := s.Get(i); got != model[i] {
+		t.Fatalf("step %d: Get(%d) differs", step, i)
+	}
+	// GetMany over a few indices around i.
+	var idx []int
+	for k := 0; k < 70 && k < len(model); k++ {
+		j := (i + k*37) % len(model)
+		if _, p := pending[j]; !p {
+			idx = append(idx, j)
+		}
+	}
+	got := make([]T, len(idx))
+	s.GetMany(idx, got)
+	for k, j := range idx {
+		if got[k] != model[j] {
+			t.Fatalf("step %d: GetMany element %d (index %d) differs", step, k, j)
+		}
+	}
+	return true
+}
+
+// copyTo checks CopyTo over a range chosen by arg and the next operation
+// byte, past the elements with pending writer stores.
+func (o *sliceOpsRun[T]) copyTo(step, arg int) {
+	t, s, model, pending := o.t, o.s, o.model, o.pending
+	t.Helper()
+	at := arg % len(model)
+	k := min(len(model)-at, o.next()%60)
+	dst := make([]T, k)
+	if err := s.CopyTo(dst, at); err != nil {
+		t.Fatal(err)
+	}
+	for i := range dst {
+		if _, p := pending[at+i]; p {
+			continue
+		}
+		if dst[i] != model[at+i] {
+			t.Fatalf("step %d: CopyTo at %d+%d differs", step, at, i)
+		}
 	}
 }
 
