@@ -220,8 +220,9 @@ func BenchmarkMapGet(b *testing.B) {
 // BenchmarkMapGetParallel: g goroutines of Gets of random hits. ns/op is
 // wall time per Get, so it compares throughput directly; Mget/s says the
 // same as a rate. combined is govram with the combining of single Gets on
-// (map_getcomb.go; VMEM_COMBINE_GETS=1 makes it the default), its rounds
-// on the GPU; combined-cpu the same with every round by line loads;
+// (map_getcomb.go; VMEM_COMBINE_GETS=1 makes it the default) and its
+// rounds on the GPU; combined-cpu the same with every round by line loads
+// (the library's choice);
 // combined/op the share of Gets that were answered in shared rounds.
 func BenchmarkMapGetParallel(b *testing.B) {
 	for _, n := range vmemtest.BenchSizes(b, 1e6) {

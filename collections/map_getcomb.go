@@ -15,12 +15,22 @@ package collections
 // its hash): the first to find the lane idle leads it, taking every
 // request queued there and looking them all up at once, while the others
 // wait parked (a waiter that spins or yields keeps taking the Ps the
-// leaders need). A round of several keys goes to the GPU, in the rounds
-// that concurrent batch calls share (map_combine.go), so that the lookups
-// in flight are not bounded by the cores; a round of one, or a map without
-// kernels, uses the batch path's overlapped line loads (getBlock). A
-// leader runs a few rounds at most, then hands the lane to the oldest
-// waiter, so no caller waits on other callers' requests for long.
+// leaders need). A round looks its keys up with the batch path's
+// overlapped line loads (getBlock); with getCombGPU a round of several
+// keys goes to the GPU instead, in the rounds that concurrent batch calls
+// share (map_combine.go), so that the lookups in flight are not bounded by
+// the cores. A leader runs a few rounds at most, then hands the lane to
+// the oldest waiter, so no caller waits on other callers' requests for
+// long.
+//
+// Both kinds of round are off by default, and GPU rounds stay off when
+// combining is on: BenchmarkMapGetParallel measured combining faster than
+// the direct path only at 256 goroutines, and GPU rounds slower than line
+// loads (docs/map.md). A parked leader or waiter needs a P to run again,
+// and the goroutines still on the direct path hold theirs through every
+// device load (a load stalls its core; Go preempts a goroutine that never
+// blocks only after milliseconds), so a round's callers wait far longer
+// than the round.
 //
 // The gauge of goroutines in Get is a plain counter in host memory off
 // the Go heap, not an atomic one: a locked instruction on the lookup path
@@ -34,9 +44,7 @@ package collections
 // never be reached: a Get that waits for VRAM stalls its core, it does not
 // yield its P, so no more goroutines than Ps are ever in Get at once.)
 //
-// Off by default (VMEM_COMBINE_GETS=1 turns it on) until it is measured
-// faster than the direct path on a GPU (docs/map.md,
-// BenchmarkMapGetParallel's combined rows).
+// VMEM_COMBINE_GETS=1 turns combining on.
 
 import (
 	"os"
@@ -58,8 +66,9 @@ var (
 	// getCombMaxBatch: requests one round looks up at most.
 	getCombMaxBatch = 256
 	// getCombGPU: rounds of at least getCombGPUMin requests go to the GPU
-	// (else every round uses line loads; benchmarks compare the two).
-	getCombGPU    = true
+	// (else every round uses line loads; benchmarks and tests compare the
+	// two; see above for why it is off).
+	getCombGPU    = false
 	getCombGPUMin = 2
 )
 
