@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -222,18 +223,19 @@ func BenchmarkMapGet(b *testing.B) {
 // same as a rate. combined is govram with the combining of single Gets on
 // (map_getcomb.go; VMEM_COMBINE_GETS=1 makes it the default) and its
 // rounds on the GPU; combined-cpu the same with every round by line loads
-// (the library's choice);
+// (the library's choice); combined-all the same with every Get combined,
+// whatever the count of goroutines in Get (no direct path);
 // combined/op the share of Gets that were answered in shared rounds.
 func BenchmarkMapGetParallel(b *testing.B) {
 	for _, n := range vmemtest.BenchSizes(b, 1e6) {
 		for _, g := range []int{1, 4, 16, 64, 256} {
 			b.Run(fmt.Sprintf("hit/%s/g=%d", vmemtest.SizeName(n), g), func(b *testing.B) {
 				s := mapBenchBuild(b, n)
-				for _, impl := range []string{"gomap", "govram", "combined", "combined-cpu"} {
+				for _, impl := range []string{"gomap", "govram", "combined", "combined-cpu", "combined-all"} {
 					b.Run(impl, func(b *testing.B) {
 						// b.Run calls this more than once: impl stays as it is.
 						use := impl
-						if impl == "combined" || impl == "combined-cpu" {
+						if strings.HasPrefix(impl, "combined") {
 							// Combining of single Gets on (map_getcomb.go).
 							if s.m.dev.Backend() != vmem.BackendVulkan {
 								b.Skip("combining is for maps on a GPU")
@@ -242,6 +244,9 @@ func BenchmarkMapGetParallel(b *testing.B) {
 							getCombGPU = impl == "combined"
 							s.m.getCombStart()
 							getCombGPU = gpu
+							if impl == "combined-all" {
+								s.m.comb.min = -1
+							}
 							defer func() { s.m.comb = comb }()
 							use = "govram"
 						}
