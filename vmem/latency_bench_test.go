@@ -50,18 +50,23 @@ func BenchmarkLineLatency(b *testing.B) {
 	})
 }
 
+// timeLineLoads loads b.N random lines of idx into line, one at a time.
+func timeLineLoads(b *testing.B, line *[64]byte, idx []int, addr func(int) unsafe.Pointer) {
+	var sum uint64
+	for i := 0; i < b.N; i++ {
+		lineio.Load(line, addr(idx[i&(len(idx)-1)]))
+		sum += uint64(line[0])
+	}
+	sink = sum
+}
+
 // lineLatencyLoads times the streaming loads of random lines of the window
 // at addr: whole lines (into any buffer, an aligned one, and by each kind of
 // load), pairs of words, and words, independent and dependent.
 func lineLatencyLoads(b *testing.B, name string, idx []int, addr func(int) unsafe.Pointer) {
 	b.Run("load/"+name, func(b *testing.B) {
 		var line [64]byte
-		var sum uint64
-		for i := 0; i < b.N; i++ {
-			lineio.Load(&line, addr(idx[i&(len(idx)-1)]))
-			sum += uint64(line[0])
-		}
-		sink = sum
+		timeLineLoads(b, &line, idx, addr)
 	})
 	b.Run("load-aligned/"+name, func(b *testing.B) {
 		// The same load into a 64-byte aligned buffer: a 64-byte
@@ -69,13 +74,7 @@ func lineLatencyLoads(b *testing.B, name string, idx []int, addr func(int) unsaf
 		// the loads that read it back.
 		buf := make([]byte, 128)
 		off := int(-uintptr(unsafe.Pointer(&buf[0])) & 63)
-		line := (*[64]byte)(buf[off : off+64])
-		var sum uint64
-		for i := 0; i < b.N; i++ {
-			lineio.Load(line, addr(idx[i&(len(idx)-1)]))
-			sum += uint64(line[0])
-		}
-		sink = sum
+		timeLineLoads(b, (*[64]byte)(buf[off:off+64]), idx, addr)
 	})
 	for _, kind := range lineio.Kinds() {
 		b.Run("load-"+kind+"/"+name, func(b *testing.B) {
@@ -85,12 +84,7 @@ func lineLatencyLoads(b *testing.B, name string, idx []int, addr func(int) unsaf
 			}
 			defer lineio.SetKind(old)
 			var line [64]byte
-			var sum uint64
-			for i := 0; i < b.N; i++ {
-				lineio.Load(&line, addr(idx[i&(len(idx)-1)]))
-				sum += uint64(line[0])
-			}
-			sink = sum
+			timeLineLoads(b, &line, idx, addr)
 		})
 	}
 	b.Run("pair/"+name, func(b *testing.B) {
