@@ -122,11 +122,32 @@ func (v View) Read(dst []byte, off uint64) error {
 		copy(dst, v.Bytes(uintptr(off), len(dst)))
 		return nil
 	case v.Kind == WC && len(dst) <= StreamMax:
-		// Whole source lines by streaming loads, the ragged ends picked out.
-		lineio.Copy(unsafe.Pointer(unsafe.SliceData(dst)), v.At(uintptr(off)), uintptr(len(dst)))
+		readWC(dst, v.At(uintptr(off)))
 		return nil
 	}
 	return v.mv.ReadAt(dst, off)
+}
+
+// readWC reads len(dst) bytes at p (mapped VRAM) with whole-line streaming
+// loads. The bytes land in dst by ordinary stores, not non-temporal ones:
+// the reader uses them next, so they belong in its cache. Ragged ends go
+// through a stack buffer (the lines around the range lie in the same
+// block: blocks are whole lines).
+func readWC(dst []byte, p unsafe.Pointer) {
+	if uintptr(p)&(lineio.LineSize-1) == 0 && len(dst)&(lineio.LineSize-1) == 0 {
+		lineio.LoadLines(dst, p)
+		return
+	}
+	var buf [8 * lineio.LineSize]byte
+	line := unsafe.Pointer(uintptr(p) &^ (lineio.LineSize - 1))
+	skip := int(uintptr(p) & (lineio.LineSize - 1))
+	for done := 0; done < len(dst); {
+		nl := min(8, (skip+len(dst)-done+lineio.LineSize-1)/lineio.LineSize)
+		lineio.LoadLines(buf[:nl*lineio.LineSize], line)
+		done += copy(dst[done:], buf[skip:nl*lineio.LineSize])
+		line = unsafe.Add(line, nl*lineio.LineSize)
+		skip = 0
+	}
 }
 
 // Write copies src to the block at off. Bytes next to the range are never
