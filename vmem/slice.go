@@ -236,7 +236,15 @@ func (s *Slice[T]) allocSegWith(k int, untouched bool) (segment, error) {
 	if err != nil {
 		return segment{}, err
 	}
-	return segment{blk: b, View: s.dev.view(b), cap: k}, nil
+	v := s.dev.view(b)
+	if s.dev.vk == nil {
+		// The host backend keeps every tier in host memory, and a Slice
+		// there reads its private segments in place too: its iterators,
+		// Sort and Sum hand out or walk runs of host memory (Map, BTree
+		// and the string arena reach such blocks as DMA, like on a GPU).
+		v = access.New(b.cpu(0), access.Direct, blockMover{s.dev, b})
+	}
+	return segment{blk: b, View: v, cap: k}, nil
 }
 
 // setLen sets n and recomputes the fast path; every change of n or of the

@@ -4,7 +4,9 @@ import "github.com/govram/govram/internal/access"
 
 // view returns b as the CPU reaches it: the one place that decides how a
 // block is touched (internal/access). Slices, the containers of package
-// collections (through internal/kern) and the transfers below all ask here.
+// collections (through internal/kern) and the transfers below all ask here
+// (a Slice on the host backend then reads its private segments in place:
+// allocSegWith says why).
 func (d *Device) view(b Block) access.View {
 	return access.New(b.Ptr(), d.kindOf(b), blockMover{d, b})
 }
