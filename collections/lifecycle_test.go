@@ -275,7 +275,7 @@ func TestLifecycleRing(t *testing.T) {
 			{"PopBatch", func() error { _, err := r.PopBatch(buf); return err }, lcErr},
 			{"Pop", func() error { r.Pop(); return nil }, lcPanic},
 			{"Peek", func() error { r.Peek(); return nil }, lcPanic},
-			{"Clear", func() error { r.Clear(); return nil }, lcPanic},
+			{"Clear", r.Clear, lcErr},
 			{"All", func() error {
 				if err := lcEmpty(r.All()); err != nil {
 					return err

@@ -425,7 +425,7 @@ func relRingScript[T comparable](r *Ring[T], val func(int) T) *relSubject {
 		pushBatch(7)
 		popBatch(40)
 	}
-	steps = append(steps, relStep{name: "Clear", noErr: true, do: func() error { r.Clear(); return nil }, model: func() { model = nil }})
+	steps = append(steps, relStep{name: "Clear", noErr: true, do: r.Clear, model: func() { model = nil }})
 	pushBatch(45)
 	popBatch(20)
 	return &relSubject{

@@ -425,9 +425,15 @@ func (r *Ring[T]) dropFloor(t uint64) uint64 {
 	return lo
 }
 
-// Clear empties the ring. It must not overlap any other call.
-func (r *Ring[T]) Clear() {
-	r.mustOpen()
+// Clear empties the ring. It must not overlap any other call. It returns
+// ErrClosed after Close, as every container's Clear does.
+func (r *Ring[T]) Clear() error {
+	if r.dev == nil {
+		zeroUse("Ring")
+	}
+	if r.closed {
+		return fmt.Errorf("collections: Ring.Clear: %w", vmem.ErrClosed)
+	}
 	r.tail.Store(0)
 	r.durable.Store(0)
 	r.floor.Store(0)
@@ -437,11 +443,12 @@ func (r *Ring[T]) Clear() {
 	r.p = ringProducer{}
 	r.c.head, r.c.tail, r.c.winStart, r.c.winEnd, r.c.err = 0, 0, 0, 0, nil
 	r.c.wanted = 0
+	return nil
 }
 
 // Close frees the ring's memory. It is idempotent, and must not overlap any
-// other call. The ring is invalid afterwards: Push, PushBatch and PopBatch
-// return ErrClosed, Pop, Peek and Clear panic, Len returns 0.
+// other call. The ring is invalid afterwards: Push, PushBatch, PopBatch
+// and Clear return ErrClosed, Pop and Peek panic, Len returns 0.
 func (r *Ring[T]) Close() error {
 	if r.closed || r.dev == nil {
 		return nil
