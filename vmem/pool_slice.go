@@ -415,7 +415,7 @@ func (s *poolSlice[T]) resizeFill(n int) error {
 }
 
 // Grow makes room for n more elements without changing Len. On error the
-// PoolSlice is unchanged, apart from capacity reserved on the way.
+// Slice is unchanged, apart from capacity reserved on the way.
 func (s *poolSlice[T]) Grow(n int) error {
 	if n < 0 {
 		return fmt.Errorf("vmem: Slice.Grow(%d): %w", n, ErrRange)

@@ -174,7 +174,7 @@ func (s *poolSlice[T]) sortMerge(ds []int, keyOf func(*T) uint64, op string) err
 	if buildconst.Invariants {
 		for i := 1; i < len(out); i++ {
 			if keyOf(&out[i]) < keyOf(&out[i-1]) {
-				panic(fmt.Sprintf("vmem: invariant: PoolSlice merge out of order at %d of %d", i, len(out)))
+				panic(fmt.Sprintf("vmem: invariant: pool Slice merge out of order at %d of %d", i, len(out)))
 			}
 		}
 	}

@@ -11,6 +11,7 @@ package vmem_test
 // of several GPUs (TestPoolCapacity and the benchmarks do, on real GPUs).
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -471,7 +472,7 @@ func TestPoolSliceClose(t *testing.T) {
 	if _, err := vmem.NewSlice[int](p, -1); !errors.Is(err, vmem.ErrRange) {
 		t.Errorf("NewSlice(-1) on a pool: %v", err)
 	}
-	// Closing one device closes its part: the PoolSlice then reports it.
+	// Closing one device closes its part: the Slice then reports it.
 	devs := []*vmem.Device{vmemtest.Open(t, vmem.BackendHost, vmem.Options{})}
 	d1, _ := vmem.Open(vmem.Options{Backend: vmem.BackendHost})
 	devs = append(devs, d1)
@@ -485,6 +486,29 @@ func TestPoolSliceClose(t *testing.T) {
 		t.Errorf("Fill with a closed device: %v, want ErrClosed", err)
 	}
 	s2.Close()
+}
+
+// TestSliceMemory checks NewSlice's and LoadSlice's Memory: a nil one,
+// typed or not, is an error rather than a panic, and WithPlacement on one
+// device is ignored.
+func TestSliceMemory(t *testing.T) {
+	for name, mem := range map[string]vmem.Memory{"nil": nil, "nil Device": (*vmem.Device)(nil), "nil Pool": (*vmem.Pool)(nil)} {
+		if _, err := vmem.NewSlice[int](mem, 1); !errors.Is(err, vmem.ErrNoDevice) {
+			t.Errorf("NewSlice on a %s: %v, want ErrNoDevice", name, err)
+		}
+		if _, err := vmem.LoadSlice[int](mem, bytes.NewReader(nil)); !errors.Is(err, vmem.ErrNoDevice) {
+			t.Errorf("LoadSlice on a %s: %v, want ErrNoDevice", name, err)
+		}
+	}
+	d := vmemtest.Open(t, vmem.BackendHost, vmem.Options{})
+	s, err := vmem.NewSlice[int](d, 3, vmem.WithPlacement(vmem.FillFirst), vmem.WithStripe(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Len() != 3 || vmem.DeviceLens(s) != nil {
+		t.Errorf("Slice on a device with pool options: len %d, device lens %v", s.Len(), vmem.DeviceLens(s))
+	}
 }
 
 // TestPoolSliceConcurrentReads runs readers side by side (for -race).
