@@ -74,7 +74,7 @@ func TestReadsPanicWhenLost(t *testing.T) {
 		must(err)
 		defer fx.sl.Close()
 		must(fx.sl.CopyFrom(keys, 0))
-		fx.ps, err = vmem.NewPoolSlice[uint64](pool, n)
+		fx.ps, err = vmem.NewSlice[uint64](pool, n)
 		must(err)
 		defer fx.ps.Close()
 		must(fx.ps.CopyFrom(keys, 0))
@@ -128,7 +128,7 @@ func TestReadsPanicWhenLost(t *testing.T) {
 type lostFixture struct {
 	keys  []uint64
 	sl    *vmem.Slice[uint64]
-	ps    *vmem.PoolSlice[uint64]
+	ps    *vmem.Slice[uint64]
 	m     *Map[uint64, uint64]
 	sm    *ShardedMap[uint64, uint64]
 	bt    *BTree[uint64, uint64]
@@ -178,10 +178,10 @@ func lostReadCases(fx *lostFixture) []lostCase {
 			for range sl.Chunks() {
 			}
 		}},
-		{"PoolSlice.Get", func() { ps.Get(1) }},
-		{"PoolSlice.GetMany", func() { ps.GetMany(idx, dst) }},
-		{"PoolSlice.All", drainI(ps.All())},
-		{"PoolSlice.Chunks", func() {
+		{"Slice(pool).Get", func() { ps.Get(1) }},
+		{"Slice(pool).GetMany", func() { ps.GetMany(idx, dst) }},
+		{"Slice(pool).All", drainI(ps.All())},
+		{"Slice(pool).Chunks", func() {
 			for range ps.Chunks() {
 			}
 		}},
@@ -283,8 +283,8 @@ func lostErrForms(t *testing.T, fx *lostFixture) {
 	}
 	lost("Slice.CopyTo", sl.CopyTo(dst[:10], 0))
 	lost("Slice.Gather", sl.Gather(idx, dst))
-	lost("PoolSlice.CopyTo", ps.CopyTo(dst[:10], 0))
-	lost("PoolSlice.Gather", ps.Gather(idx, dst))
+	lost("Slice(pool).CopyTo", ps.CopyTo(dst[:10], 0))
+	lost("Slice(pool).Gather", ps.Gather(idx, dst))
 	lost("Map.GetBatch", m.GetBatch(keys, dst, found))
 	lost("ShardedMap.GetBatch", sm.GetBatch(keys, dst, found))
 	lost("BTree.GetBatch", bt.GetBatch(keys, dst, found))

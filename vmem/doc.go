@@ -41,12 +41,12 @@
 //
 // Slice[T] is a growable array of pointer-free T in one tier, read by
 // streaming loads or DMA and written through SliceWriter (a store log
-// sorted by address before it is written). PoolSlice[T] spreads one array
-// over the devices of a Pool. Both save and load snapshots
-// (internal/snapfmt).
+// sorted by address before it is written). Made on a Pool instead of a
+// Device (both are a Memory), it spreads its elements over the pool's
+// devices. It saves and loads snapshots (internal/snapfmt).
 //
 // The costs these choices follow are measured in docs/physics.md; the
 // design is described in docs/vmem.md and docs/gpu.md. With the invariants
-// build tag, kernels' results (a sort's order) and PoolSlice lengths are
-// checked after every operation.
+// build tag, kernels' results (a sort's order) and the lengths of a
+// Slice's parts on a pool are checked after every operation.
 package vmem

@@ -184,7 +184,7 @@ func TestPoolSliceKeptAlive(t *testing.T) {
 	for i := range idx {
 		idx[i] = (i * 7919) % n
 	}
-	type PS = *vmem.PoolSlice[uint64]
+	type PS = *vmem.Slice[uint64]
 	check := func(t *testing.T, got []uint64, at func(i int) int) {
 		t.Helper()
 		for i, v := range got {
@@ -241,7 +241,7 @@ func TestPoolSliceKeptAlive(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			p := openPool(t, k)
 			newPS := func(t *testing.T) PS {
-				s, err := vmem.NewPoolSlice[uint64](p, n, vmem.WithStripe(n/8))
+				s, err := vmem.NewSlice[uint64](p, n, vmem.WithStripe(n/8))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -49,20 +49,20 @@ func (s *Slice[T]) readCheck(op string) {
 	}
 }
 
-// readLost is Slice.readLost for a PoolSlice: any part's device.
+// readLost is Slice.readLost for a pool Slice: any part's device.
 //
 //go:noinline
-func (s *PoolSlice[T]) readLost(op string) {
+func (s *poolSlice[T]) readLost(op string) {
 	if s.closed {
-		panic("vmem: PoolSlice used after Close")
+		panic("vmem: Slice used after Close")
 	}
 	s.err.set(ErrDeviceLost)
-	readFault("PoolSlice."+op, ErrDeviceLost)
+	readFault("Slice."+op, ErrDeviceLost)
 }
 
 // readCheck is the entry check of s's reads without an error result: it
 // panics if any part's device is lost.
-func (s *PoolSlice[T]) readCheck(op string) {
+func (s *poolSlice[T]) readCheck(op string) {
 	for _, p := range s.parts {
 		if p.dev.isLost() {
 			s.readLost(op)
@@ -72,7 +72,7 @@ func (s *PoolSlice[T]) readCheck(op string) {
 
 // iterFail is where an iteration's read error goes: kept for Err, and a
 // lost device ends the iteration by a panic (readLost).
-func (s *PoolSlice[T]) iterFail(op string) func(error) {
+func (s *poolSlice[T]) iterFail(op string) func(error) {
 	return func(err error) {
 		s.err.set(err)
 		if errors.Is(err, ErrDeviceLost) {

@@ -6,17 +6,17 @@ package vmem
 // GPU is its own Vulkan device with its own memory, copy engine and compute
 // queues: nothing is shared, and no device can address another's memory
 // through govram. A Pool is simply the list of those Devices, opened
-// together, plus a placement policy; the containers built on it (PoolSlice
-// here, ShardedMap and ShardedBTree in package collections) keep one
-// single-device container per device and route every element to exactly
-// one of them. Work that touches several devices (bulk copies, gathers,
+// together; the containers made on it (a Slice here, ShardedMap and
+// ShardedBTree in package collections) keep one single-device container per
+// device and route every element to exactly one of them. Work that touches several devices (bulk copies, gathers,
 // batch lookups) runs one goroutine per device, so each GPU's DMA engine
 // and kernels work at the same time.
 //
 // Each device keeps its own tiers: the mapped tier of GPU 0 is not the
 // mapped tier of GPU 1, and a container's part on a device spills from
 // mapped into private VRAM on that device exactly as a single-device
-// container does. Info and Stats are therefore per device.
+// container does. Info is therefore per device (Device(i).Info()), and
+// Stats sums the devices'.
 
 import (
 	"errors"
@@ -31,8 +31,8 @@ import (
 	"github.com/govram/govram/internal/vk"
 )
 
-// Placement says how a pool container spreads its elements over the
-// pool's devices.
+// Placement says how a Slice made on a Pool spreads its elements over the
+// pool's devices (WithPlacement).
 type Placement int
 
 const (
@@ -58,8 +58,9 @@ func (p Placement) String() string {
 	return fmt.Sprintf("Placement(%d)", int(p))
 }
 
-// ParsePlacement reads "stripe" or "fill-first" (also "fillfirst").
-func ParsePlacement(s string) (Placement, error) {
+// parsePlacement reads "stripe" or "fill-first" (also "fillfirst"), as in
+// the benchmarks' VMEM_POOL_PLACEMENT.
+func parsePlacement(s string) (Placement, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "stripe", "":
 		return Stripe, nil
@@ -75,13 +76,13 @@ const poolMaxDevices = 256
 
 // Pool is a set of devices used together: every GPU of the machine (OpenAll)
 // or devices the caller opened (NewPool). Containers made on a pool spread
-// their elements over its devices (see Placement). All methods are safe for
-// concurrent use. A Pool must be closed; a pool from OpenAll closes its
+// their elements over its devices (see WithPlacement). All methods are safe
+// for concurrent use. A Pool must be closed; a pool from OpenAll closes its
 // devices then.
 type Pool struct {
 	devs      []*Device
-	owned     bool // Close closes the devices (OpenAll)
-	placement atomic.Int32
+	owned     bool         // Close closes the devices (OpenAll)
+	placement atomic.Int32 // of Slices made without WithPlacement (Stripe; tests set it)
 	closeOnce sync.Once
 	closeErr  error
 	closed    atomic.Bool
@@ -270,43 +271,17 @@ func NewPool(devs ...*Device) (*Pool, error) {
 // Len returns the number of devices.
 func (p *Pool) Len() int { return len(p.devs) }
 
-// Devices returns the pool's devices, in order (a new slice).
-func (p *Pool) Devices() []*Device { return slices.Clone(p.devs) }
-
-// Device returns device i.
+// Device returns device i (0 <= i < Len), in the driver's order for a
+// pool from OpenAll: its Info, Stats and Err are that GPU's.
 func (p *Pool) Device(i int) *Device { return p.devs[i] }
 
-// Placement returns the placement that containers made on the pool use
-// unless an option of theirs says otherwise.
-func (p *Pool) Placement() Placement { return Placement(p.placement.Load()) }
-
-// SetPlacement sets the placement of containers made on the pool from now
-// on; containers that exist keep theirs.
-func (p *Pool) SetPlacement(pl Placement) { p.placement.Store(int32(pl)) }
-
-// Info returns each device's description with its current usage.
-func (p *Pool) Info() []Info {
-	in := make([]Info, len(p.devs))
-	for i, d := range p.devs {
-		in[i] = d.Info()
-	}
-	return in
-}
-
-// Stats returns the tier's counters on each device.
-func (p *Pool) Stats(t Tier) []Stats {
-	st := make([]Stats, len(p.devs))
-	for i, d := range p.devs {
-		st[i] = d.Stats(t)
-	}
-	return st
-}
-
-// TotalStats returns the tier's counters summed over the devices
-// (LargestFree is the largest on any one device: no block spans devices).
-func (p *Pool) TotalStats(t Tier) Stats {
+// Stats returns the tier's counters summed over the devices (LargestFree
+// is the largest on any one device: no block spans devices). Each
+// device's own are Device(i).Stats(t).
+func (p *Pool) Stats(t Tier) Stats {
 	var sum Stats
-	for _, s := range p.Stats(t) {
+	for _, d := range p.devs {
+		s := d.Stats(t)
 		sum.Reserved += s.Reserved
 		sum.InUse += s.InUse
 		sum.Blocks += s.Blocks
@@ -333,9 +308,9 @@ func (p *Pool) Err() error {
 // String formats the pool's devices for people.
 func (p *Pool) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "pool of %d devices, placement %s\n", len(p.devs), p.Placement())
-	for i, in := range p.Info() {
-		fmt.Fprintf(&b, "device %d: %s", i, in)
+	fmt.Fprintf(&b, "pool of %d devices\n", len(p.devs))
+	for i, d := range p.devs {
+		fmt.Fprintf(&b, "device %d: %s", i, d.Info())
 	}
 	return b.String()
 }

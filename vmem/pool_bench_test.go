@@ -80,14 +80,14 @@ func TestPoolCapacity(t *testing.T) {
 		t.Skip("no GPU: set VMEM_POOL_CAPACITY_MAX_GIB to run on host memory")
 	}
 	var want uint64
-	for _, in := range p.Info() {
-		want += in.Tiers[vmem.Mapped].Capacity // mapped and private share the VRAM heap
+	for i := range p.Len() {
+		want += p.Device(i).Info().Tiers[vmem.Mapped].Capacity // mapped and private share the VRAM heap
 	}
 	if maxGiB > 0 {
 		want = min(want, uint64(maxGiB*(1<<30)))
 	}
 	start := time.Now()
-	s, err := vmem.NewPoolSlice[uint64](p, 0, vmem.WithPlacement(pl))
+	s, err := vmem.NewSlice[uint64](p, 0, vmem.WithPlacement(pl))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,9 +105,9 @@ func TestPoolCapacity(t *testing.T) {
 	}
 	n := s.Len()
 	size := vmem.Bytes(uint64(n) * 8)
-	t.Logf("one PoolSlice[uint64] of %d elements = %s (%.1f GiB), placement %s, allocated in %v", n, size, float64(n)*8/(1<<30), pl, time.Since(start))
-	for d, l := range s.DeviceLens() {
-		t.Logf("device %d: %s; mapped %+v; private %+v", d, vmem.Bytes(uint64(l)*8), p.Stats(vmem.Mapped)[d], p.Stats(vmem.Private)[d])
+	t.Logf("one Slice[uint64] on the pool, of %d elements = %s (%.1f GiB), placement %s, allocated in %v", n, size, float64(n)*8/(1<<30), pl, time.Since(start))
+	for d, l := range vmem.DeviceLens(s) {
+		t.Logf("device %d: %s; mapped %+v; private %+v", d, vmem.Bytes(uint64(l)*8), p.Device(d).Stats(vmem.Mapped), p.Device(d).Stats(vmem.Private))
 	}
 	if got := float64(n) * 8 / (1 << 30); got < minGiB {
 		t.Errorf("capacity %.1f GiB, want at least %.1f GiB", got, minGiB)
@@ -143,7 +143,7 @@ func TestPoolCapacity(t *testing.T) {
 	}
 	idx = append(idx, 0, n-1)
 	at := 0
-	for _, l := range s.DeviceLens() {
+	for _, l := range vmem.DeviceLens(s) {
 		if l > 0 {
 			idx = append(idx, at, at+l-1)
 			at += l
@@ -196,7 +196,7 @@ func BenchmarkPoolSliceCopy(b *testing.B) {
 			want += v
 		}
 		for _, v := range pools {
-			s, err := vmem.NewPoolSlice[uint64](v.p, n)
+			s, err := vmem.NewSlice[uint64](v.p, n)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -235,7 +235,7 @@ func BenchmarkPoolSliceCopy(b *testing.B) {
 }
 
 // poolSum adds up s's elements with All.
-func poolSum(s *vmem.PoolSlice[uint64]) (uint64, error) {
+func poolSum(s *vmem.Slice[uint64]) (uint64, error) {
 	var sum uint64
 	for _, v := range s.All() {
 		sum += v

@@ -13,8 +13,8 @@ import (
 )
 
 // poolSliceDiff runs random operations on a PoolSlice and on a []T model.
-func poolSliceDiff[T comparable](t *testing.T, p *vmem.Pool, gen func(uint64) T, steps int, opts ...vmem.PoolSliceOption) {
-	s, err := vmem.NewPoolSlice[T](p, 5, opts...)
+func poolSliceDiff[T comparable](t *testing.T, p *vmem.Pool, gen func(uint64) T, steps int, opts ...vmem.SliceOption) {
+	s, err := vmem.NewSlice[T](p, 5, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func poolSliceDiff[T comparable](t *testing.T, p *vmem.Pool, gen func(uint64) T,
 // random source and the counter behind the generated values.
 type poolDiff[T comparable] struct {
 	t     *testing.T
-	s     *vmem.PoolSlice[T]
+	s     *vmem.Slice[T]
 	model []T
 	r     *rand.Rand
 	ctr   uint64
@@ -68,11 +68,11 @@ func (d *poolDiff[T]) check(step int, what string) {
 		t.Fatalf("step %d (%s): Len %d, model %d", step, what, s.Len(), len(model))
 	}
 	sum := 0
-	for _, l := range s.DeviceLens() {
+	for _, l := range vmem.DeviceLens(s) {
 		sum += l
 	}
 	if sum != len(model) {
-		t.Fatalf("step %d (%s): DeviceLens %v sum to %d, want %d", step, what, s.DeviceLens(), sum, len(model))
+		t.Fatalf("step %d (%s): DeviceLens %v sum to %d, want %d", step, what, vmem.DeviceLens(s), sum, len(model))
 	}
 	if s.Cap() < s.Len() {
 		t.Fatalf("step %d: Cap %d < Len %d", step, s.Cap(), s.Len())

@@ -1,11 +1,11 @@
 package vmem
 
-// PoolSlice: one array over every device of a pool.
+// A Slice on a Pool: one array over every device of the pool.
 //
 // Each device holds one ordinary Slice (its part), so everything a Slice
 // does on one GPU (streaming-load Gets, NT-store writes, DMA, kernels,
 // spilling from mapped to private VRAM) is what a part does on its GPU.
-// The PoolSlice only maps a global index to (device, local index):
+// The poolSlice behind it only maps a global index to (device, local index):
 //
 //   - Stripe: element i lies in stripe i>>shift; stripes go to the devices
 //     in turn, so device d's part is the concatenation of stripes d, d+D,
@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
+	"slices"
 	"unsafe"
 
 	"github.com/govram/govram/internal/buildconst"
@@ -35,37 +36,21 @@ import (
 	"github.com/govram/govram/layout"
 )
 
-// PoolSlice is a typed, growable array spread over the devices of a Pool,
-// with the methods of Slice: switching a program from one GPU to all of
-// them is a change of constructor (NewSlice(dev, ...) to
-// NewPoolSlice(pool, ...)). Placement (WithPlacement, or the pool's)
-// decides which device holds which element; DeviceLens says how many each
-// holds.
+// poolSlice is a Slice on a Pool (NewSlice on a *Pool): a typed, growable
+// array spread over the pool's devices, with the methods of Slice, which
+// forward to it. Placement (WithPlacement) decides which device holds
+// which element.
 //
 // Save writes a snapshot in Slice.Save's format, the elements in order
-// whatever the devices, so LoadPoolSlice reads it into a pool of any size
-// and LoadSlice onto one device. Sort, SortBy, Sum and SumAs take a
-// PoolSlice as they take a Slice: each device works on its part at once,
-// and Sort merges the sorted parts through host memory.
+// whatever the devices, so LoadSlice reads it into a pool of any size or
+// onto one device. Sort, SortBy, Sum and SumAs work on each device's part
+// at once, and Sort merges the sorted parts through host memory.
 //
-// Concurrency is that of a Slice (and of a []T): any number of goroutines
-// may read at once; a call that changes the PoolSlice must not overlap with
-// any other call. The PoolSlice starts its own goroutines, one per device,
-// inside a call and waits for them before it returns.
-//
-// Concurrency, as in the table of docs/guide.md:
-//   - at the same time: Get, GetMany, CopyTo, Gather, All, Chunks, Len, Cap, Err, DeviceLens, Part, Placement, Pool, Save, Writer
-//   - alone: Set, Append, Grow, Resize, CopyFrom, Fill, a Writer's Set and Flush, Close
-//
-// A PoolSlice is invalid after Close, and after any of its devices is
-// closed (which closes that device's part): Get and Set panic, other
-// methods return ErrClosed.
-//
-// Device loss: Get, GetMany, All and Chunks panic with an error matching
-// ErrDeviceLost when a device they read is lost; CopyTo and Gather return
-// the loss instead.
-type PoolSlice[T any] struct {
-	pool  *Pool
+// Concurrency is that of a Slice on one device. It starts its own
+// goroutines, one per device, inside a call and waits for them before it
+// returns. It is invalid after Close, and after any of its devices is
+// closed (which closes that device's part).
+type poolSlice[T any] struct {
 	parts []*Slice[T] // parts[d] on pool device d
 	nd    int
 	place Placement
@@ -82,44 +67,20 @@ type PoolSlice[T any] struct {
 	err    stickyErr // first error of a method without an error result
 }
 
-// PoolSliceOption configures NewPoolSlice: a SliceOption (InTier,
-// WithSegmentBytes, WithCapacity), which applies to every device's part
-// (WithCapacity counts elements of the whole PoolSlice), or WithPlacement or
-// WithStripe.
-type PoolSliceOption interface {
-	applyPoolSlice(*poolSliceConfig)
+// WithPlacement sets how a Slice made on a Pool spreads its elements over
+// the pool's devices (default Stripe). A Slice on a Device holds every
+// element on that device, so there the option is ignored: code that takes
+// a Memory may pass it whatever the Memory is.
+func WithPlacement(p Placement) SliceOption {
+	return func(c *sliceConfig) { c.placement = p }
 }
 
-type poolSliceConfig struct {
-	slice     []SliceOption
-	placement Placement
-	placeSet  bool
-	stripe    int
-}
-
-// applyPoolSlice makes every SliceOption a PoolSliceOption, so the options
-// of NewSlice work unchanged with NewPoolSlice.
-func (o SliceOption) applyPoolSlice(c *poolSliceConfig) {
-	if o != nil {
-		c.slice = append(c.slice, o)
-	}
-}
-
-type poolSliceOpt func(*poolSliceConfig)
-
-func (o poolSliceOpt) applyPoolSlice(c *poolSliceConfig) { o(c) }
-
-// WithPlacement overrides the pool's placement for one PoolSlice.
-func WithPlacement(p Placement) PoolSliceOption {
-	return poolSliceOpt(func(c *poolSliceConfig) { c.placement, c.placeSet = p, true })
-}
-
-// WithStripe sets a striped PoolSlice's stripe to n elements (rounded up to
-// a power of two). Default: 16 MiB of elements. Small stripes spread small
-// arrays over every device (tests use them); large ones make bulk copies
-// larger transfers.
-func WithStripe(n int) PoolSliceOption {
-	return poolSliceOpt(func(c *poolSliceConfig) { c.stripe = n })
+// withStripe sets a striped pool Slice's stripe to n elements (rounded up
+// to a power of two; ignored on a Device). Default: 16 MiB of elements.
+// Small stripes spread small arrays over every device (tests use them);
+// large ones make bulk copies larger transfers.
+func withStripe(n int) SliceOption {
+	return func(c *sliceConfig) { c.stripe = n }
 }
 
 // poolStripeBytes is the default stripe: one DMA of 16 MiB runs at more
@@ -136,35 +97,35 @@ const poolDirectBytes = 1 << 20
 // poolStageBytes bounds the packing buffer of one device.
 const poolStageBytes = 16 << 20
 
-// NewPoolSlice makes a PoolSlice of n zero elements on the pool's devices.
-// T must hold no pointers (ErrPointerType names the field that does). It
-// fails with ErrOutOfMemory when the pool has no room for n elements
-// (nothing is left allocated then).
-func NewPoolSlice[T any](pool *Pool, n int, opts ...PoolSliceOption) (*PoolSlice[T], error) {
+// newPoolSlice is NewSlice on a pool: a Slice of n zero elements whose
+// sh spreads them over the pool's devices. The options apply to every
+// device's part (WithCapacity counts elements of the whole Slice).
+func newPoolSlice[T any](pool *Pool, n int, opts []SliceOption) (*Slice[T], error) {
 	if err := pool.usable(); err != nil {
-		return nil, fmt.Errorf("vmem: NewPoolSlice: %w", err)
+		return nil, fmt.Errorf("vmem: NewSlice: %w", err)
 	}
 	if err := layout.Check[T](); err != nil {
-		return nil, fmt.Errorf("vmem: NewPoolSlice: %w", err)
+		return nil, fmt.Errorf("vmem: NewSlice: %w", err)
 	}
 	if n < 0 {
-		return nil, fmt.Errorf("vmem: NewPoolSlice: negative length %d: %w", n, ErrRange)
+		return nil, fmt.Errorf("vmem: NewSlice: negative length %d: %w", n, ErrRange)
 	}
-	cfg := poolSliceConfig{placement: pool.Placement()}
+	cfg := sliceConfig{placement: Placement(pool.placement.Load())}
 	for _, o := range opts {
 		if o != nil {
-			o.applyPoolSlice(&cfg)
+			o(&cfg)
 		}
 	}
 	if cfg.placement != Stripe && cfg.placement != FillFirst {
-		return nil, fmt.Errorf("vmem: NewPoolSlice: unknown %v", cfg.placement)
-	}
-	var sc sliceConfig
-	for _, o := range cfg.slice {
-		o(&sc)
+		return nil, fmt.Errorf("vmem: NewSlice: unknown %v", cfg.placement)
 	}
 	var zero T
-	s := &PoolSlice[T]{pool: pool, nd: pool.Len(), place: cfg.placement, size: unsafe.Sizeof(zero)}
+	s := &poolSlice[T]{nd: pool.Len(), place: cfg.placement, size: unsafe.Sizeof(zero)}
+	// The Slice handed out: its own fields stay those of an empty Slice
+	// (no fast path, so Get goes to s), but for Len, mirrored from s after
+	// every change, and Err, which s's errors reach.
+	out := &Slice[T]{sh: s, size: s.size}
+	s.err.up = &out.err
 	stripe := cfg.stripe
 	if stripe <= 0 {
 		stripe = max(poolStripeBytes/int(max(s.size, 1)), 1)
@@ -174,40 +135,32 @@ func NewPoolSlice[T any](pool *Pool, n int, opts ...PoolSliceOption) (*PoolSlice
 	s.mask = 1<<s.shift - 1
 	s.ends = make([]int, s.nd)
 	// Parts start empty: capacity is reserved below in the pool's terms.
-	partOpts := append(append([]SliceOption(nil), cfg.slice...), WithCapacity(0))
+	partOpts := append(slices.Clip(opts), WithCapacity(0))
 	s.parts = make([]*Slice[T], s.nd)
 	for d, dev := range pool.devs {
-		p, err := NewSlice[T](dev, 0, partOpts...)
+		p, err := newSlice[T](dev, 0, partOpts)
 		if err != nil {
 			s.Close()
-			return nil, fmt.Errorf("vmem: NewPoolSlice: device %d: %w", d, err)
+			return nil, fmt.Errorf("vmem: NewSlice: device %d: %w", d, err)
 		}
+		p.err.up = &s.err
 		s.parts[d] = p
 	}
 	if err := s.Resize(n); err != nil {
 		s.Close()
 		return nil, err
 	}
-	if sc.capacity > n {
-		if err := s.Grow(sc.capacity - n); err != nil {
+	if cfg.capacity > n {
+		if err := s.Grow(cfg.capacity - n); err != nil {
 			s.Close()
 			return nil, err
 		}
 	}
-	return s, nil
+	return out, out.synced(nil)
 }
 
-// Len returns the number of elements.
-func (s *PoolSlice[T]) Len() int { return s.n }
-
-// Placement returns how the elements are spread over the devices.
-func (s *PoolSlice[T]) Placement() Placement { return s.place }
-
-// Pool returns the pool the PoolSlice lives on.
-func (s *PoolSlice[T]) Pool() *Pool { return s.pool }
-
 // DeviceLens returns how many elements each device of the pool holds.
-func (s *PoolSlice[T]) DeviceLens() []int {
+func (s *poolSlice[T]) DeviceLens() []int {
 	ls := make([]int, s.nd)
 	for d, p := range s.parts {
 		if p != nil {
@@ -217,32 +170,8 @@ func (s *PoolSlice[T]) DeviceLens() []int {
 	return ls
 }
 
-// Part returns device d's part: an ordinary Slice holding the elements
-// that device d holds (DeviceLens()[d] of them), in the PoolSlice's order.
-// It is for running one-device operations on every device (Sum, Sort of
-// each part, kernels); the part's elements may be read and written through
-// it, but its length must not be changed except through the PoolSlice.
-func (s *PoolSlice[T]) Part(d int) *Slice[T] { return s.parts[d] }
-
-// Err returns the first error met by a method without an error result
-// (Get or Set on private VRAM of a lost device, an iteration stopped by an
-// error), on any device.
-func (s *PoolSlice[T]) Err() error {
-	if err := s.err.get(); err != nil {
-		return err
-	}
-	for _, p := range s.parts {
-		if p != nil {
-			if err := p.Err(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // usable is the check of every method with an error result.
-func (s *PoolSlice[T]) usable() error {
+func (s *poolSlice[T]) usable() error {
 	if s.closed {
 		return ErrClosed
 	}
@@ -255,7 +184,7 @@ func (s *PoolSlice[T]) usable() error {
 }
 
 // stripeLen is how many of the first n elements device d holds (Stripe).
-func (s *PoolSlice[T]) stripeLen(d, n int) int {
+func (s *poolSlice[T]) stripeLen(d, n int) int {
 	full, rem := n>>s.shift, n&s.mask
 	q, r := full/s.nd, full%s.nd
 	l := q << s.shift
@@ -268,12 +197,12 @@ func (s *PoolSlice[T]) stripeLen(d, n int) int {
 }
 
 // global is the index of device d's local element l (Stripe).
-func (s *PoolSlice[T]) global(d, l int) int {
+func (s *poolSlice[T]) global(d, l int) int {
 	return ((l>>s.shift)*s.nd+d)<<s.shift | l&s.mask
 }
 
 // start is the first global index of parts[d] (FillFirst).
-func (s *PoolSlice[T]) start(d int) int {
+func (s *poolSlice[T]) start(d int) int {
 	if d == 0 {
 		return 0
 	}
@@ -281,7 +210,7 @@ func (s *PoolSlice[T]) start(d int) int {
 }
 
 // locate maps global index i (in range) to its device and local index.
-func (s *PoolSlice[T]) locate(i int) (d, l int) {
+func (s *poolSlice[T]) locate(i int) (d, l int) {
 	if s.place == Stripe {
 		k := i >> s.shift
 		return k % s.nd, (k/s.nd)<<s.shift | i&s.mask
@@ -294,7 +223,7 @@ func (s *PoolSlice[T]) locate(i int) (d, l int) {
 
 // localRange is device d's part of the global range [lo, hi): the local
 // elements [a, b).
-func (s *PoolSlice[T]) localRange(d, lo, hi int) (a, b int) {
+func (s *poolSlice[T]) localRange(d, lo, hi int) (a, b int) {
 	if s.place == Stripe {
 		return s.stripeLen(d, lo), s.stripeLen(d, hi)
 	}
@@ -304,16 +233,16 @@ func (s *PoolSlice[T]) localRange(d, lo, hi int) (a, b int) {
 	return a, b
 }
 
-func (s *PoolSlice[T]) outOfRange(i int) {
+func (s *poolSlice[T]) outOfRange(i int) {
 	if s.closed {
-		panic("vmem: PoolSlice used after Close")
+		panic("vmem: Slice used after Close")
 	}
-	panic(fmt.Sprintf("vmem: PoolSlice index %d out of range [0:%d]", i, s.n))
+	panic(fmt.Sprintf("vmem: Slice index %d out of range [0:%d]", i, s.n))
 }
 
 // Get returns element i. It panics if i is out of range, like a slice, and
 // once the device holding i is lost (see Slice.Get).
-func (s *PoolSlice[T]) Get(i int) T {
+func (s *poolSlice[T]) Get(i int) T {
 	if uint(i) >= uint(s.n) {
 		s.outOfRange(i)
 	}
@@ -326,7 +255,7 @@ func (s *PoolSlice[T]) Get(i int) T {
 }
 
 // Set stores v at i. It panics if i is out of range.
-func (s *PoolSlice[T]) Set(i int, v T) {
+func (s *poolSlice[T]) Set(i int, v T) {
 	if uint(i) >= uint(s.n) {
 		s.outOfRange(i)
 	}
@@ -350,7 +279,7 @@ func poolRun(ds []int, f func(d int) error) error {
 
 // fan is poolRun for a call of s: s stays reachable until every part is
 // done (its parts are s's to free; see vmemtest.KeptAlive).
-func (s *PoolSlice[T]) fan(ds []int, f func(d int) error) error {
+func (s *poolSlice[T]) fan(ds []int, f func(d int) error) error {
 	err := poolRun(ds, f)
 	runtime.KeepAlive(s)
 	return err
@@ -361,11 +290,11 @@ func devErr(op string, d int, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("vmem: PoolSlice.%s: device %d: %w", op, d, err)
+	return fmt.Errorf("vmem: Slice.%s: device %d: %w", op, d, err)
 }
 
 // setLens records the parts' lengths after a change.
-func (s *PoolSlice[T]) setLens() {
+func (s *poolSlice[T]) setLens() {
 	end := 0
 	for d, p := range s.parts {
 		end += p.Len()
@@ -380,13 +309,13 @@ func (s *PoolSlice[T]) setLens() {
 // check panics if the parts' lengths do not follow the placement (each
 // device holds exactly its stripes) or exceed their capacity. (FillFirst
 // parts may be empty before a full one: a device that had no room at all.)
-func (s *PoolSlice[T]) check() {
+func (s *poolSlice[T]) check() {
 	for d, p := range s.parts {
 		switch {
 		case s.place == Stripe && p.Len() != s.stripeLen(d, s.n):
-			panic(fmt.Sprintf("vmem: PoolSlice: device %d holds %d of %d elements, its stripes %d", d, p.Len(), s.n, s.stripeLen(d, s.n)))
+			panic(fmt.Sprintf("vmem: Slice: device %d holds %d of %d elements, its stripes %d", d, p.Len(), s.n, s.stripeLen(d, s.n)))
 		case p.Len() > p.Cap():
-			panic(fmt.Sprintf("vmem: PoolSlice: device %d: length %d over capacity %d", d, p.Len(), p.Cap()))
+			panic(fmt.Sprintf("vmem: Slice: device %d: length %d over capacity %d", d, p.Len(), p.Cap()))
 		}
 	}
 }
@@ -394,7 +323,7 @@ func (s *PoolSlice[T]) check() {
 // restore puts every part back to the lengths in old, after a failed
 // change (shrinking zeroes what is cut off, so the elements read as before
 // and a later growth shows zeros).
-func (s *PoolSlice[T]) restore(old []int) {
+func (s *poolSlice[T]) restore(old []int) {
 	for d, p := range s.parts {
 		if p.Len() != old[d] {
 			p.Resize(old[d])
@@ -407,9 +336,9 @@ func (s *PoolSlice[T]) restore(old []int) {
 // On error (ErrOutOfMemory when the pool has no room) the length and the
 // elements are unchanged; memory the parts reserved on the way stays with
 // them as capacity, as with Slice.Grow.
-func (s *PoolSlice[T]) Resize(n int) error {
+func (s *poolSlice[T]) Resize(n int) error {
 	if n < 0 {
-		return fmt.Errorf("vmem: PoolSlice.Resize(%d): %w", n, ErrRange)
+		return fmt.Errorf("vmem: Slice.Resize(%d): %w", n, ErrRange)
 	}
 	if err := s.usable(); err != nil {
 		return err
@@ -437,9 +366,9 @@ func (s *PoolSlice[T]) Resize(n int) error {
 	return nil
 }
 
-// resizeFill resizes a FillFirst PoolSlice: shrinking cuts from the last
+// resizeFill resizes a FillFirst pool Slice: shrinking cuts from the last
 // parts; growing fills the last non-empty part's device, then the next.
-func (s *PoolSlice[T]) resizeFill(n int) error {
+func (s *poolSlice[T]) resizeFill(n int) error {
 	if n <= s.n {
 		for d := s.nd - 1; d >= 0; d-- {
 			st := s.start(d)
@@ -480,16 +409,16 @@ func (s *PoolSlice[T]) resizeFill(n int) error {
 		}
 	}
 	if need > 0 {
-		return fmt.Errorf("vmem: PoolSlice.Resize(%d): %d elements do not fit on the pool's %d devices: %w", n, need, s.nd, ErrOutOfMemory)
+		return fmt.Errorf("vmem: Slice.Resize(%d): %d elements do not fit on the pool's %d devices: %w", n, need, s.nd, ErrOutOfMemory)
 	}
 	return nil
 }
 
 // Grow makes room for n more elements without changing Len. On error the
-// PoolSlice is unchanged, apart from capacity reserved on the way.
-func (s *PoolSlice[T]) Grow(n int) error {
+// Slice is unchanged, apart from capacity reserved on the way.
+func (s *poolSlice[T]) Grow(n int) error {
 	if n < 0 {
-		return fmt.Errorf("vmem: PoolSlice.Grow(%d): %w", n, ErrRange)
+		return fmt.Errorf("vmem: Slice.Grow(%d): %w", n, ErrRange)
 	}
 	if err := s.usable(); err != nil {
 		return err
@@ -515,9 +444,9 @@ func (s *PoolSlice[T]) Grow(n int) error {
 	return s.Resize(at)
 }
 
-// Cap returns the number of elements the PoolSlice holds without
+// Cap returns the number of elements the Slice holds without
 // allocating.
-func (s *PoolSlice[T]) Cap() int {
+func (s *poolSlice[T]) Cap() int {
 	if s.closed {
 		return 0
 	}
@@ -558,9 +487,9 @@ func (s *PoolSlice[T]) Cap() int {
 	return lo
 }
 
-// Append adds vs at the end, growing the PoolSlice as needed. On error it is
+// Append adds vs at the end, growing the Slice as needed. On error it is
 // unchanged.
-func (s *PoolSlice[T]) Append(vs ...T) error {
+func (s *poolSlice[T]) Append(vs ...T) error {
 	at := s.n
 	if err := s.Resize(at + len(vs)); err != nil {
 		return err
@@ -572,9 +501,9 @@ func (s *PoolSlice[T]) Append(vs ...T) error {
 	return nil
 }
 
-// Close frees the PoolSlice's memory on every device. It is idempotent;
-// the PoolSlice is invalid afterwards.
-func (s *PoolSlice[T]) Close() error {
+// Close frees the Slice's memory on every device. It is idempotent;
+// the Slice is invalid afterwards.
+func (s *poolSlice[T]) Close() error {
 	if s.closed {
 		return nil
 	}

@@ -1,6 +1,6 @@
 package vmem
 
-// PoolSlice's bulk operations: copies in and out (one transfer per device,
+// pool Slice's bulk operations: copies in and out (one transfer per device,
 // all devices at once), Fill, GetMany and Gather (indices grouped by
 // device), the iterators, and the batched writer.
 
@@ -9,18 +9,18 @@ import (
 	"iter"
 )
 
-func (s *PoolSlice[T]) checkSpan(op string, at, n int) error {
+func (s *poolSlice[T]) checkSpan(op string, at, n int) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
 	if at < 0 || n < 0 || at > s.n || n > s.n-at {
-		return fmt.Errorf("vmem: PoolSlice.%s: [%d, %d) outside [0, %d): %w", op, at, at+n, s.n, ErrRange)
+		return fmt.Errorf("vmem: Slice.%s: [%d, %d) outside [0, %d): %w", op, at, at+n, s.n, ErrRange)
 	}
 	return nil
 }
 
 // spans returns the devices holding part of the global range [lo, hi).
-func (s *PoolSlice[T]) spans(lo, hi int) []int {
+func (s *poolSlice[T]) spans(lo, hi int) []int {
 	var ds []int
 	for d := range s.parts {
 		if a, b := s.localRange(d, lo, hi); b > a {
@@ -32,16 +32,16 @@ func (s *PoolSlice[T]) spans(lo, hi int) []int {
 
 // direct reports whether device runs are copied straight between the
 // caller's memory and the part (else they are packed first).
-func (s *PoolSlice[T]) direct() bool {
+func (s *poolSlice[T]) direct() bool {
 	return s.place == FillFirst || s.nd == 1 || uintptr(s.mask+1)*s.size >= poolDirectBytes
 }
 
-// CopyFrom copies src into the PoolSlice starting at element at (which
+// CopyFrom copies src into the Slice starting at element at (which
 // must leave room: at+len(src) <= Len). Each device's share is written by
 // its own goroutine, as one contiguous range of its part, so the devices'
 // transfers (NT stores into mapped VRAM, DMA into private VRAM) run at
 // once.
-func (s *PoolSlice[T]) CopyFrom(src []T, at int) error {
+func (s *poolSlice[T]) CopyFrom(src []T, at int) error {
 	if err := s.checkSpan("CopyFrom", at, len(src)); err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (s *PoolSlice[T]) CopyFrom(src []T, at int) error {
 
 // CopyTo copies len(dst) elements starting at element at into dst, each
 // device's share by its own goroutine (DMA on every GPU at once).
-func (s *PoolSlice[T]) CopyTo(dst []T, at int) error {
+func (s *poolSlice[T]) CopyTo(dst []T, at int) error {
 	if err := s.checkSpan("CopyTo", at, len(dst)); err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (s *PoolSlice[T]) CopyTo(dst []T, at int) error {
 }
 
 // Fill sets every element to v, on every device at once.
-func (s *PoolSlice[T]) Fill(v T) error {
+func (s *poolSlice[T]) Fill(v T) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ type poolGroups struct {
 }
 
 // group sorts a batch of (in-range) indices by device, stably.
-func (s *PoolSlice[T]) group(idx []int) *poolGroups {
+func (s *poolSlice[T]) group(idx []int) *poolGroups {
 	g := &poolGroups{dev: make([]uint8, len(idx)), local: make([]int, len(idx)), base: make([]int, s.nd+1)}
 	cnt := make([]int, s.nd)
 	for k, i := range idx {
@@ -194,9 +194,9 @@ const poolGetManyPar = 1024
 // device's group at once, one goroutine each. It panics on an index out of
 // range and when dst is shorter than idx (it has no error result; Gather
 // returns an error matching ErrRange).
-func (s *PoolSlice[T]) GetMany(idx []int, dst []T) {
+func (s *poolSlice[T]) GetMany(idx []int, dst []T) {
 	if len(dst) < len(idx) {
-		panic("vmem: PoolSlice.GetMany: dst shorter than idx")
+		panic("vmem: Slice.GetMany: dst shorter than idx")
 	}
 	for _, i := range idx {
 		if uint(i) >= uint(s.n) {
@@ -232,16 +232,16 @@ func (s *PoolSlice[T]) GetMany(idx []int, dst []T) {
 // per device and one copy back each). An index out of range gives
 // ErrRange; dst's contents are then unspecified. Like Get, it may run
 // concurrently with other readers.
-func (s *PoolSlice[T]) Gather(indices []int, dst []T) error {
+func (s *poolSlice[T]) Gather(indices []int, dst []T) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
 	if len(dst) != len(indices) {
-		return fmt.Errorf("vmem: PoolSlice.Gather: %d indices for %d elements of dst: %w", len(indices), len(dst), ErrRange)
+		return fmt.Errorf("vmem: Slice.Gather: %d indices for %d elements of dst: %w", len(indices), len(dst), ErrRange)
 	}
 	for _, i := range indices {
 		if uint(i) >= uint(s.n) {
-			return fmt.Errorf("vmem: PoolSlice.Gather: index %d outside [0, %d): %w", i, s.n, ErrRange)
+			return fmt.Errorf("vmem: Slice.Gather: index %d outside [0, %d): %w", i, s.n, ErrRange)
 		}
 	}
 	if s.nd == 1 {
@@ -262,12 +262,12 @@ func (s *PoolSlice[T]) Gather(indices []int, dst []T) error {
 
 // Chunks returns the elements in order as consecutive runs: yield gets the
 // index of each run's first element and the run, which is valid only until
-// yield returns. A FillFirst PoolSlice hands out its parts' Chunks in turn;
+// yield returns. A FillFirst pool Slice hands out its parts' Chunks in turn;
 // a striped one reads rounds of stripes from every device at once (CopyTo),
-// the next round while yield works on this one. The PoolSlice must not
+// the next round while yield works on this one. The Slice must not
 // change length while Chunks or All runs; an error stops the iteration and
 // is reported by Err.
-func (s *PoolSlice[T]) Chunks() iter.Seq2[int, []T] {
+func (s *poolSlice[T]) Chunks() iter.Seq2[int, []T] {
 	return func(yield func(int, []T) bool) {
 		if s.closed {
 			return
@@ -280,7 +280,7 @@ func (s *PoolSlice[T]) Chunks() iter.Seq2[int, []T] {
 			st := 0
 			for _, p := range s.parts {
 				before := p.Err()
-				for at, run := range p.Chunks() {
+				for at, run := range p.chunks {
 					if !yield(st+at, run) {
 						return
 					}
@@ -301,67 +301,32 @@ func (s *PoolSlice[T]) Chunks() iter.Seq2[int, []T] {
 	}
 }
 
-// roundRun is the elements a striped PoolSlice reads at a time: whole
+// chunks runs Chunks for Slice.Chunks, whose function stays one.
+//
+//go:noinline
+func (s *poolSlice[T]) chunks(yield func(int, []T) bool) { s.Chunks()(yield) }
+
+// roundRun is the elements a striped pool Slice reads at a time: whole
 // rounds of stripes, about poolStageBytes from each device.
-func (s *PoolSlice[T]) roundRun() int {
+func (s *poolSlice[T]) roundRun() int {
 	round := (s.mask + 1) * s.nd
 	per := max(poolStageBytes*s.nd/int(max(s.size, 1))/round, 1) * round
 	return min(per, s.n)
 }
 
-// All returns every element with its index, in order (read in bulk, see
-// Chunks). An error stops the iteration and is reported by Err.
-func (s *PoolSlice[T]) All() iter.Seq2[int, T] {
-	// Small enough for the compiler to inline with the loop body (see
-	// Slice.All): on the host backend each part's runs are read in place by
-	// a plain loop; on GPUs runs are read into Go buffers by CopyTo, the
-	// next while a plain loop hands out this one. The loops repeat
-	// Slice.All's: a helper holding them would be too costly to inline.
-	return func(yield func(int, T) bool) {
-		if s.closed {
-			return
-		}
+// allStart begins Slice.All on a pool: it panics if a device is lost and
+// reports whether runs are read by DMA (CopyTo, allRun elements at a time,
+// every device at once) rather than in place (hostRun).
+func (s *poolSlice[T]) allStart() bool {
+	if !s.closed {
 		s.readCheck("All")
-		if s.n == 0 {
-			return
-		}
-		if s.onHost() {
-			for at := 0; ; {
-				run := s.hostRun(at)
-				if len(run) == 0 {
-					return
-				}
-				for k, v := range run {
-					if !yield(at+k, v) {
-						return
-					}
-				}
-				at += len(run)
-			}
-		}
-		r := runReader[T]{n: s.n, k: s.allRun(), copyTo: s.CopyTo}
-		for {
-			run, at, err := r.run()
-			if err != nil {
-				s.iterFail("All")(err)
-				return
-			}
-			if run == nil {
-				return
-			}
-			for k, v := range run {
-				if !yield(at+k, v) {
-					r.stop()
-					return
-				}
-			}
-		}
 	}
+	return !s.onHost()
 }
 
 // onHost reports whether every part is on the host backend, where All
 // reads the parts' memory in place.
-func (s *PoolSlice[T]) onHost() bool {
+func (s *poolSlice[T]) onHost() bool {
 	for _, p := range s.parts {
 		if p.dev.vk != nil {
 			return false
@@ -372,7 +337,7 @@ func (s *PoolSlice[T]) onHost() bool {
 
 // hostRun is the run of elements from at that lie together in one part's
 // memory, in place (nil at the end). Every part is on the host backend.
-func (s *PoolSlice[T]) hostRun(at int) []T {
+func (s *poolSlice[T]) hostRun(at int) []T {
 	if s.closed || at >= s.n {
 		return nil
 	}
@@ -386,30 +351,30 @@ func (s *PoolSlice[T]) hostRun(at int) []T {
 
 // allRun is the elements All reads at a time: whole rounds of stripes
 // when striped (every device reads at once), else as Slice.All.
-func (s *PoolSlice[T]) allRun() int {
+func (s *poolSlice[T]) allRun() int {
 	if s.place == FillFirst || s.nd == 1 {
 		return min(max(allRunBytes/int(max(s.size, 1)), 1), s.n)
 	}
 	return s.roundRun()
 }
 
-// PoolSliceWriter batches Sets on every device: one SliceWriter per device
+// poolSliceWriter is a SliceWriter on a pool: one SliceWriter per device
 // (stores logged, sorted by address and written as whole lines at Flush).
 // Its rules are SliceWriter's; Flush writes every device's batch at once.
-type PoolSliceWriter[T any] struct {
-	s     *PoolSlice[T]
+type poolSliceWriter[T any] struct {
+	s     *poolSlice[T]
 	lines int
 	ws    []*SliceWriter[T]
 }
 
 // Writer returns a batch writer with room for lines pending lines per
 // segment of each device's part (0: DefaultWriterLines).
-func (s *PoolSlice[T]) Writer(lines int) *PoolSliceWriter[T] {
-	return &PoolSliceWriter[T]{s: s, lines: lines, ws: make([]*SliceWriter[T], s.nd)}
+func (s *poolSlice[T]) Writer(lines int) *poolSliceWriter[T] {
+	return &poolSliceWriter[T]{s: s, lines: lines, ws: make([]*SliceWriter[T], s.nd)}
 }
 
 // Set records a store of v at i; it panics if i is out of range.
-func (w *PoolSliceWriter[T]) Set(i int, v T) {
+func (w *poolSliceWriter[T]) Set(i int, v T) {
 	s := w.s
 	if uint(i) >= uint(s.n) {
 		s.outOfRange(i)
@@ -422,7 +387,7 @@ func (w *PoolSliceWriter[T]) Set(i int, v T) {
 }
 
 // Flush writes every pending store, every device's at once.
-func (w *PoolSliceWriter[T]) Flush() error {
+func (w *poolSliceWriter[T]) Flush() error {
 	var ds []int
 	for d, sw := range w.ws {
 		if sw != nil {

@@ -1,13 +1,13 @@
 package vmem
 
-// PoolSlice snapshots are Slice snapshots: the header, blocks and trailer
-// of Slice.Save, holding the elements in the PoolSlice's order whatever
-// the devices and placement. So a PoolSlice saved from a pool of any size
-// loads into a pool of any other size, with any placement, or with
-// LoadSlice onto one device, and a Slice's snapshot loads as a PoolSlice.
+// A pool Slice's snapshots are those of a Slice on one device: the
+// header, blocks and trailer of Slice.Save, holding the elements in order
+// whatever the devices and placement. So a Slice saved from a pool of any
+// size loads into a pool of any other size, with any placement, or onto
+// one device, and a one-device Slice's snapshot loads onto a pool.
 //
 // Both directions move a stage of elements (two blocks, 32 MiB) with the
-// PoolSlice's bulk copies, which run on every device at once, while the
+// pool Slice's bulk copies, which run on every device at once, while the
 // CPU checksums and writes, or reads and verifies, the stage before.
 
 import (
@@ -18,23 +18,18 @@ import (
 
 	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/internal/snapfmt"
-	"github.com/govram/govram/layout"
 )
 
-// Save writes the PoolSlice's elements to w as a snapshot (see
-// docs/snapshots.md), in the format of Slice.Save: LoadPoolSlice reads it
-// back into a pool of any number of devices, LoadSlice onto one device.
-//
-// Save only reads: like CopyTo it may run alongside other readers, but not
-// alongside a change to the PoolSlice.
-func (s *PoolSlice[T]) Save(w io.Writer) error {
+// Save is Slice.Save on a pool, in the same format: LoadSlice reads it
+// back into a pool of any number of devices or onto one device.
+func (s *poolSlice[T]) Save(w io.Writer) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(s) // w runs while the parts' memory is read
 	bs, err := sliceSnapBlockBytes(s.size)
 	if err != nil {
-		return fmt.Errorf("vmem: PoolSlice.Save: %w", err)
+		return fmt.Errorf("vmem: Slice.Save: %w", err)
 	}
 	sw, err := snapfmt.NewWriter(w, snapfmt.Header{
 		Kind:        snapfmt.KindSlice,
@@ -44,22 +39,22 @@ func (s *PoolSlice[T]) Save(w io.Writer) error {
 		Aux:         [3]uint64{uint64(s.size)},
 	})
 	if err != nil {
-		return fmt.Errorf("vmem: PoolSlice.Save: %w", err)
+		return fmt.Errorf("vmem: Slice.Save: %w", err)
 	}
 	if s.n > 0 && s.size > 0 {
 		if err := s.saveBody(sw, int(uintptr(bs)/s.size)); err != nil {
-			return fmt.Errorf("vmem: PoolSlice.Save: %w", err)
+			return fmt.Errorf("vmem: Slice.Save: %w", err)
 		}
 	}
 	if err := sw.Close(); err != nil {
-		return fmt.Errorf("vmem: PoolSlice.Save: %w", err)
+		return fmt.Errorf("vmem: Slice.Save: %w", err)
 	}
 	return nil
 }
 
 // saveBody copies stages out of the devices on one goroutine while this
 // one checksums and writes the stage before.
-func (s *PoolSlice[T]) saveBody(sw *snapfmt.Writer, per int) error {
+func (s *poolSlice[T]) saveBody(sw *snapfmt.Writer, per int) error {
 	stageN := min(s.n, max(sliceSnapStage/int(s.size)/per, 1)*per)
 	bufs := [][]T{make([]T, stageN)}
 	if stageN < s.n {
@@ -104,36 +99,12 @@ func (p *Pool) sliceSnapMaxBytes() uint64 {
 	return most
 }
 
-// LoadPoolSlice reads a snapshot written by PoolSlice.Save or Slice.Save
-// into a new PoolSlice over pool (opts as for NewPoolSlice). The pool may
-// have any number of devices and the PoolSlice any placement: the snapshot
-// holds the elements in order, and they are spread as NewPoolSlice spreads
-// them.
-//
-// It checks everything as LoadSlice does: another element layout gives an
-// error matching ErrTypeMismatch, a damaged or truncated stream one
-// matching ErrCorrupt. Device memory is taken a stage at a time as the
-// blocks arrive, so a forged count costs at most one stage beyond the data
-// the stream holds. On any error the new PoolSlice is freed and no
-// goroutine of LoadPoolSlice is left running.
-func LoadPoolSlice[T any](pool *Pool, r io.Reader, opts ...PoolSliceOption) (*PoolSlice[T], error) {
-	if err := pool.usable(); err != nil {
-		return nil, fmt.Errorf("vmem: LoadPoolSlice: %w", err)
-	}
-	if r == nil {
-		return nil, fmt.Errorf("vmem: LoadPoolSlice: nil io.Reader: %w", ErrRange)
-	}
-	if err := layout.Check[T](); err != nil {
-		return nil, fmt.Errorf("vmem: LoadPoolSlice: %w", err)
-	}
-	s, err := loadPoolSlice[T](pool, r, opts)
-	if err != nil {
-		return nil, fmt.Errorf("vmem: LoadPoolSlice: %w", snapErr(err))
-	}
-	return s, nil
-}
-
-func loadPoolSlice[T any](pool *Pool, r io.Reader, opts []PoolSliceOption) (*PoolSlice[T], error) {
+// loadPoolSlice is LoadSlice on a pool. The pool may have any number of
+// devices and the Slice any placement: the snapshot holds the elements in
+// order, and they are spread as NewSlice spreads them. Device memory is
+// taken a stage at a time as the blocks arrive, so a forged count costs at
+// most one stage beyond the data the stream holds.
+func loadPoolSlice[T any](pool *Pool, r io.Reader, opts []SliceOption) (*Slice[T], error) {
 	sr, err := snapfmt.NewReader(r, snapfmt.KindSlice, sliceSnapFingerprint[T]())
 	if err != nil {
 		return nil, err
@@ -142,11 +113,11 @@ func loadPoolSlice[T any](pool *Pool, r io.Reader, opts []PoolSliceOption) (*Poo
 	if err != nil {
 		return nil, err
 	}
-	s, err := NewPoolSlice[T](pool, 0, opts...)
+	s, err := newPoolSlice[T](pool, 0, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.loadBody(sr, int(sr.Header().Count), per); err != nil {
+	if err := s.synced(s.sh.loadBody(sr, int(sr.Header().Count), per)); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -155,9 +126,9 @@ func loadPoolSlice[T any](pool *Pool, r io.Reader, opts []PoolSliceOption) (*Poo
 
 // loadBody reads count elements, per to a block, then the end of the
 // snapshot. A stage is read from the stream while a goroutine verifies
-// the one before and copies it to the devices; the PoolSlice grows only
+// the one before and copies it to the devices; the Slice grows only
 // between the copies.
-func (s *PoolSlice[T]) loadBody(sr *snapfmt.Reader, count, per int) error {
+func (s *poolSlice[T]) loadBody(sr *snapfmt.Reader, count, per int) error {
 	if s.size == 0 || count == 0 {
 		if err := s.Resize(count); err != nil {
 			return err

@@ -14,11 +14,11 @@ import (
 )
 
 // poolSliceOf returns a new PoolSlice over p holding want, appended a
-// little at a time (so that a FillFirst PoolSlice fills each device before
+// little at a time (so that a FillFirst pool Slice fills each device before
 // the next).
-func poolSliceOf[T any](t testing.TB, p *vmem.Pool, want []T, opts ...vmem.PoolSliceOption) *vmem.PoolSlice[T] {
+func poolSliceOf[T any](t testing.TB, p *vmem.Pool, want []T, opts ...vmem.SliceOption) *vmem.Slice[T] {
 	t.Helper()
-	s, err := vmem.NewPoolSlice[T](p, 0, opts...)
+	s, err := vmem.NewSlice[T](p, 0, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func poolSliceOf[T any](t testing.TB, p *vmem.Pool, want []T, opts ...vmem.PoolS
 }
 
 // poolElems returns the elements of s.
-func poolElems[T any](t testing.TB, s *vmem.PoolSlice[T]) []T {
+func poolElems[T any](t testing.TB, s *vmem.Slice[T]) []T {
 	t.Helper()
 	got := make([]T, s.Len())
 	if err := s.CopyTo(got, 0); err != nil {
@@ -40,7 +40,7 @@ func poolElems[T any](t testing.TB, s *vmem.PoolSlice[T]) []T {
 	return got
 }
 
-func poolSnapSave[T any](t testing.TB, s *vmem.PoolSlice[T]) []byte {
+func poolSnapSave[T any](t testing.TB, s *vmem.Slice[T]) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := s.Save(&buf); err != nil {
@@ -49,7 +49,7 @@ func poolSnapSave[T any](t testing.TB, s *vmem.PoolSlice[T]) []byte {
 	return buf.Bytes()
 }
 
-func poolSnapCheck[T any](t *testing.T, what string, s *vmem.PoolSlice[T], want []T) {
+func poolSnapCheck[T any](t *testing.T, what string, s *vmem.Slice[T], want []T) {
 	t.Helper()
 	if s.Len() != len(want) {
 		t.Fatalf("%s: Len %d, want %d", what, s.Len(), len(want))
@@ -69,14 +69,14 @@ func poolSnapData[T any](n int) []T {
 	return want
 }
 
-// poolSnapRoundTrip saves n elements of a PoolSlice over p and loads them
+// poolSnapRoundTrip saves n elements of a pool Slice over p and loads them
 // back through every kind of reader into p (both placements), into other
 // (another number of devices) and onto one device with LoadSlice. The
 // snapshot must be the bytes Slice.Save writes for the same elements.
 func poolSnapRoundTrip[T any](t *testing.T, p, other *vmem.Pool, n int) {
 	t.Run(fmt.Sprintf("%dB/%d", unsafe.Sizeof(*new(T)), n), func(t *testing.T) {
 		want := poolSnapData[T](n)
-		opts := []vmem.PoolSliceOption{vmem.WithStripe(16), vmem.WithSegmentBytes(4096)}
+		opts := []vmem.SliceOption{vmem.WithStripe(16), vmem.WithSegmentBytes(4096)}
 		s := poolSliceOf(t, p, want, opts...)
 		defer s.Close()
 		data := poolSnapSave(t, s)
@@ -92,13 +92,13 @@ func poolSnapRoundTrip[T any](t *testing.T, p, other *vmem.Pool, n int) {
 		if len(data) < 64<<10 {
 			readers["onebyte"] = func() io.Reader { return iotest.OneByteReader(bytes.NewReader(data)) }
 		}
-		into := map[string]func(io.Reader) (*vmem.PoolSlice[T], error){
-			"same": func(r io.Reader) (*vmem.PoolSlice[T], error) { return vmem.LoadPoolSlice[T](p, r, opts...) },
-			"fillfirst": func(r io.Reader) (*vmem.PoolSlice[T], error) {
-				return vmem.LoadPoolSlice[T](p, r, vmem.WithPlacement(vmem.FillFirst))
+		into := map[string]func(io.Reader) (*vmem.Slice[T], error){
+			"same": func(r io.Reader) (*vmem.Slice[T], error) { return vmem.LoadSlice[T](p, r, opts...) },
+			"fillfirst": func(r io.Reader) (*vmem.Slice[T], error) {
+				return vmem.LoadSlice[T](p, r, vmem.WithPlacement(vmem.FillFirst))
 			},
-			"other": func(r io.Reader) (*vmem.PoolSlice[T], error) {
-				return vmem.LoadPoolSlice[T](other, r, vmem.WithStripe(8))
+			"other": func(r io.Reader) (*vmem.Slice[T], error) {
+				return vmem.LoadSlice[T](other, r, vmem.WithStripe(8))
 			},
 		}
 		for rname, mk := range readers {
@@ -137,7 +137,7 @@ func TestPoolSliceSnapshotRoundTrip(t *testing.T) {
 	})
 }
 
-// TestPoolSliceSnapshotLarge saves and loads a PoolSlice of several
+// TestPoolSliceSnapshotLarge saves and loads a pool Slice of several
 // blocks and stages, so that the pipelines overlap their stages.
 func TestPoolSliceSnapshotLarge(t *testing.T) {
 	eachPool(t, func(t *testing.T, p *vmem.Pool) {
@@ -157,7 +157,7 @@ func TestPoolSliceSnapshotLarge(t *testing.T) {
 			"reader": func() io.Reader { return bytes.NewReader(data) },
 		} {
 			before := snapGoroutines()
-			l, err := vmem.LoadPoolSlice[uint64](p, r(), vmem.WithStripe(1<<15))
+			l, err := vmem.LoadSlice[uint64](p, r(), vmem.WithStripe(1<<15))
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -173,7 +173,7 @@ func TestPoolSliceSnapshotLarge(t *testing.T) {
 		flip[last] ^= 0x10
 		for name, b := range map[string][]byte{"flip": flip, "cut": data[:last], "end": data[:len(data)-8]} {
 			before := snapGoroutines()
-			l, err := vmem.LoadPoolSlice[uint64](p, bytes.NewReader(b))
+			l, err := vmem.LoadSlice[uint64](p, bytes.NewReader(b))
 			if !errors.Is(err, vmem.ErrCorrupt) || l != nil {
 				t.Errorf("%s: (%v, %v), want ErrCorrupt", name, l, err)
 			}
@@ -193,13 +193,13 @@ func TestPoolSliceSnapshotTypeMismatch(t *testing.T) {
 				t.Errorf("load as %s: %v, want ErrTypeMismatch", name, err)
 			}
 		}
-		l1, err := vmem.LoadPoolSlice[uint32](p, bytes.NewReader(data))
+		l1, err := vmem.LoadSlice[uint32](p, bytes.NewReader(data))
 		check("uint32", l1, err)
-		l2, err := vmem.LoadPoolSlice[int64](p, bytes.NewReader(data))
+		l2, err := vmem.LoadSlice[int64](p, bytes.NewReader(data))
 		check("int64", l2, err)
-		l3, err := vmem.LoadPoolSlice[float64](p, bytes.NewReader(data))
+		l3, err := vmem.LoadSlice[float64](p, bytes.NewReader(data))
 		check("float64", l3, err)
-		l4, err := vmem.LoadPoolSlice[snapPair](p, bytes.NewReader(data))
+		l4, err := vmem.LoadSlice[snapPair](p, bytes.NewReader(data))
 		check("struct{Lo, Hi uint32}", l4, err)
 		_, err = vmem.LoadSlice[int64](p.Device(0), bytes.NewReader(data))
 		check("LoadSlice int64", nil, err)
@@ -220,7 +220,7 @@ func TestPoolSliceSnapshotDamage(t *testing.T) {
 		}
 		for cut := 0; cut < len(data); cut += step {
 			for _, r := range []io.Reader{bytes.NewReader(data[:cut]), bytes.NewBuffer(data[:cut])} {
-				l, err := vmem.LoadPoolSlice[uint32](p, r)
+				l, err := vmem.LoadSlice[uint32](p, r)
 				if !errors.Is(err, vmem.ErrCorrupt) || l != nil {
 					t.Fatalf("cut at %d of %d: (%v, %v), want ErrCorrupt", cut, len(data), l, err)
 				}
@@ -229,7 +229,7 @@ func TestPoolSliceSnapshotDamage(t *testing.T) {
 		flip := bytes.Clone(data)
 		for bit := 0; bit < 8*len(data); bit += step {
 			flip[bit/8] ^= 1 << (bit % 8)
-			l, err := vmem.LoadPoolSlice[uint32](p, bytes.NewReader(flip))
+			l, err := vmem.LoadSlice[uint32](p, bytes.NewReader(flip))
 			if !errors.Is(err, vmem.ErrCorrupt) || l != nil {
 				t.Fatalf("bit %d flipped: (%v, %v), want ErrCorrupt", bit, l, err)
 			}
@@ -237,12 +237,12 @@ func TestPoolSliceSnapshotDamage(t *testing.T) {
 		}
 		// A count beyond what the pool holds is refused before any
 		// allocation.
-		_, err := vmem.LoadPoolSlice[uint32](p, bytes.NewReader(snapHeader[uint32](1<<60, 4)))
+		_, err := vmem.LoadSlice[uint32](p, bytes.NewReader(snapHeader[uint32](1<<60, 4)))
 		if !errors.Is(err, vmem.ErrCorrupt) {
 			t.Errorf("count 1<<60: %v, want ErrCorrupt", err)
 		}
 		// A count the pool could hold, with no data behind it.
-		_, err = vmem.LoadPoolSlice[uint32](p, bytes.NewReader(snapHeader[uint32](1<<20, 4)))
+		_, err = vmem.LoadSlice[uint32](p, bytes.NewReader(snapHeader[uint32](1<<20, 4)))
 		if !errors.Is(err, vmem.ErrCorrupt) {
 			t.Errorf("count 1<<20 without data: %v, want ErrCorrupt", err)
 		}
@@ -252,13 +252,13 @@ func TestPoolSliceSnapshotDamage(t *testing.T) {
 func TestPoolSliceSnapshotMisuse(t *testing.T) {
 	p := openPool(t, poolKind{"host3", vmem.BackendHost, 3})
 	s := poolSliceOf(t, p, []uint32{1, 2, 3})
-	if _, err := vmem.LoadPoolSlice[uint32](p, nil); !errors.Is(err, vmem.ErrRange) {
+	if _, err := vmem.LoadSlice[uint32](p, nil); !errors.Is(err, vmem.ErrRange) {
 		t.Errorf("nil reader: %v, want ErrRange", err)
 	}
-	if _, err := vmem.LoadPoolSlice[uint32](nil, bytes.NewReader(nil)); !errors.Is(err, vmem.ErrNoDevice) {
+	if _, err := vmem.LoadSlice[uint32](nil, bytes.NewReader(nil)); !errors.Is(err, vmem.ErrNoDevice) {
 		t.Errorf("nil pool: %v, want ErrNoDevice", err)
 	}
-	if _, err := vmem.LoadPoolSlice[*int](p, bytes.NewReader(nil)); !errors.Is(err, vmem.ErrPointerType) {
+	if _, err := vmem.LoadSlice[*int](p, bytes.NewReader(nil)); !errors.Is(err, vmem.ErrPointerType) {
 		t.Errorf("pointer type: %v, want ErrPointerType", err)
 	}
 	for _, n := range []int{0, 10, 70} {
@@ -271,7 +271,7 @@ func TestPoolSliceSnapshotMisuse(t *testing.T) {
 		t.Errorf("Save after Close: %v, want ErrClosed", err)
 	}
 	p.Close()
-	if _, err := vmem.LoadPoolSlice[uint32](p, bytes.NewReader(nil)); !errors.Is(err, vmem.ErrClosed) {
+	if _, err := vmem.LoadSlice[uint32](p, bytes.NewReader(nil)); !errors.Is(err, vmem.ErrClosed) {
 		t.Errorf("closed pool: %v, want ErrClosed", err)
 	}
 }

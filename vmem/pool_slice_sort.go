@@ -1,10 +1,10 @@
 package vmem
 
-// Sort and SortBy of a PoolSlice: each device sorts its part (by the
+// Sort and SortBy of a pool Slice: each device sorts its part (by the
 // kernels of a Slice, all devices at once), then the CPU merges the
-// sorted parts into the PoolSlice's order. The parts are read a run at a
+// sorted parts into the Slice's order. The parts are read a run at a
 // time into host buffers and the merge goes into one host array of the
-// PoolSlice's size, which is copied back by every device at once: the
+// pool Slice's size, which is copied back by every device at once: the
 // merged order cannot be written in place, since an element may be due at
 // a place whose old element has not been read yet.
 
@@ -22,7 +22,7 @@ import (
 // one DMA long enough to run near the link's speed.
 const poolMergeRun = 4 << 20
 
-func poolSort[T Number](s *PoolSlice[T]) error {
+func poolSort[T Number](s *poolSlice[T]) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
@@ -34,14 +34,14 @@ func poolSort[T Number](s *PoolSlice[T]) error {
 		return devErr("Sort", d, partSort(s.parts[d], sortSlice[T], kernSortNumbers[T]))
 	})
 	if err != nil || len(ds) < 2 {
-		// One part holds every element, in the PoolSlice's order.
+		// One part holds every element, in the Slice's order.
 		return err
 	}
 	key := kernKeyFunc[T]()
 	return s.sortMerge(ds, func(v *T) uint64 { return key(*v) }, "Sort")
 }
 
-func poolSortBy[T any, K Number](s *PoolSlice[T], key func(*T) *K) error {
+func poolSortBy[T any, K Number](s *poolSlice[T], key func(*T) *K) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func poolSortBy[T any, K Number](s *PoolSlice[T], key func(*T) *K) error {
 	if err != nil || len(ds) < 2 {
 		return err
 	}
-	// FillFirst parts follow each other in the PoolSlice's order, so a
+	// FillFirst parts follow each other in the Slice's order, so a
 	// merge that takes equal keys from the earlier part first is stable.
 	return s.sortMerge(ds, keyOf, "SortBy")
 }
@@ -88,7 +88,7 @@ func sortStable[T any](v []T, keyOf func(*T) uint64) {
 }
 
 // sortHost sorts the elements stably by key on the CPU, through a copy.
-func (s *PoolSlice[T]) sortHost(keyOf func(*T) uint64) error {
+func (s *poolSlice[T]) sortHost(keyOf func(*T) uint64) error {
 	buf := make([]T, s.n)
 	if err := s.CopyTo(buf, 0); err != nil {
 		return err
@@ -126,7 +126,7 @@ func (r *mergeRun[T]) fill(op string, keyOf func(*T) uint64) (bool, error) {
 
 // sortMerge merges the sorted parts ds (in device order) by key and writes
 // the result back. Equal keys come from the earlier part first.
-func (s *PoolSlice[T]) sortMerge(ds []int, keyOf func(*T) uint64, op string) error {
+func (s *poolSlice[T]) sortMerge(ds []int, keyOf func(*T) uint64, op string) error {
 	out := make([]T, s.n)
 	run := max(poolMergeRun/int(max(s.size, 1)), 1)
 	live := make([]*mergeRun[T], 0, len(ds))
@@ -174,7 +174,7 @@ func (s *PoolSlice[T]) sortMerge(ds []int, keyOf func(*T) uint64, op string) err
 	if buildconst.Invariants {
 		for i := 1; i < len(out); i++ {
 			if keyOf(&out[i]) < keyOf(&out[i-1]) {
-				panic(fmt.Sprintf("vmem: invariant: PoolSlice merge out of order at %d of %d", i, len(out)))
+				panic(fmt.Sprintf("vmem: invariant: pool Slice merge out of order at %d of %d", i, len(out)))
 			}
 		}
 	}

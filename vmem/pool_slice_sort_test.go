@@ -42,10 +42,10 @@ func poolRandFloats[T vmem.Number](r *rand.Rand, n int) []T {
 	return v
 }
 
-// poolSortCheck sorts vals in a PoolSlice over p and checks the result
+// poolSortCheck sorts vals in a pool Slice over p and checks the result
 // against slices.Sort (when slicesToo; floats without NaN) and, bit for
 // bit, against Sort of a Slice holding vals.
-func poolSortCheck[T vmem.Number](t *testing.T, p *vmem.Pool, vals []T, slicesToo bool, opts ...vmem.PoolSliceOption) {
+func poolSortCheck[T vmem.Number](t *testing.T, p *vmem.Pool, vals []T, slicesToo bool, opts ...vmem.SliceOption) {
 	t.Helper()
 	s := poolSliceOf(t, p, vals, opts...)
 	defer s.Close()
@@ -61,7 +61,7 @@ func poolSortCheck[T vmem.Number](t *testing.T, p *vmem.Pool, vals []T, slicesTo
 			for got[i] == want[i] {
 				i++
 			}
-			t.Fatalf("%d elements (lens %v): element %d = %v, slices.Sort gives %v", len(vals), s.DeviceLens(), i, got[i], want[i])
+			t.Fatalf("%d elements (lens %v): element %d = %v, slices.Sort gives %v", len(vals), vmem.DeviceLens(s), i, got[i], want[i])
 		}
 	}
 	one := snapSliceOf(t, p.Device(p.Len()-1), vals)
@@ -74,7 +74,7 @@ func poolSortCheck[T vmem.Number](t *testing.T, p *vmem.Pool, vals []T, slicesTo
 		t.Fatal(err)
 	}
 	if !bytes.Equal(snapBytes(got), snapBytes(want)) {
-		t.Fatalf("%d elements (lens %v): differs from Slice's Sort", len(vals), s.DeviceLens())
+		t.Fatalf("%d elements (lens %v): differs from Slice's Sort", len(vals), vmem.DeviceLens(s))
 	}
 }
 
@@ -114,7 +114,7 @@ type poolSortRec struct {
 
 // poolSortByCheck sorts records by K and checks the order is that of a
 // stable sort.
-func poolSortByCheck(t *testing.T, p *vmem.Pool, vals []poolSortRec, opts ...vmem.PoolSliceOption) {
+func poolSortByCheck(t *testing.T, p *vmem.Pool, vals []poolSortRec, opts ...vmem.SliceOption) {
 	t.Helper()
 	s := poolSliceOf(t, p, vals, opts...)
 	defer s.Close()
@@ -124,7 +124,7 @@ func poolSortByCheck(t *testing.T, p *vmem.Pool, vals []poolSortRec, opts ...vme
 	want := slices.Clone(vals)
 	slices.SortStableFunc(want, func(a, b poolSortRec) int { return cmp.Compare(a.K, b.K) })
 	if got := poolElems(t, s); !slices.Equal(got, want) {
-		t.Fatalf("%d records (lens %v): SortBy differs from a stable sort", len(vals), s.DeviceLens())
+		t.Fatalf("%d records (lens %v): SortBy differs from a stable sort", len(vals), vmem.DeviceLens(s))
 	}
 }
 
@@ -163,13 +163,13 @@ func TestPoolSliceSortSpilled(t *testing.T) {
 			}
 			p := openPool(t, k, opts...)
 			r := rand.New(rand.NewPCG(9, 9))
-			ff := []vmem.PoolSliceOption{vmem.WithPlacement(vmem.FillFirst), vmem.WithSegmentBytes(32 << 10)}
+			ff := []vmem.SliceOption{vmem.WithPlacement(vmem.FillFirst), vmem.WithSegmentBytes(32 << 10)}
 			n := 150_001
 			poolSortCheck(t, p, poolRandInts[int64](r, n, 1<<40), true, ff...)
 			poolSortCheck(t, p, poolRandFloats[float32](r, 2*n), true, ff...)
 			poolSortByCheck(t, p, poolSortRecs(r, 2*n), ff...)
 			s := poolSliceOf(t, p, poolRandInts[uint64](r, n, 1<<40), ff...)
-			if lens := s.DeviceLens(); slices.Contains(lens, 0) {
+			if lens := vmem.DeviceLens(s); slices.Contains(lens, 0) {
 				t.Errorf("a device holds nothing: %v", lens)
 			}
 			s.Close()
@@ -177,10 +177,10 @@ func TestPoolSliceSortSpilled(t *testing.T) {
 	}
 }
 
-// poolSumCheck sums vals in a PoolSlice and in a Slice: the same integer
+// poolSumCheck sums vals in a pool Slice and in a Slice: the same integer
 // sum (or both ErrRange), float sums within float64 rounding, and both
 // right (checkSum).
-func poolSumCheck[T vmem.Number](t *testing.T, p *vmem.Pool, vals []T, opts ...vmem.PoolSliceOption) {
+func poolSumCheck[T vmem.Number](t *testing.T, p *vmem.Pool, vals []T, opts ...vmem.SliceOption) {
 	t.Helper()
 	s := poolSliceOf(t, p, vals, opts...)
 	defer s.Close()

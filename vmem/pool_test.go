@@ -11,6 +11,7 @@ package vmem_test
 // of several GPUs (TestPoolCapacity and the benchmarks do, on real GPUs).
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -71,7 +72,7 @@ func eachPool(t *testing.T, f func(t *testing.T, p *vmem.Pool)) {
 		for _, pl := range []vmem.Placement{vmem.Stripe, vmem.FillFirst} {
 			t.Run(k.name+"/"+pl.String(), func(t *testing.T) {
 				p := openPool(t, k)
-				p.SetPlacement(pl)
+				vmem.SetPlacement(p, pl)
 				f(t, p)
 			})
 		}
@@ -98,16 +99,16 @@ func TestPoolNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Len() != 1 || p.Device(0) != d || p.Placement() != vmem.Stripe {
-		t.Errorf("pool: len %d, placement %v", p.Len(), p.Placement())
+	if p.Len() != 1 || p.Device(0) != d {
+		t.Errorf("pool: len %d, device 0 %p, want %p", p.Len(), p.Device(0), d)
 	}
 	p.Close()
 	p.Close()
 	if d.Err() != nil {
 		t.Errorf("closing a NewPool pool closed its device: %v", d.Err())
 	}
-	if _, err := vmem.NewPoolSlice[int](p, 1); !errors.Is(err, vmem.ErrClosed) {
-		t.Errorf("NewPoolSlice on a closed pool: %v", err)
+	if _, err := vmem.NewSlice[int](p, 1); !errors.Is(err, vmem.ErrClosed) {
+		t.Errorf("NewSlice on a closed pool: %v", err)
 	}
 }
 
@@ -116,10 +117,10 @@ func TestPoolOpenAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := p.Info()
-	if len(in) != p.Len() || p.Len() < 1 {
-		t.Fatalf("%d infos for %d devices", len(in), p.Len())
+	if p.Len() < 1 {
+		t.Fatalf("%d devices", p.Len())
 	}
+	in := []vmem.Info{p.Device(0).Info()}
 	if in[0].Backend == vmem.BackendHost && in[0].Fallback == "" && os.Getenv(vmem.EnvBackend) != "host" {
 		t.Errorf("host fallback without a reason: %+v", in[0])
 	}
@@ -142,8 +143,8 @@ func TestPoolOpenAll(t *testing.T) {
 		t.Skipf("no Vulkan device: %v", err)
 	}
 	defer p.Close()
-	for i, in := range p.Info() {
-		if in.Backend != vmem.BackendVulkan {
+	for i := range p.Len() {
+		if in := p.Device(i).Info(); in.Backend != vmem.BackendVulkan {
 			t.Errorf("device %d: backend %v", i, in.Backend)
 		}
 	}
@@ -155,33 +156,32 @@ func TestPoolOpenAll(t *testing.T) {
 func TestPoolStats(t *testing.T) {
 	p := openPool(t, poolKind{"host3", vmem.BackendHost, 3})
 	var blks []vmem.Block
-	for i, d := range p.Devices() {
+	for i := range p.Len() {
 		for range i + 1 {
-			b, err := d.Alloc(vmem.Mapped, 4096, 0)
+			b, err := p.Device(i).Alloc(vmem.Mapped, 4096, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			blks = append(blks, b)
 		}
 	}
-	st := p.Stats(vmem.Mapped)
-	for i, s := range st {
-		if s.Blocks != i+1 || s.InUse != uint64(4096*(i+1)) {
+	for i := range p.Len() {
+		if s := p.Device(i).Stats(vmem.Mapped); s.Blocks != i+1 || s.InUse != uint64(4096*(i+1)) {
 			t.Errorf("device %d: %+v", i, s)
 		}
 	}
-	if tot := p.TotalStats(vmem.Mapped); tot.Blocks != 6 || tot.InUse != 6*4096 {
+	if tot := p.Stats(vmem.Mapped); tot.Blocks != 6 || tot.InUse != 6*4096 {
 		t.Errorf("total %+v", tot)
 	}
-	for i, in := range p.Info() {
-		if in.Tiers[vmem.Mapped].Blocks != i+1 {
+	for i := range p.Len() {
+		if in := p.Device(i).Info(); in.Tiers[vmem.Mapped].Blocks != i+1 {
 			t.Errorf("Info of device %d: %+v", i, in.Tiers[vmem.Mapped])
 		}
 	}
 	k := 0
-	for i, d := range p.Devices() {
+	for i := range p.Len() {
 		for range i + 1 {
-			d.Free(blks[k])
+			p.Device(i).Free(blks[k])
 			k++
 		}
 	}
@@ -247,7 +247,7 @@ func TestPoolSliceModel(t *testing.T) {
 func TestPoolSliceAll(t *testing.T) {
 	eachPool(t, func(t *testing.T, p *vmem.Pool) {
 		for _, n := range []int{1, 15, 16, 17, 1000, 300_001} {
-			s, err := vmem.NewPoolSlice[uint64](p, n, vmem.WithStripe(16), vmem.WithSegmentBytes(4096))
+			s, err := vmem.NewSlice[uint64](p, n, vmem.WithStripe(16), vmem.WithSegmentBytes(4096))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -266,7 +266,7 @@ func TestPoolSliceAll(t *testing.T) {
 
 // poolCheckAll checks s.All against model: every element with its index,
 // and breaks at the first element, inside and at the end.
-func poolCheckAll(t *testing.T, s *vmem.PoolSlice[uint64], model []uint64) {
+func poolCheckAll(t *testing.T, s *vmem.Slice[uint64], model []uint64) {
 	t.Helper()
 	n := 0
 	for i, v := range s.All() {
@@ -299,20 +299,20 @@ func poolCheckAll(t *testing.T, s *vmem.PoolSlice[uint64], model []uint64) {
 // first device first.
 func TestPoolSliceSpread(t *testing.T) {
 	p := openPool(t, poolKind{"host3", vmem.BackendHost, 3})
-	s, err := vmem.NewPoolSlice[uint32](p, 100, vmem.WithStripe(16))
+	s, err := vmem.NewSlice[uint32](p, 100, vmem.WithStripe(16))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 100 = 6 stripes of 16 (two per device) + 4: device 0 gets them.
-	if got := s.DeviceLens(); !slices.Equal(got, []int{36, 32, 32}) {
+	if got := vmem.DeviceLens(s); !slices.Equal(got, []int{36, 32, 32}) {
 		t.Errorf("Stripe DeviceLens %v, want [36 32 32]", got)
 	}
 	s.Close()
-	f, err := vmem.NewPoolSlice[uint32](p, 100, vmem.WithPlacement(vmem.FillFirst))
+	f, err := vmem.NewSlice[uint32](p, 100, vmem.WithPlacement(vmem.FillFirst))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.DeviceLens(); !slices.Equal(got, []int{100, 0, 0}) || f.Placement() != vmem.FillFirst {
+	if got := vmem.DeviceLens(f); !slices.Equal(got, []int{100, 0, 0}) || vmem.PlacementOf(f) != vmem.FillFirst {
 		t.Errorf("FillFirst DeviceLens %v, want [100 0 0]", got)
 	}
 	f.Close()
@@ -335,7 +335,7 @@ func TestPoolSliceSpill(t *testing.T) {
 				opts = []vmem.Options{small, small, last}
 			}
 			p := openPool(t, k, opts...)
-			s, err := vmem.NewPoolSlice[uint64](p, 0, vmem.WithPlacement(vmem.FillFirst), vmem.WithSegmentBytes(32<<10))
+			s, err := vmem.NewSlice[uint64](p, 0, vmem.WithPlacement(vmem.FillFirst), vmem.WithSegmentBytes(32<<10))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -351,7 +351,7 @@ func TestPoolSliceSpill(t *testing.T) {
 				}
 				model = append(model, vs...)
 			}
-			ls := s.DeviceLens()
+			ls := vmem.DeviceLens(s)
 			t.Logf("DeviceLens %v", ls)
 			for d := range ls {
 				if ls[d] == 0 {
@@ -370,12 +370,12 @@ func TestPoolSliceSpill(t *testing.T) {
 				t.Fatal("contents differ after spilling")
 			}
 			// Now more than the last device has room for.
-			before := slices.Clone(s.DeviceLens())
+			before := slices.Clone(vmem.DeviceLens(s))
 			if err := s.Append(make([]uint64, 1<<20)...); !errors.Is(err, vmem.ErrOutOfMemory) {
 				t.Fatalf("Append past the pool's room: %v, want ErrOutOfMemory", err)
 			}
-			if !slices.Equal(s.DeviceLens(), before) || s.Len() != len(model) {
-				t.Fatalf("failed Append changed the lengths: %v, was %v", s.DeviceLens(), before)
+			if !slices.Equal(vmem.DeviceLens(s), before) || s.Len() != len(model) {
+				t.Fatalf("failed Append changed the lengths: %v, was %v", vmem.DeviceLens(s), before)
 			}
 			for i := 0; i < len(model); i += 997 {
 				if got := s.Get(i); got != model[i] {
@@ -401,7 +401,7 @@ func TestPoolSliceFaults(t *testing.T) {
 			var o vmem.Options
 			o.Limits[vmem.Private] = 64
 			p := openPool(t, k, o)
-			s, err := vmem.NewPoolSlice[uint64](p, 0, vmem.WithStripe(64), vmem.WithSegmentBytes(4096))
+			s, err := vmem.NewSlice[uint64](p, 0, vmem.WithStripe(64), vmem.WithSegmentBytes(4096))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -415,12 +415,12 @@ func TestPoolSliceFaults(t *testing.T) {
 			}
 			last := p.Device(p.Len() - 1)
 			kdev(last).InjectFaults(kern.Faults{FailAlloc: 1})
-			before := s.DeviceLens()
+			before := vmem.DeviceLens(s)
 			if err := s.Append(make([]uint64, 20000)...); !errors.Is(err, vmem.ErrOutOfMemory) {
 				t.Fatalf("Append with a failing allocation: %v, want ErrOutOfMemory", err)
 			}
-			if s.Len() != len(model) || !slices.Equal(s.DeviceLens(), before) {
-				t.Fatalf("failed Append changed the lengths: %d %v", s.Len(), s.DeviceLens())
+			if s.Len() != len(model) || !slices.Equal(vmem.DeviceLens(s), before) {
+				t.Fatalf("failed Append changed the lengths: %d %v", s.Len(), vmem.DeviceLens(s))
 			}
 			got := make([]uint64, len(model))
 			if err := s.CopyTo(got, 0); err != nil || !slices.Equal(got, model) {
@@ -447,7 +447,7 @@ func TestPoolSliceFaults(t *testing.T) {
 
 func TestPoolSliceClose(t *testing.T) {
 	p := openPool(t, poolKind{"host3", vmem.BackendHost, 3})
-	s, err := vmem.NewPoolSlice[uint64](p, 10, vmem.WithStripe(2))
+	s, err := vmem.NewSlice[uint64](p, 10, vmem.WithStripe(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,18 +466,18 @@ func TestPoolSliceClose(t *testing.T) {
 	if err := s.CopyTo(nil, 0); !errors.Is(err, vmem.ErrClosed) {
 		t.Errorf("CopyTo after Close: %v", err)
 	}
-	if _, err := vmem.NewPoolSlice[*int](p, 1); !errors.Is(err, vmem.ErrPointerType) {
-		t.Errorf("NewPoolSlice[*int]: %v", err)
+	if _, err := vmem.NewSlice[*int](p, 1); !errors.Is(err, vmem.ErrPointerType) {
+		t.Errorf("NewSlice[*int] on a pool: %v", err)
 	}
-	if _, err := vmem.NewPoolSlice[int](p, -1); !errors.Is(err, vmem.ErrRange) {
-		t.Errorf("NewPoolSlice(-1): %v", err)
+	if _, err := vmem.NewSlice[int](p, -1); !errors.Is(err, vmem.ErrRange) {
+		t.Errorf("NewSlice(-1) on a pool: %v", err)
 	}
-	// Closing one device closes its part: the PoolSlice then reports it.
+	// Closing one device closes its part: the Slice then reports it.
 	devs := []*vmem.Device{vmemtest.Open(t, vmem.BackendHost, vmem.Options{})}
 	d1, _ := vmem.Open(vmem.Options{Backend: vmem.BackendHost})
 	devs = append(devs, d1)
 	q, _ := vmem.NewPool(devs...)
-	s2, err := vmem.NewPoolSlice[uint64](q, 100, vmem.WithStripe(4))
+	s2, err := vmem.NewSlice[uint64](q, 100, vmem.WithStripe(4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,13 +488,36 @@ func TestPoolSliceClose(t *testing.T) {
 	s2.Close()
 }
 
+// TestSliceMemory checks NewSlice's and LoadSlice's Memory: a nil one,
+// typed or not, is an error rather than a panic, and WithPlacement on one
+// device is ignored.
+func TestSliceMemory(t *testing.T) {
+	for name, mem := range map[string]vmem.Memory{"nil": nil, "nil Device": (*vmem.Device)(nil), "nil Pool": (*vmem.Pool)(nil)} {
+		if _, err := vmem.NewSlice[int](mem, 1); !errors.Is(err, vmem.ErrNoDevice) {
+			t.Errorf("NewSlice on a %s: %v, want ErrNoDevice", name, err)
+		}
+		if _, err := vmem.LoadSlice[int](mem, bytes.NewReader(nil)); !errors.Is(err, vmem.ErrNoDevice) {
+			t.Errorf("LoadSlice on a %s: %v, want ErrNoDevice", name, err)
+		}
+	}
+	d := vmemtest.Open(t, vmem.BackendHost, vmem.Options{})
+	s, err := vmem.NewSlice[int](d, 3, vmem.WithPlacement(vmem.FillFirst), vmem.WithStripe(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Len() != 3 || vmem.DeviceLens(s) != nil {
+		t.Errorf("Slice on a device with pool options: len %d, device lens %v", s.Len(), vmem.DeviceLens(s))
+	}
+}
+
 // TestPoolSliceConcurrentReads runs readers side by side (for -race).
 func TestPoolSliceConcurrentReads(t *testing.T) {
 	for _, k := range poolKinds() {
 		t.Run(k.name, func(t *testing.T) {
 			p := openPool(t, k)
 			const n = 20000
-			s, err := vmem.NewPoolSlice[uint64](p, n, vmem.WithStripe(128))
+			s, err := vmem.NewSlice[uint64](p, n, vmem.WithStripe(128))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -562,7 +585,7 @@ func TestPoolSliceFillToCap(t *testing.T) {
 			o := vmem.Options{ChunkSize: 64 << 10}
 			o.Limits[vmem.Mapped] = 1 << 20
 			p := openPool(t, poolKind{"host3", vmem.BackendHost, 3}, o)
-			s, err := vmem.NewPoolSlice[uint64](p, 10, vmem.WithPlacement(pl), vmem.WithStripe(256), vmem.WithSegmentBytes(64<<10))
+			s, err := vmem.NewSlice[uint64](p, 10, vmem.WithPlacement(pl), vmem.WithStripe(256), vmem.WithSegmentBytes(64<<10))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -584,7 +607,7 @@ func TestPoolSliceFillToCap(t *testing.T) {
 			if s.Get(3) != 42 || s.Get(c-1) != 0 {
 				t.Fatal("contents after Resize(Cap())")
 			}
-			t.Logf("Cap %d elements, DeviceLens %v", c, s.DeviceLens())
+			t.Logf("Cap %d elements, DeviceLens %v", c, vmem.DeviceLens(s))
 		})
 	}
 }

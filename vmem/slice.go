@@ -46,7 +46,24 @@ import (
 // ErrDeviceLost rather than return zeros (Get on the host backend's first
 // segment, plain memory, still answers); CopyTo, Gather and Save return
 // the loss instead.
+//
+// On a Pool (NewSlice(pool, ...)) the elements are spread over the pool's
+// devices as WithPlacement says (by default in stripes, so that every
+// device holds about the same share). Each device holds an ordinary Slice
+// of its elements, so everything above holds on each device; bulk work
+// (copies, Fill, Gather, Sort, Sum, Save) runs on every device at once,
+// one goroutine per device, and Get and Set run on the caller's
+// goroutine. A Slice on a pool is invalid once any of its devices is
+// closed.
 type Slice[T any] struct {
+	// sh is the implementation on a pool, nil on one device: every
+	// exported method forwards to it. Its Slice keeps no segments, so Get
+	// and Set never take their fast paths there. shCap mirrors sh's
+	// capacity as n mirrors its length (synced), so that Len and Cap stay
+	// small enough to inline.
+	sh    *poolSlice[T]
+	shCap int
+
 	dev     *Device
 	size    uintptr // unsafe.Sizeof(T)
 	perLine int     // records per group (1 when dense)
@@ -87,13 +104,17 @@ type segment struct {
 	cap int
 }
 
-// SliceOption configures NewSlice.
+// SliceOption configures NewSlice and LoadSlice.
 type SliceOption func(*sliceConfig)
 
 type sliceConfig struct {
 	capacity int
 	tier     Tier
 	segBytes uint64
+
+	// On a pool only.
+	placement Placement
+	stripe    int
 }
 
 // WithCapacity reserves room for c elements.
@@ -113,12 +134,50 @@ func WithSegmentBytes(n uint64) SliceOption { return func(o *sliceConfig) { o.se
 // spill over into the private tier in useful pieces.
 const maxSegment = 1 << 30
 
-// NewSlice makes a Slice of n zero elements. T must hold no pointers
-// (ErrPointerType names the field that does).
-func NewSlice[T any](dev *Device, n int, opts ...SliceOption) (*Slice[T], error) {
-	if dev == nil {
-		return nil, fmt.Errorf("vmem: NewSlice: nil Device: %w", ErrNoDevice)
+// NewSlice makes a Slice of n zero elements on mem: one Device, or a Pool
+// whose devices it spreads the elements over. T must hold no pointers
+// (ErrPointerType names the field that does). It fails with
+// ErrOutOfMemory when mem has no room for n elements (nothing is left
+// allocated then). On a pool the options apply to each device's part, but
+// WithCapacity, which counts elements of the whole Slice.
+func NewSlice[T any](mem Memory, n int, opts ...SliceOption) (*Slice[T], error) {
+	dev, pool, err := sliceMemory("NewSlice", mem)
+	if err != nil {
+		return nil, err
 	}
+	if pool != nil {
+		return newPoolSlice[T](pool, n, opts)
+	}
+	return newSlice[T](dev, n, opts)
+}
+
+// sliceMemory checks the Memory of a Slice's constructor or loader and
+// returns the device or the pool it is.
+func sliceMemory(op string, mem Memory) (*Device, *Pool, error) {
+	switch m := mem.(type) {
+	case *Device:
+		if m == nil {
+			break
+		}
+		if err := m.Err(); err != nil {
+			return nil, nil, fmt.Errorf("vmem: %s: %w", op, err)
+		}
+		return m, nil, nil
+	case *Pool:
+		if m == nil {
+			break
+		}
+		if err := m.usable(); err != nil {
+			return nil, nil, fmt.Errorf("vmem: %s: %w", op, err)
+		}
+		return nil, m, nil
+	}
+	return nil, nil, fmt.Errorf("vmem: %s: nil Memory: %w", op, ErrNoDevice)
+}
+
+// newSlice is NewSlice on one device (also each device's part of a Slice
+// on a pool).
+func newSlice[T any](dev *Device, n int, opts []SliceOption) (*Slice[T], error) {
 	if err := dev.Err(); err != nil {
 		return nil, fmt.Errorf("vmem: NewSlice: %w", err)
 	}
@@ -130,7 +189,9 @@ func NewSlice[T any](dev *Device, n int, opts ...SliceOption) (*Slice[T], error)
 	}
 	cfg := sliceConfig{capacity: n, tier: Mapped}
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o(&cfg)
+		}
 	}
 	if cfg.tier < 0 || cfg.tier >= NumTiers {
 		return nil, fmt.Errorf("vmem: NewSlice: InTier(%d): no such tier: %w", int(cfg.tier), ErrRange)
@@ -211,6 +272,9 @@ func (s *Slice[T]) Len() int { return s.n }
 
 // Cap returns the number of elements the Slice holds without allocating.
 func (s *Slice[T]) Cap() int {
+	if s.sh != nil {
+		return s.shCap
+	}
 	c := 0
 	for _, sg := range s.segs {
 		c += sg.cap
@@ -219,8 +283,16 @@ func (s *Slice[T]) Cap() int {
 }
 
 // Err returns the first error met by a method without an error result
-// (Get or Set on a private segment when the device is lost).
+// (Get or Set on a private segment when the device is lost). On a pool,
+// the errors of every device reach it (stickyErr.up).
 func (s *Slice[T]) Err() error { return s.err.get() }
+
+// synced ends a call forwarded to sh that may have changed the length or
+// the capacity, which Len and Cap read from the Slice itself.
+func (s *Slice[T]) synced(err error) error {
+	s.n, s.shCap = s.sh.n, s.sh.Cap()
+	return err
+}
 
 func (s *Slice[T]) segCap() int { return 1 << s.shift }
 
@@ -336,6 +408,9 @@ func (s *Slice[T]) reserveWith(c int, untouched bool) error {
 
 // Grow makes room for n more elements without changing Len.
 func (s *Slice[T]) Grow(n int) error {
+	if s.sh != nil {
+		return s.synced(s.sh.Grow(n))
+	}
 	if n < 0 {
 		return fmt.Errorf("vmem: Slice.Grow(%d): %w", n, ErrRange)
 	}
@@ -348,6 +423,9 @@ func (s *Slice[T]) Grow(n int) error {
 // Resize sets Len to n, growing the capacity if needed. New elements are
 // zero.
 func (s *Slice[T]) Resize(n int) error {
+	if s.sh != nil {
+		return s.synced(s.sh.Resize(n))
+	}
 	if n < 0 {
 		return fmt.Errorf("vmem: Slice.Resize(%d): %w", n, ErrRange)
 	}
@@ -415,6 +493,10 @@ var stagePool = sync.Pool{New: func() any { b := make([]byte, 4<<20); return &b 
 // Close frees the Slice's memory. It is idempotent; the Slice is invalid
 // afterwards (Get and Set panic, other methods return ErrClosed).
 func (s *Slice[T]) Close() error {
+	if s.sh != nil {
+		s.closed = true
+		return s.synced(s.sh.Close())
+	}
 	if s.closed {
 		return nil
 	}
@@ -438,13 +520,22 @@ func (s *Slice[T]) Close() error {
 // stickyErr keeps the first error of a container's calls without an
 // error result (Get, Set, GetMany, All on private VRAM), which concurrent
 // readers may meet at once.
-type stickyErr struct{ p atomic.Pointer[error] }
+type stickyErr struct {
+	p atomic.Pointer[error]
+	// up, where set, keeps the error too: the parts of a Slice on a pool
+	// report to it, and it to the Slice handed out, so that Err stays
+	// one load.
+	up *stickyErr
+}
 
 func (e *stickyErr) set(err error) {
 	if err != nil {
 		p := new(error) // only on an error: err itself does not escape
 		*p = err
 		e.p.CompareAndSwap(nil, p)
+		if e.up != nil {
+			e.up.set(err)
+		}
 	}
 }
 

@@ -29,6 +29,9 @@ import (
 //
 // Gather only reads: like Get, it may run concurrently with other readers.
 func (s *Slice[T]) Gather(indices []int, dst []T) error {
+	if s.sh != nil {
+		return s.sh.Gather(indices, dst)
+	}
 	if err := s.usable(); err != nil {
 		return err
 	}

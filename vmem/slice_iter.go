@@ -19,50 +19,59 @@ const chunkBytes = 16 << 20
 // The Slice must not change length while Chunks or All runs.
 func (s *Slice[T]) Chunks() iter.Seq2[int, []T] {
 	return func(yield func(int, []T) bool) {
-		if s.closed {
+		if s.sh != nil {
+			s.sh.chunks(yield)
 			return
 		}
-		s.readCheck("Chunks")
-		if s.n == 0 {
-			return
-		}
-		// yield may read a run in place (host memory): s stays reachable
-		// until the scan ends, so that its backstop frees nothing.
-		defer runtime.KeepAlive(s)
-		per := max(chunkBytes/int(max(s.size, 1)), 1)
-		if s.dev.vk == nil {
-			// Host memory: the segments are Go-array shaped; hand them out.
-			for at := 0; at < s.n; {
-				sg := &s.segs[at>>s.shift]
-				j := at & (1<<s.shift - 1)
-				k := min(s.n-at, sg.cap-j, per)
-				run := unsafe.Slice((*T)(unsafe.Add(sg.Base, s.off(j))), k)
-				if !yield(at, run) {
-					return
-				}
-				at += k
-			}
-			return
-		}
-		// Runs land in pinned host memory when the layout is dense, so the
-		// DMA needs no staging copy. Two runs alternate: the DMA of the next
-		// one runs while yield works on this one, so a scan moves at the
-		// link's speed rather than at half of it.
-		k := min(per, s.n)
-		var bufs [2][]T
-		for i := range bufs {
-			if s.dense(0) && s.size > 0 {
-				if b, err := s.dev.Alloc(Host, uint64(k)*uint64(s.size), 0); err == nil {
-					defer s.dev.Free(b)
-					bufs[i] = unsafe.Slice((*T)(b.Ptr()), k)
-				}
-			}
-			if len(bufs[i]) == 0 {
-				bufs[i] = make([]T, k)
-			}
-		}
-		readAhead(s.n, k, bufs, s.CopyTo, s.iterFail("Chunks"), yield)
+		s.chunks(yield)
 	}
+}
+
+// chunks is Chunks on one device (also each part of a Slice on a pool).
+func (s *Slice[T]) chunks(yield func(int, []T) bool) {
+	if s.closed {
+		return
+	}
+	s.readCheck("Chunks")
+	if s.n == 0 {
+		return
+	}
+	// yield may read a run in place (host memory): s stays reachable
+	// until the scan ends, so that its backstop frees nothing.
+	defer runtime.KeepAlive(s)
+	per := max(chunkBytes/int(max(s.size, 1)), 1)
+	if s.dev.vk == nil {
+		// Host memory: the segments are Go-array shaped; hand them out.
+		for at := 0; at < s.n; {
+			sg := &s.segs[at>>s.shift]
+			j := at & (1<<s.shift - 1)
+			k := min(s.n-at, sg.cap-j, per)
+			run := unsafe.Slice((*T)(unsafe.Add(sg.Base, s.off(j))), k)
+			if !yield(at, run) {
+				return
+			}
+			at += k
+		}
+		return
+	}
+	// Runs land in pinned host memory when the layout is dense, so the
+	// DMA needs no staging copy. Two runs alternate: the DMA of the next
+	// one runs while yield works on this one, so a scan moves at the
+	// link's speed rather than at half of it.
+	k := min(per, s.n)
+	var bufs [2][]T
+	for i := range bufs {
+		if s.dense(0) && s.size > 0 {
+			if b, err := s.dev.Alloc(Host, uint64(k)*uint64(s.size), 0); err == nil {
+				defer s.dev.Free(b)
+				bufs[i] = unsafe.Slice((*T)(b.Ptr()), k)
+			}
+		}
+		if len(bufs[i]) == 0 {
+			bufs[i] = make([]T, k)
+		}
+	}
+	readAhead(s.n, k, bufs, s.CopyTo, s.iterFail("Chunks"), yield)
 }
 
 // iterFail is where an iteration's read error goes: kept for Err, and a
@@ -162,14 +171,23 @@ func (s *Slice[T]) All() iter.Seq2[int, T] {
 	// function value for every element (several times slower on the
 	// host: BenchmarkSliceBulk's All rows).
 	return func(yield func(int, T) bool) {
-		if s.dev.isLost() && !s.closed {
-			s.readLost("All")
+		var dma bool
+		if s.sh != nil {
+			// A pool's runs go through the loops below too: handing yield
+			// to a function of the pool would make the compiler keep the
+			// caller's loop variables in memory, on one device as well.
+			dma = s.sh.allStart()
+		} else {
+			if s.dev.isLost() && !s.closed {
+				s.readLost("All")
+			}
+			dma = s.dev.vk != nil
 		}
-		if s.dev.vk != nil {
+		if dma {
 			if s.closed || s.n == 0 {
 				return
 			}
-			r := runReader[T]{n: s.n, k: min(max(allRunBytes/int(max(s.size, 1)), 1), s.n), copyTo: s.CopyTo}
+			r := runReader[T]{n: s.n, k: s.allRun(), copyTo: s.CopyTo}
 			for {
 				run, at, err := r.run()
 				if err != nil {
@@ -213,9 +231,20 @@ func (s *Slice[T]) allFail(err error) { s.iterFail("All")(err) }
 // than Chunks' pinned runs; 4 MiB still costs the round trip little.
 const allRunBytes = 4 << 20
 
+// allRun is the elements All reads at a time by DMA.
+func (s *Slice[T]) allRun() int {
+	if s.sh != nil {
+		return s.sh.allRun()
+	}
+	return min(max(allRunBytes/int(max(s.size, 1)), 1), s.n)
+}
+
 // hostRun returns, on the host backend, the run of elements from index at
 // to the end of its segment or chunkBytes, in place, or nil at the end.
 func (s *Slice[T]) hostRun(at int) []T {
+	if s.sh != nil {
+		return s.sh.hostRun(at)
+	}
 	if s.closed || at >= s.n {
 		return nil
 	}

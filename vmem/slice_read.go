@@ -28,6 +28,11 @@ func (s *Slice[T]) Get(i int) T {
 }
 
 func (s *Slice[T]) get(i int) T {
+	if s.sh != nil {
+		// Here rather than in Get, which must stay small enough to inline:
+		// a Slice on a pool has no fast path, so every Get comes here.
+		return s.sh.Get(i)
+	}
 	s.readCheck("Get")
 	v, err := s.load(i)
 	if err != nil {
@@ -114,6 +119,9 @@ func loadWC[T any](p unsafe.Pointer, size uintptr) T {
 // CopyTo copies len(dst) elements starting at element at into dst. Large
 // copies run by DMA (docs/physics.md has its speed).
 func (s *Slice[T]) CopyTo(dst []T, at int) error {
+	if s.sh != nil {
+		return s.sh.CopyTo(dst, at)
+	}
 	if err := s.checkSpan("CopyTo", at, len(dst)); err != nil {
 		return err
 	}
@@ -160,6 +168,10 @@ const getManyBatch = 64
 // has no error result; Gather returns an error matching ErrRange or
 // ErrDeviceLost).
 func (s *Slice[T]) GetMany(idx []int, dst []T) {
+	if s.sh != nil {
+		s.sh.GetMany(idx, dst)
+		return
+	}
 	if len(dst) < len(idx) {
 		panic("vmem: GetMany: dst shorter than idx")
 	}
@@ -170,7 +182,7 @@ func (s *Slice[T]) GetMany(idx []int, dst []T) {
 	s.readCheck("GetMany")
 }
 
-// getManyAny is GetMany without the loss checks, which a PoolSlice makes
+// getManyAny is GetMany without the loss checks, which a pool Slice makes
 // for all its parts at once; errors are kept for Err.
 func (s *Slice[T]) getManyAny(idx []int, dst []T) {
 	if !s.kernAllMapped() && len(idx) >= getManyKernelMin && s.getManyKernel(idx, dst) {

@@ -74,6 +74,9 @@ func snapErr(err error) error { return snapfmt.Wrap(err, ErrCorrupt, ErrTypeMism
 // link and w. Save only reads: like CopyTo it may run alongside other
 // readers, but not alongside a change to the Slice.
 func (s *Slice[T]) Save(w io.Writer) error {
+	if s.sh != nil {
+		return s.sh.Save(w)
+	}
 	if s.closed {
 		return ErrClosed
 	}
@@ -257,28 +260,28 @@ func (d *Device) sliceSnapMaxBytes() uint64 {
 	return most
 }
 
-// LoadSlice reads a snapshot written by Slice.Save into a new Slice on dev
-// (opts as for NewSlice). It checks everything before believing it: the
-// header's checksum, that the snapshot holds a Slice of T's layout
-// (ErrTypeMismatch otherwise), that the element count fits the device,
-// every block's CRC-32C and the trailer; a damaged or truncated stream
-// gives an error matching ErrCorrupt. Device memory is taken one segment at
-// a time as blocks arrive (the next one is allocated while the current one
-// is written), so a forged count costs at most two segments beyond the data
-// the stream holds. On any error the new Slice is freed and no goroutine
-// of LoadSlice is left running.
+// LoadSlice reads a snapshot written by Slice.Save into a new Slice on mem
+// (opts as for NewSlice). A snapshot holds the elements in order, whatever
+// the devices they lay on: one saved on a device loads onto a pool of any
+// size and the other way round. It checks everything before believing it:
+// the header's checksum, that the snapshot holds a Slice of T's layout
+// (ErrTypeMismatch otherwise), that the element count fits mem, every
+// block's CRC-32C and the trailer; a damaged or truncated stream gives an
+// error matching ErrCorrupt. Device memory is taken one segment (on a
+// pool, one stage) at a time as blocks arrive (the next one is allocated
+// while the current one is written), so a forged count costs at most two
+// segments beyond the data the stream holds. On any error the new Slice is
+// freed and no goroutine of LoadSlice is left running.
 //
 // Blocks are read into pinned staging and verified and written to the
 // device on several goroutines while the next ones are read. When r is a
 // Nexter (bytes.Buffer is one), blocks are taken from r's memory without a
 // copy, each finished before the next is asked for; a bytes.Buffer over
 // the memory of a vmem.Host block is the fastest source there is.
-func LoadSlice[T any](dev *Device, r io.Reader, opts ...SliceOption) (*Slice[T], error) {
-	if dev == nil {
-		return nil, fmt.Errorf("vmem: LoadSlice: nil Device: %w", ErrNoDevice)
-	}
-	if err := dev.Err(); err != nil {
-		return nil, fmt.Errorf("vmem: LoadSlice: %w", err)
+func LoadSlice[T any](mem Memory, r io.Reader, opts ...SliceOption) (*Slice[T], error) {
+	dev, pool, err := sliceMemory("LoadSlice", mem)
+	if err != nil {
+		return nil, err
 	}
 	if r == nil {
 		return nil, fmt.Errorf("vmem: LoadSlice: nil io.Reader: %w", ErrRange)
@@ -286,7 +289,12 @@ func LoadSlice[T any](dev *Device, r io.Reader, opts ...SliceOption) (*Slice[T],
 	if err := layout.Check[T](); err != nil {
 		return nil, fmt.Errorf("vmem: LoadSlice: %w", err)
 	}
-	s, err := loadSlice[T](dev, r, opts)
+	var s *Slice[T]
+	if pool != nil {
+		s, err = loadPoolSlice[T](pool, r, opts)
+	} else {
+		s, err = loadSlice[T](dev, r, opts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("vmem: LoadSlice: %w", snapErr(err))
 	}
@@ -304,7 +312,7 @@ func loadSlice[T any](dev *Device, r io.Reader, opts []SliceOption) (*Slice[T], 
 		return nil, err
 	}
 	count := int(sr.Header().Count)
-	s, err := NewSlice[T](dev, 0, opts...)
+	s, err := newSlice[T](dev, 0, opts)
 	if err != nil {
 		return nil, err
 	}

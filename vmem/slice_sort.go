@@ -36,7 +36,7 @@ import (
 	"github.com/govram/govram/internal/buildconst"
 )
 
-// Sort sorts a Slice or a PoolSlice in increasing order.
+// Sort sorts a Slice in increasing order.
 //
 // Floats are ordered by IEEE 754 total order: -NaN < -Inf < ... < -0 < +0
 // < ... < +Inf < +NaN (NaNs by sign, then payload). This agrees with
@@ -50,20 +50,15 @@ import (
 // Slice unchanged, when there is none. Elsewhere, and for Slices too large
 // for the kernels' scratch, it sorts on the CPU (slices.Sort).
 //
-// A PoolSlice's parts are sorted so on their devices at once (a part
-// whose device has no room for the scratch sorts on the CPU), then merged
-// on the CPU into host memory of the PoolSlice's size and copied back.
-func Sort[T Number, S interface {
-	*Slice[T] | *PoolSlice[T]
-	Get(int) T
-}](s S) error {
-	switch c := any(s).(type) {
-	case *Slice[T]:
-		return sortSlice(c)
-	case *PoolSlice[T]:
-		return poolSort(c)
+// On a pool, each device's part is sorted so on its device, all at once (a
+// part whose device has no room for the scratch sorts on the CPU), then the
+// parts are merged on the CPU into host memory of the Slice's size and
+// copied back.
+func Sort[T Number](s *Slice[T]) error {
+	if s.sh != nil {
+		return poolSort(s.sh)
 	}
-	return nil
+	return sortSlice(s)
 }
 
 func sortSlice[T Number](s *Slice[T]) error {
@@ -106,7 +101,7 @@ func kernCheckSorted[T any](s *Slice[T], key func(*T) uint64) {
 	}
 }
 
-// SortBy sorts a Slice or a PoolSlice by the key that key points to in
+// SortBy sorts a Slice by the key that key points to in
 // each element, keeping elements with equal keys in their order (a stable
 // sort). key must return the address of a field (or array element) of its
 // argument, as in func(r *Rec) *uint64 { return &r.ID }: it is called
@@ -119,21 +114,15 @@ func kernCheckSorted[T any](s *Slice[T], key func(*T) uint64) {
 // from a copy, which needs scratch VRAM of the Slice's size plus 16 bytes
 // per element; other element types sort on the CPU (slices.SortStableFunc).
 //
-// A PoolSlice whose elements lie on one device, or whose placement is
-// FillFirst, has its parts sorted so and merged as by Sort; a striped one
-// over several devices is sorted on the CPU, as a merge of its parts would
-// not keep equal keys in their order.
-func SortBy[T any, K Number, S interface {
-	*Slice[T] | *PoolSlice[T]
-	Get(int) T
-}](s S, key func(*T) *K) error {
-	switch c := any(s).(type) {
-	case *Slice[T]:
-		return sortSliceBy(c, key)
-	case *PoolSlice[T]:
-		return poolSortBy(c, key)
+// On a pool, a Slice whose elements lie on one device, or whose placement
+// is FillFirst, has its parts sorted so and merged as by Sort; a striped
+// one over several devices is sorted on the CPU, as a merge of its parts
+// would not keep equal keys in their order.
+func SortBy[T any, K Number](s *Slice[T], key func(*T) *K) error {
+	if s.sh != nil {
+		return poolSortBy(s.sh, key)
 	}
-	return nil
+	return sortSliceBy(s, key)
 }
 
 func sortSliceBy[T any, K Number](s *Slice[T], key func(*T) *K) error {

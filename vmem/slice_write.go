@@ -21,6 +21,11 @@ func (s *Slice[T]) Set(i int, v T) {
 }
 
 func (s *Slice[T]) setChecked(i int, v T) {
+	if s.sh != nil {
+		// As in get: a Slice on a pool has no fast path.
+		s.sh.Set(i, v)
+		return
+	}
 	if uint(i) >= uint(s.n) {
 		s.outOfRange(i)
 	}
@@ -47,6 +52,9 @@ func (s *Slice[T]) set(i int, v T) {
 // Append adds vs at the end, growing the Slice as needed. On error the
 // Slice is unchanged.
 func (s *Slice[T]) Append(vs ...T) error {
+	if s.sh != nil {
+		return s.synced(s.sh.Append(vs...))
+	}
 	if len(vs) > math.MaxInt-s.n {
 		return fmt.Errorf("vmem: Slice.Append of %d: %w", len(vs), ErrTooLarge)
 	}
@@ -74,6 +82,9 @@ func (s *Slice[T]) Append(vs ...T) error {
 // leave room: at+len(src) <= Len). Mapped segments are written with
 // non-temporal full-line stores, private ones by DMA.
 func (s *Slice[T]) CopyFrom(src []T, at int) error {
+	if s.sh != nil {
+		return s.sh.CopyFrom(src, at)
+	}
 	if err := s.checkSpan("CopyFrom", at, len(src)); err != nil {
 		return err
 	}
@@ -125,6 +136,9 @@ func (s *Slice[T]) setSeg(sg *segment, j int, v T) {
 
 // Fill sets every element to v.
 func (s *Slice[T]) Fill(v T) error {
+	if s.sh != nil {
+		return s.sh.Fill(v)
+	}
 	if err := s.usable(); err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/govram/govram/internal/hostmem"
 )
 
-// Sum returns the sum of the elements of a Slice or a PoolSlice.
+// Sum returns the sum of the elements of a Slice.
 //
 // Integer sums are exact: they are accumulated in 128 bits, so they do not
 // wrap at the element's width, and when the sum does not fit in T, Sum
@@ -22,17 +22,10 @@ import (
 // partials, so the backends agree to within float64 rounding rather than
 // float32's. A GPU without 64-bit float support sums floats on the CPU.
 //
-// A PoolSlice's parts are summed on their devices at once, and their
-// partial sums added as above: the result is a Slice's sum of the same
-// elements (exactly, for integers).
-//
-// S is *Slice[T] or *PoolSlice[T]; its Get method lets the compiler infer
-// T from the argument, so Sum(s) and SumAs[int64](s) need no more type
-// arguments.
-func Sum[T Number, S interface {
-	*Slice[T] | *PoolSlice[T]
-	Get(int) T
-}](s S) (T, error) {
+// On a pool, each device's part is summed on its device, all at once, and
+// the partial sums added as above: the result is the sum of the same
+// elements on one device (exactly, for integers).
+func Sum[T Number](s *Slice[T]) (T, error) {
 	return SumAs[T](s)
 }
 
@@ -42,18 +35,14 @@ func Sum[T Number, S interface {
 // computed as Sum computes it; an integer R that cannot hold it (or a NaN
 // or infinite float sum) gives an error matching ErrRange, and a float sum
 // is truncated toward zero for an integer R, as Go's conversion does.
-func SumAs[R, T Number, S interface {
-	*Slice[T] | *PoolSlice[T]
-	Get(int) T
-}](s S) (R, error) {
+func SumAs[R, T Number](s *Slice[T]) (R, error) {
 	var zero R
 	var acc sumAcc
 	var err error
-	switch c := any(s).(type) {
-	case *Slice[T]:
-		err = sliceSum(c, &acc)
-	case *PoolSlice[T]:
-		err = poolSum(c, &acc)
+	if s.sh != nil {
+		err = poolSum(s.sh, &acc)
+	} else {
+		err = sliceSum(s, &acc)
 	}
 	if err != nil {
 		return zero, err
@@ -103,7 +92,7 @@ func sliceSum[T Number](s *Slice[T], acc *sumAcc) error {
 
 // poolSum sums each part on its device, all at once, and adds the
 // partial sums to acc.
-func poolSum[T Number](s *PoolSlice[T], acc *sumAcc) error {
+func poolSum[T Number](s *poolSlice[T], acc *sumAcc) error {
 	if err := s.usable(); err != nil {
 		return err
 	}

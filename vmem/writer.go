@@ -27,7 +27,10 @@ const DefaultWriterLines = 1 << 16
 // while they are pending, and Flush before growing the Slice (Append, Grow,
 // Resize): a writer whose segment moved reports an error at Flush. A
 // SliceWriter is for one goroutine and follows the Slice's rule for writers.
+// On a pool it keeps one such batch per device and Flush writes every
+// device's at once.
 type SliceWriter[T any] struct {
+	pw    *poolSliceWriter[T] // on a pool: Set and Flush forward to it
 	s     *Slice[T]
 	lines int
 	logs  []*lines.StoreLog[T] // per segment, made on first use (records of a line or less)
@@ -42,6 +45,9 @@ type SliceWriter[T any] struct {
 // Writer returns a batch writer with room for lines pending lines per
 // segment (0: DefaultWriterLines).
 func (s *Slice[T]) Writer(lines int) *SliceWriter[T] {
+	if s.sh != nil {
+		return &SliceWriter[T]{pw: s.sh.Writer(lines)}
+	}
 	if lines <= 0 {
 		lines = DefaultWriterLines
 	}
@@ -50,6 +56,10 @@ func (s *Slice[T]) Writer(lines int) *SliceWriter[T] {
 
 // Set records a store of v at i; it panics if i is out of range.
 func (w *SliceWriter[T]) Set(i int, v T) {
+	if w.pw != nil {
+		w.pw.Set(i, v)
+		return
+	}
 	s := w.s
 	if uint(i) >= uint(s.n) {
 		s.outOfRange(i)
@@ -150,6 +160,9 @@ var errWriterStale = errors.New("vmem: the Slice grew while a SliceWriter held s
 // Flush writes every pending store. After the Slice's Close it drops them
 // and returns ErrClosed; after device loss, ErrDeviceLost.
 func (w *SliceWriter[T]) Flush() error {
+	if w.pw != nil {
+		return w.pw.Flush()
+	}
 	s := w.s
 	if err := s.usable(); err != nil {
 		for _, l := range w.logs {

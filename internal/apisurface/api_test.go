@@ -33,7 +33,6 @@ type container struct {
 
 var containers = []container{
 	{"Slice", "vmem", reflect.TypeFor[*vmem.Slice[T]]()},
-	{"PoolSlice", "vmem", reflect.TypeFor[*vmem.PoolSlice[T]]()},
 	{"Map", "collections", reflect.TypeFor[*collections.Map[K, V]]()},
 	{"ShardedMap", "collections", reflect.TypeFor[*collections.ShardedMap[K, V]]()},
 	{"BTree", "collections", reflect.TypeFor[*collections.BTree[K, V]]()},

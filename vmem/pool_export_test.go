@@ -1,0 +1,30 @@
+package vmem
+
+// What the tests of package vmem_test see of a Slice on a pool.
+
+// WithStripe is withStripe: small stripes spread small test arrays over
+// every device.
+func WithStripe(n int) SliceOption { return withStripe(n) }
+
+// ParsePlacement is parsePlacement.
+func ParsePlacement(s string) (Placement, error) { return parsePlacement(s) }
+
+// DeviceLens returns how many elements each device of s's pool holds (nil
+// for a Slice on one device).
+func DeviceLens[T any](s *Slice[T]) []int {
+	if s.sh == nil {
+		return nil
+	}
+	return s.sh.DeviceLens()
+}
+
+// PlacementOf returns the placement of s, a Slice on a pool.
+func PlacementOf[T any](s *Slice[T]) Placement { return s.sh.place }
+
+// Part returns device d's part of s, a Slice on a pool: an ordinary Slice
+// holding the elements device d holds, in s's order.
+func Part[T any](s *Slice[T], d int) *Slice[T] { return s.sh.parts[d] }
+
+// SetPlacement sets the placement of Slices made on p from now on without
+// WithPlacement, so that a test runs with both.
+func SetPlacement(p *Pool, pl Placement) { p.placement.Store(int32(pl)) }
