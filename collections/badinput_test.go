@@ -49,12 +49,12 @@ func TestBadInput(t *testing.T) {
 		want("Resize(-1)", s.Resize(-1), vmem.ErrRange)
 		want("CopyFrom past the end", s.CopyFrom(make([]uint64, 5), 8), vmem.ErrRange)
 		want("CopyTo past the end", s.CopyTo(make([]uint64, 5), 8), vmem.ErrRange)
-		want("Gather out of range", s.Gather([]int{3, 10}, make([]uint64, 2)), vmem.ErrRange)
+		want("GetBatch out of range", s.GetBatch([]int{3, 10}, make([]uint64, 2)), vmem.ErrRange)
+		want("GetBatch short dst", s.GetBatch([]int{3, 1}, make([]uint64, 1)), vmem.ErrRange)
 		for name, f := range map[string]func(){
 			"Get(10)":        func() { s.Get(10) },
 			"Set(-1)":        func() { s.Set(-1, 0) },
 			"Writer.Set(10)": func() { s.Writer(0).Set(10, 0) },
-			"GetMany":        func() { s.GetMany([]int{11}, make([]uint64, 1)) },
 		} {
 			if msg, ok := vmemtest.Panics(f); !ok || !strings.Contains(msg, "out of range") {
 				t.Errorf("%s: panic %q (%v), want an index out of range panic", name, msg, ok)

@@ -165,21 +165,19 @@ func drainSeq[V any](s iter.Seq[V]) func() {
 // of fx.
 func lostReadCases(fx *lostFixture) []lostCase {
 	sl, ps, rg := fx.sl, fx.ps, fx.rg
-	keys, idx, dst, found := fx.keys, fx.idx, fx.dst, fx.found
+	keys, dst, found := fx.keys, fx.dst, fx.found
 	drain2 := drainSeq2[uint64, uint64]
 	drainI := drainSeq2[int, uint64]
 	drain1 := drainSeq[uint64]
 	type read = lostCase
 	reads := []read{
 		{"Slice.Get", func() { sl.Get(999) }},
-		{"Slice.GetMany", func() { sl.GetMany(idx, dst) }},
 		{"Slice.All", drainI(sl.All())},
 		{"Slice.Chunks", func() {
 			for range sl.Chunks() {
 			}
 		}},
 		{"Slice(pool).Get", func() { ps.Get(1) }},
-		{"Slice(pool).GetMany", func() { ps.GetMany(idx, dst) }},
 		{"Slice(pool).All", drainI(ps.All())},
 		{"Slice(pool).Chunks", func() {
 			for range ps.Chunks() {
@@ -282,9 +280,9 @@ func lostErrForms(t *testing.T, fx *lostFixture) {
 		}
 	}
 	lost("Slice.CopyTo", sl.CopyTo(dst[:10], 0))
-	lost("Slice.Gather", sl.Gather(idx, dst))
+	lost("Slice.GetBatch", sl.GetBatch(idx, dst))
 	lost("Slice(pool).CopyTo", ps.CopyTo(dst[:10], 0))
-	lost("Slice(pool).Gather", ps.Gather(idx, dst))
+	lost("Slice(pool).GetBatch", ps.GetBatch(idx, dst))
 	lost("Map.GetBatch", m.GetBatch(keys, dst, found))
 	lost("ShardedMap.GetBatch", sm.GetBatch(keys, dst, found))
 	lost("BTree.GetBatch", bt.GetBatch(keys, dst, found))

@@ -255,7 +255,7 @@ func ExampleSortBy() {
 	// {1 10 2}
 }
 
-func ExampleSlice_Gather() {
+func ExampleSlice_GetBatch() {
 	dev, err := vmem.Open(vmem.Options{Backend: vmem.BackendHost})
 	if err != nil {
 		log.Fatal(err)
@@ -272,7 +272,7 @@ func ExampleSlice_Gather() {
 	}
 	// Many scattered reads in one call: one kernel and one copy on a GPU.
 	dst := make([]uint64, 3)
-	if err := s.Gather([]int{5, 0, 3}, dst); err != nil {
+	if err := s.GetBatch([]int{5, 0, 3}, dst); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(dst)

@@ -107,16 +107,16 @@ func keepSliceOps(n int, idx []int) []keepSliceOp {
 				t.Fatal(err)
 			}
 		}},
-		{"Gather", func(t *testing.T, s *vmem.Slice[uint64]) {
+		{"GetBatch", func(t *testing.T, s *vmem.Slice[uint64]) {
 			out := make([]uint64, n)
-			if err := s.Gather(idx, out); err != nil {
+			if err := s.GetBatch(idx, out); err != nil {
 				t.Fatal(err)
 			}
 			want(t, out, func(i int) int { return idx[i] })
 		}},
 		{"GetMany", func(t *testing.T, s *vmem.Slice[uint64]) {
 			out := make([]uint64, n)
-			s.GetMany(idx, out)
+			s.GetManyCPU(idx, out)
 			want(t, out, func(i int) int { return idx[i] })
 		}},
 		{"Sort", func(t *testing.T, s *vmem.Slice[uint64]) {
@@ -214,16 +214,16 @@ func TestPoolSliceKeptAlive(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"Gather", func(t *testing.T, s PS) {
+		{"GetBatch", func(t *testing.T, s PS) {
 			out := make([]uint64, n)
-			if err := s.Gather(idx, out); err != nil {
+			if err := s.GetBatch(idx, out); err != nil {
 				t.Fatal(err)
 			}
 			check(t, out, func(i int) int { return idx[i] })
 		}},
 		{"GetMany", func(t *testing.T, s PS) {
 			out := make([]uint64, n)
-			s.GetMany(idx, out)
+			s.GetManyCPU(idx, out)
 			check(t, out, func(i int) int { return idx[i] })
 		}},
 		{"Chunks", func(t *testing.T, s PS) {

@@ -4,11 +4,11 @@ import "errors"
 
 // Reads on a lost device.
 //
-// A read without an error result (Get, GetMany, All, Chunks) cannot say
+// A read without an error result (Get, All, Chunks) cannot say
 // that it failed, and answering a zero value would pass for data. Once the
 // device is lost it panics instead, as Go does for a nil map write or an
 // index out of range, with an error for which errors.Is(v, ErrDeviceLost)
-// holds; the error is also kept for Err. CopyTo and Gather are the forms
+// holds; the error is also kept for Err. CopyTo and GetBatch are the forms
 // that return the loss instead. Only loss panics: other failures keep
 // their documented behaviour.
 

@@ -150,7 +150,7 @@ func TestPoolCapacity(t *testing.T) {
 		}
 	}
 	got := make([]uint64, len(idx))
-	if err := s.Gather(idx, got); err != nil {
+	if err := s.GetBatch(idx, got); err != nil {
 		t.Fatal(err)
 	}
 	for k, i := range idx {
@@ -158,7 +158,7 @@ func TestPoolCapacity(t *testing.T) {
 			t.Fatalf("Gather: element %d = %#x, want %#x", i, got[k], poolValue(i))
 		}
 	}
-	s.GetMany(idx[:4096], got[:4096])
+	s.GetManyCPU(idx[:4096], got[:4096])
 	for k, i := range idx[:4096] {
 		if got[k] != poolValue(i) {
 			t.Fatalf("GetMany: element %d = %#x, want %#x", i, got[k], poolValue(i))

@@ -216,14 +216,14 @@ func (d *poolDiff[T]) getMany(step, op int) {
 		idx[i] = r.IntN(len(model))
 	}
 	dst := make([]T, n)
-	s.GetMany(idx, dst)
+	s.GetManyCPU(idx, dst)
 	for k, i := range idx {
 		if dst[k] != model[i] {
 			t.Fatalf("step %d: GetMany[%d] (index %d) = %v, want %v", step, k, i, dst[k], model[i])
 		}
 	}
 	clear(dst)
-	if err := s.Gather(idx, dst); err != nil {
+	if err := s.GetBatch(idx, dst); err != nil {
 		t.Fatal(err)
 	}
 	for k, i := range idx {

@@ -28,3 +28,7 @@ func Part[T any](s *Slice[T], d int) *Slice[T] { return s.sh.parts[d] }
 // SetPlacement sets the placement of Slices made on p from now on without
 // WithPlacement, so that a test runs with both.
 func SetPlacement(p *Pool, pl Placement) { p.placement.Store(int32(pl)) }
+
+// GetManyCPU is getMany: the batch read by interleaved line loads, which
+// panics where GetBatch returns an error.
+func (s *Slice[T]) GetManyCPU(idx []int, dst []T) { s.getMany(idx, dst) }

@@ -1,7 +1,7 @@
 package vmem
 
 // pool Slice's bulk operations: copies in and out (one transfer per device,
-// all devices at once), Fill, GetMany and Gather (indices grouped by
+// all devices at once), Fill and GetBatch (indices grouped by
 // device), the iterators, and the batched writer.
 
 import (
@@ -188,23 +188,23 @@ func poolScatter[T any](g *poolGroups, grouped, dst []T) {
 // caller's goroutine, larger ones one goroutine per device.
 const poolGetManyPar = 1024
 
-// GetMany reads the elements at idx into dst (len(dst) >= len(idx)). The
+// getMany reads the elements at idx into dst (len(dst) >= len(idx)). The
 // indices are grouped by device and each device's group is read with its
-// part's GetMany (streaming loads interleaved); large batches read every
+// part's getMany (streaming loads interleaved); large batches read every
 // device's group at once, one goroutine each. It panics on an index out of
-// range and when dst is shorter than idx (it has no error result; Gather
+// range and when dst is shorter than idx (it has no error result; GetBatch
 // returns an error matching ErrRange).
-func (s *poolSlice[T]) GetMany(idx []int, dst []T) {
+func (s *poolSlice[T]) getMany(idx []int, dst []T) {
 	if len(dst) < len(idx) {
-		panic("vmem: Slice.GetMany: dst shorter than idx")
+		panic("vmem: Slice.GetBatch: dst shorter than idx")
 	}
 	for _, i := range idx {
 		if uint(i) >= uint(s.n) {
 			s.outOfRange(i)
 		}
 	}
-	s.readCheck("GetMany")
-	defer s.readCheck("GetMany") // a loss met on the way, by any part
+	s.readCheck("GetBatch")
+	defer s.readCheck("GetBatch") // a loss met on the way, by any part
 	if s.nd == 1 {
 		s.parts[0].getManyAny(idx, dst)
 		return
@@ -226,32 +226,32 @@ func (s *poolSlice[T]) GetMany(idx []int, dst []T) {
 	poolScatter(g, out, dst[:len(idx)])
 }
 
-// Gather reads the elements at indices into dst (dst[k] = element
+// GetBatch reads the elements at indices into dst (dst[k] = element
 // indices[k]); len(dst) must equal len(indices). The indices are grouped by
 // device and every device gathers its group at once (on a GPU, a kernel
 // per device and one copy back each). An index out of range gives
 // ErrRange; dst's contents are then unspecified. Like Get, it may run
 // concurrently with other readers.
-func (s *poolSlice[T]) Gather(indices []int, dst []T) error {
+func (s *poolSlice[T]) GetBatch(indices []int, dst []T) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
 	if len(dst) != len(indices) {
-		return fmt.Errorf("vmem: Slice.Gather: %d indices for %d elements of dst: %w", len(indices), len(dst), ErrRange)
+		return fmt.Errorf("vmem: Slice.GetBatch: %d indices for %d elements of dst: %w", len(indices), len(dst), ErrRange)
 	}
 	for _, i := range indices {
 		if uint(i) >= uint(s.n) {
-			return fmt.Errorf("vmem: Slice.Gather: index %d outside [0, %d): %w", i, s.n, ErrRange)
+			return fmt.Errorf("vmem: Slice.GetBatch: index %d outside [0, %d): %w", i, s.n, ErrRange)
 		}
 	}
 	if s.nd == 1 {
-		return s.parts[0].Gather(indices, dst)
+		return s.parts[0].GetBatch(indices, dst)
 	}
 	g := s.group(indices)
 	out := make([]T, len(indices))
 	err := s.fan(g.active(), func(d int) error {
 		lo, hi := g.base[d], g.base[d+1]
-		return devErr("Gather", d, s.parts[d].Gather(g.local[lo:hi], out[lo:hi]))
+		return devErr("GetBatch", d, s.parts[d].GetBatch(g.local[lo:hi], out[lo:hi]))
 	})
 	if err != nil {
 		return err

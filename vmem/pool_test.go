@@ -543,8 +543,8 @@ func TestPoolSliceConcurrentReads(t *testing.T) {
 							idx[i] = r.IntN(n)
 						}
 						if g%2 == 0 {
-							s.GetMany(idx, dst)
-						} else if err := s.Gather(idx, dst); err != nil {
+							s.GetManyCPU(idx, dst)
+						} else if err := s.GetBatch(idx, dst); err != nil {
 							errs <- err
 							return
 						}

@@ -39,19 +39,19 @@ import (
 // a goroutine that changes the Slice must not overlap with any other call.
 //
 // Concurrency, as in the table of docs/guide.md:
-//   - at the same time: Get, GetMany, CopyTo, Gather, All, Chunks, Len, Cap, Err, Save, Writer
+//   - at the same time: Get, CopyTo, GetBatch, All, Chunks, Len, Cap, Err, Save, Writer
 //   - alone: Set, Append, Grow, Resize, CopyFrom, Fill, a Writer's Set and Flush, Close
 //
-// Device loss: Get, GetMany, All and Chunks panic with an error matching
+// Device loss: Get, All and Chunks panic with an error matching
 // ErrDeviceLost rather than return zeros (Get on the host backend's first
-// segment, plain memory, still answers); CopyTo, Gather and Save return
+// segment, plain memory, still answers); CopyTo, GetBatch and Save return
 // the loss instead.
 //
 // On a Pool (NewSlice(pool, ...)) the elements are spread over the pool's
 // devices as WithPlacement says (by default in stripes, so that every
 // device holds about the same share). Each device holds an ordinary Slice
 // of its elements, so everything above holds on each device; bulk work
-// (copies, Fill, Gather, Sort, Sum, Save) runs on every device at once,
+// (copies, Fill, GetBatch, Sort, Sum, Save) runs on every device at once,
 // one goroutine per device, and Get and Set run on the caller's
 // goroutine. A Slice on a pool is invalid once any of its devices is
 // closed.
@@ -518,7 +518,7 @@ func (s *Slice[T]) Close() error {
 }
 
 // stickyErr keeps the first error of a container's calls without an
-// error result (Get, Set, GetMany, All on private VRAM), which concurrent
+// error result (Get, Set, All on private VRAM), which concurrent
 // readers may meet at once.
 type stickyErr struct {
 	p atomic.Pointer[error]

@@ -64,7 +64,7 @@ func BenchmarkSliceGet(b *testing.B) {
 			dst := make([]e64, 256)
 			for i := 0; i < b.N; i += len(dst) {
 				k := i & (len(idx) - 1)
-				s.GetMany(idx[k:k+len(dst)], dst)
+				s.GetManyCPU(idx[k:k+len(dst)], dst)
 				sum += dst[0][0]
 			}
 			sink = sum

@@ -39,7 +39,7 @@ func TestSliceBulkReads(t *testing.T) {
 			idx[i] = rng.IntN(n)
 		}
 		got := make([]e8, len(idx))
-		s.GetMany(idx, got)
+		s.GetManyCPU(idx, got)
 		for k, i := range idx {
 			if got[k] != src[i] {
 				t.Fatalf("GetMany[%d] (index %d) = %x, want %x", k, i, got[k], src[i])
@@ -128,7 +128,7 @@ func getManyPrivate[T comparable](t *testing.T, d *vmem.Device) {
 			}
 		}
 		got := make([]T, m+3) // dst may be longer than idx
-		s.GetMany(idx, got)
+		s.GetManyCPU(idx, got)
 		for k, i := range idx {
 			if got[k] != model[i] {
 				t.Fatalf("%T, batch of %d: GetMany[%d] (index %d) = %v, want %v", got[k], m, k, i, got[k], model[i])
@@ -150,7 +150,7 @@ func getManyPrivate[T comparable](t *testing.T, d *vmem.Device) {
 	got := make([]T, 100)
 	idx := make([]int, 100)
 	idx[50] = n
-	if msg, ok := vmemtest.Panics(func() { s.GetMany(idx, got) }); !ok {
+	if msg, ok := vmemtest.Panics(func() { s.GetManyCPU(idx, got) }); !ok {
 		t.Errorf("GetMany with index %d of %d: no panic", n, n)
 	} else {
 		t.Logf("panic: %s", msg)

@@ -1,6 +1,6 @@
 package vmem
 
-// Gather: scattered reads of a Slice, collected on the GPU by a kernel and
+// GetBatch: scattered reads of a Slice, collected on the GPU by a kernel and
 // brought back by one copy per batch, the batches pipelined.
 
 import (
@@ -16,7 +16,7 @@ import (
 	"github.com/govram/govram/internal/vk"
 )
 
-// Gather reads the elements at indices into dst (dst[k] = element
+// GetBatch reads the elements at indices into dst (dst[k] = element
 // indices[k]); len(dst) must equal len(indices). An index out of range
 // gives ErrRange; dst's contents are then unspecified.
 //
@@ -25,18 +25,18 @@ import (
 // block of the device): one round trip per 16 MiB of elements, the
 // batches pipelined so that the GPU gathers one while the CPU copies the
 // last one out. Few indices into mapped segments are read with streaming
-// loads instead (GetMany). On the host backend it is a plain loop.
+// loads instead (getMany). On the host backend it is a plain loop.
 //
-// Gather only reads: like Get, it may run concurrently with other readers.
-func (s *Slice[T]) Gather(indices []int, dst []T) error {
+// GetBatch only reads: like Get, it may run concurrently with other readers.
+func (s *Slice[T]) GetBatch(indices []int, dst []T) error {
 	if s.sh != nil {
-		return s.sh.Gather(indices, dst)
+		return s.sh.GetBatch(indices, dst)
 	}
 	if err := s.usable(); err != nil {
 		return err
 	}
 	if len(dst) != len(indices) {
-		return fmt.Errorf("vmem: Slice.Gather: %d indices for %d elements of dst: %w", len(indices), len(dst), ErrRange)
+		return fmt.Errorf("vmem: Slice.GetBatch: %d indices for %d elements of dst: %w", len(indices), len(dst), ErrRange)
 	}
 	if len(indices) == 0 || s.size == 0 {
 		return s.kernGatherCPU(indices, dst)
@@ -62,11 +62,11 @@ func (s *Slice[T]) kernAllMapped() bool {
 }
 
 func (s *Slice[T]) kernBadIndex(x int) error {
-	return fmt.Errorf("vmem: Slice.Gather: index %d out of range [0:%d]: %w", x, s.n, ErrRange)
+	return fmt.Errorf("vmem: Slice.GetBatch: index %d out of range [0:%d]: %w", x, s.n, ErrRange)
 }
 
 // kernGatherCPU reads element by element: plain loads on host memory,
-// interleaved streaming loads on mapped VRAM (GetMany), DMA on private
+// interleaved streaming loads on mapped VRAM (getMany), DMA on private
 // VRAM. Indices are checked first, so dst is untouched on ErrRange.
 func (s *Slice[T]) kernGatherCPU(indices []int, dst []T) error {
 	for _, x := range indices {
@@ -85,7 +85,7 @@ func (s *Slice[T]) kernGatherCPU(indices []int, dst []T) error {
 		defer s.dev.exit()
 	}
 	if s.dev.vk != nil && s.kernAllMapped() {
-		s.GetMany(indices, dst)
+		s.getMany(indices, dst)
 		return nil
 	}
 	for k, x := range indices {

@@ -1,7 +1,7 @@
 package vmem
 
 // Slice operations that run as GPU kernels on a Vulkan device: Sort and
-// SortBy (LSD radix sort, slice_sort.go), Gather (scattered reads collected
+// SortBy (LSD radix sort, slice_sort.go), GetBatch (scattered reads collected
 // by a kernel and brought back by one copy, slice_gather.go), Fill (large
 // ranges), and Sum. Each one records its steps into one command buffer, so
 // it costs one GPU round trip (two for a sort) plus its passes over VRAM,

@@ -148,7 +148,7 @@ func BenchmarkSliceGather(b *testing.B) {
 			}
 			b.Run(name+"/govram", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
-					if err := s.Gather(idx, dst); err != nil {
+					if err := s.GetBatch(idx, dst); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -163,7 +163,7 @@ func BenchmarkSliceGather(b *testing.B) {
 				defer d.Free(blk)
 				pinned := unsafe.Slice((*e64)(blk.Ptr()), m)
 				for i := 0; i < b.N; i++ {
-					if err := s.Gather(idx, pinned); err != nil {
+					if err := s.GetBatch(idx, pinned); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -173,7 +173,7 @@ func BenchmarkSliceGather(b *testing.B) {
 			b.Run(name+"/govram-direct", func(b *testing.B) {
 				defer vmem.SetGatherDirect(true)()
 				for i := 0; i < b.N; i++ {
-					if err := s.Gather(idx, dst); err != nil {
+					if err := s.GetBatch(idx, dst); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -191,7 +191,7 @@ func BenchmarkSliceGather(b *testing.B) {
 			})
 			b.Run(name+"/getmany", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
-					s.GetMany(idx, dst)
+					s.GetManyCPU(idx, dst)
 				}
 				perSecond(b, m, "elements/s")
 				check(b, dst)
@@ -342,7 +342,7 @@ func BenchmarkSliceGetManyPrivate(b *testing.B) {
 		}
 		b.Run("getmany", func(b *testing.B) {
 			for b.Loop() {
-				s.GetMany(idx, dst)
+				s.GetManyCPU(idx, dst)
 			}
 			perSecond(b, m, "elements/s")
 			check(b)

@@ -307,7 +307,7 @@ func testGather[T comparable](t *testing.T, d *vmem.Device) {
 						idx[i] = rng.IntN(n)
 					}
 					got := make([]T, m)
-					if err := s.Gather(idx, got); err != nil {
+					if err := s.GetBatch(idx, got); err != nil {
 						t.Fatalf("n=%d m=%d: %v", n, m, err)
 					}
 					for i, x := range idx {
@@ -327,7 +327,7 @@ func testGather[T comparable](t *testing.T, d *vmem.Device) {
 				for i := range idx {
 					idx[i] = rng.IntN(n)
 				}
-				if err := s.Gather(idx, dst); err != nil {
+				if err := s.GetBatch(idx, dst); err != nil {
 					t.Fatal(err)
 				}
 				for i, x := range idx {
@@ -337,13 +337,13 @@ func testGather[T comparable](t *testing.T, d *vmem.Device) {
 				}
 				d.Free(blk)
 				// Errors.
-				if err := s.Gather([]int{0, n}, make([]T, 2)); !errors.Is(err, vmem.ErrRange) {
+				if err := s.GetBatch([]int{0, n}, make([]T, 2)); !errors.Is(err, vmem.ErrRange) {
 					t.Fatalf("index %d of %d: %v, want ErrRange", n, n, err)
 				}
-				if err := s.Gather(append(make([]int, 600), -1), make([]T, 601)); !errors.Is(err, vmem.ErrRange) {
+				if err := s.GetBatch(append(make([]int, 600), -1), make([]T, 601)); !errors.Is(err, vmem.ErrRange) {
 					t.Fatalf("index -1: %v, want ErrRange", err)
 				}
-				if err := s.Gather([]int{0}, make([]T, 2)); !errors.Is(err, vmem.ErrRange) {
+				if err := s.GetBatch([]int{0}, make([]T, 2)); !errors.Is(err, vmem.ErrRange) {
 					t.Fatalf("short indices: %v, want ErrRange", err)
 				}
 				s.Close()
@@ -508,7 +508,7 @@ func TestKernelFaults(t *testing.T) {
 			if _, err := vmem.Sum(s); !errors.Is(err, vmem.ErrDeviceLost) {
 				t.Fatalf("Sum with a failing submission: %v", err)
 			}
-			if err := s.Gather([]int{1, 2, 3}, make([]uint32, 3)); !errors.Is(err, vmem.ErrDeviceLost) {
+			if err := s.GetBatch([]int{1, 2, 3}, make([]uint32, 3)); !errors.Is(err, vmem.ErrDeviceLost) {
 				t.Fatalf("Gather after device loss: %v", err)
 			}
 		}
@@ -522,7 +522,7 @@ func TestKernelFaults(t *testing.T) {
 		if _, err := vmem.Sum(s); !errors.Is(err, vmem.ErrClosed) {
 			t.Fatalf("Sum after Close: %v", err)
 		}
-		if err := s.Gather(nil, nil); !errors.Is(err, vmem.ErrClosed) {
+		if err := s.GetBatch(nil, nil); !errors.Is(err, vmem.ErrClosed) {
 			t.Fatalf("Gather after Close: %v", err)
 		}
 	})
@@ -561,7 +561,7 @@ func FuzzSliceKernels(f *testing.F) {
 				idx[i] = int(data[i]) * len(vals) / 256
 			}
 			got := make([]int16, len(idx))
-			if err := s.Gather(idx, got); err != nil {
+			if err := s.GetBatch(idx, got); err != nil {
 				t.Fatal(err)
 			}
 			for i, x := range idx {
@@ -622,7 +622,7 @@ func TestSliceKernelsMixedTiers(t *testing.T) {
 		idx[i] = rng.IntN(n)
 	}
 	got := make([]uint64, len(idx))
-	if err := s.Gather(idx, got); err != nil {
+	if err := s.GetBatch(idx, got); err != nil {
 		t.Fatal(err)
 	}
 	for i, x := range idx {
@@ -679,7 +679,7 @@ func TestSliceKernelsConcurrentReaders(t *testing.T) {
 						idx[i] = rng.IntN(len(vals))
 					}
 					got := make([]uint32, len(idx))
-					if err := s.Gather(idx, got); err != nil {
+					if err := s.GetBatch(idx, got); err != nil {
 						errs <- err
 						return
 					}
@@ -756,7 +756,7 @@ func TestKernelsAfterDeviceClose(t *testing.T) {
 			if _, err := vmem.Sum(s); !errors.Is(err, vmem.ErrClosed) {
 				t.Errorf("Sum: %v", err)
 			}
-			if err := s.Gather(make([]int, 1000), make([]uint32, 1000)); !errors.Is(err, vmem.ErrClosed) {
+			if err := s.GetBatch(make([]int, 1000), make([]uint32, 1000)); !errors.Is(err, vmem.ErrClosed) {
 				t.Errorf("Gather: %v", err)
 			}
 			if err := s.Fill(3); !errors.Is(err, vmem.ErrClosed) {

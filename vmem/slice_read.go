@@ -44,7 +44,7 @@ func (s *Slice[T]) get(i int) T {
 	return v
 }
 
-// at is Get without the loss check, for GetMany's workers (a panic there
+// at is Get without the loss check, for getMany's workers (a panic there
 // would not reach the caller): a failed read is kept for Err.
 func (s *Slice[T]) at(i int) T {
 	if uint(i) < uint(len(s.fast)) {
@@ -153,36 +153,36 @@ func (s *Slice[T]) CopyTo(dst []T, at int) error {
 	})
 }
 
-// getManyBatch is how many lines GetMany loads per call into lineio.
+// getManyBatch is how many lines getMany loads per call into lineio.
 const getManyBatch = 64
 
-// GetMany reads the elements at idx into dst (len(dst) >= len(idx)). On
+// getMany reads the elements at idx into dst (len(dst) >= len(idx)): the
+// CPU path of GetBatch. On
 // mapped VRAM the lines of many elements are loaded with their streaming
 // loads interleaved, so their latencies overlap: the way to read many
 // scattered elements. A large batch is spread over goroutines (one core's
 // streaming loads keep only a few lines in flight; the link serves about
 // three times more from several cores). A Slice with segments in private
-// VRAM is read by a kernel that gathers the batch in one round trip (as
-// Gather); a device error is then kept for Err. It panics on an index out
-// of range, when dst is shorter than idx and once the device is lost (it
-// has no error result; Gather returns an error matching ErrRange or
-// ErrDeviceLost).
-func (s *Slice[T]) GetMany(idx []int, dst []T) {
+// VRAM is read by a kernel that gathers the batch in one round trip; a
+// device error is then kept for Err. It panics on an index out of range,
+// when dst is shorter than idx and once the device is lost; GetBatch
+// checks all of these first and returns them as errors.
+func (s *Slice[T]) getMany(idx []int, dst []T) {
 	if s.sh != nil {
-		s.sh.GetMany(idx, dst)
+		s.sh.getMany(idx, dst)
 		return
 	}
 	if len(dst) < len(idx) {
-		panic("vmem: GetMany: dst shorter than idx")
+		panic("vmem: Slice.GetBatch: dst shorter than idx")
 	}
-	s.readCheck("GetMany")
+	s.readCheck("GetBatch")
 	s.getManyAny(idx, dst)
 	// A loss met on the way (by a worker, or the kernel) ends the call as
 	// one met before it.
-	s.readCheck("GetMany")
+	s.readCheck("GetBatch")
 }
 
-// getManyAny is GetMany without the loss checks, which a pool Slice makes
+// getManyAny is getMany without the loss checks, which a pool Slice makes
 // for all its parts at once; errors are kept for Err.
 func (s *Slice[T]) getManyAny(idx []int, dst []T) {
 	if !s.kernAllMapped() && len(idx) >= getManyKernelMin && s.getManyKernel(idx, dst) {
@@ -190,7 +190,7 @@ func (s *Slice[T]) getManyAny(idx []int, dst []T) {
 	}
 	w := min(runtime.GOMAXPROCS(0), getManyWorkers, len(idx)/getManyPerWorker)
 	if w <= 1 || s.dev.vk == nil || !s.kernAllMapped() {
-		s.getMany(idx, dst)
+		s.getManyLines(idx, dst)
 		return
 	}
 	// Indices are checked here, where a panic reaches the caller.
@@ -202,12 +202,12 @@ func (s *Slice[T]) getManyAny(idx []int, dst []T) {
 	per := (len(idx) + w - 1) / w
 	par.Go((len(idx)+per-1)/per, func(p int) {
 		lo, hi := p*per, min((p+1)*per, len(idx))
-		s.getMany(idx[lo:hi], dst[lo:hi])
+		s.getManyLines(idx[lo:hi], dst[lo:hi])
 	})
 	runtime.KeepAlive(s)
 }
 
-// getManyKernelMin is the batch from which GetMany reads a Slice with
+// getManyKernelMin is the batch from which getMany reads a Slice with
 // private segments by the gather kernel, one round trip for the batch,
 // instead of one DMA round trip per element of those segments.
 const getManyKernelMin = 16
@@ -233,14 +233,14 @@ func (s *Slice[T]) getManyKernel(idx []int, dst []T) bool {
 	return true
 }
 
-// GetMany spreads a batch over up to getManyWorkers goroutines, each with
+// getMany spreads a batch over up to getManyWorkers goroutines, each with
 // at least getManyPerWorker elements.
 const (
 	getManyWorkers   = 16
 	getManyPerWorker = 512
 )
 
-func (s *Slice[T]) getMany(idx []int, dst []T) {
+func (s *Slice[T]) getManyLines(idx []int, dst []T) {
 	if s.size > layout.LineSize || s.dev.vk == nil {
 		for k, i := range idx {
 			dst[k] = s.at(i)

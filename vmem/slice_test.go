@@ -198,7 +198,7 @@ func (o *sliceOpsRun[T]) get(step, arg int) bool {
 		}
 	}
 	got := make([]T, len(idx))
-	s.GetMany(idx, got)
+	s.GetManyCPU(idx, got)
 	for k, j := range idx {
 		if got[k] != model[j] {
 			t.Fatalf("step %d: GetMany element %d (index %d) differs", step, k, j)

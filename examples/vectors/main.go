@@ -140,7 +140,7 @@ func run(cfg config, w io.Writer) error {
 		best[i] = r[0].id
 	}
 	got := make([]vec, len(best))
-	if err := store.Gather(best, got); err != nil {
+	if err := store.GetBatch(best, got); err != nil {
 		return err
 	}
 	for i := range got {
