@@ -132,7 +132,7 @@ func gpuGovram(e *env, n int, name string) *impl {
 			})
 			fx.add("gather", func(b *B) error {
 				for range b.N {
-					if err := s.Gather(idx, dst); err != nil {
+					if err := s.GetBatch(idx, dst); err != nil {
 						return err
 					}
 				}

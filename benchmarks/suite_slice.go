@@ -80,7 +80,9 @@ func sliceGovram(e *env, n int) *impl {
 				for i := 0; i < b.N; i += batch {
 					k := i & (probeLen - 1)
 					m := min(batch, b.N-i)
-					s.GetMany(idx[k:k+m], dst[:m])
+					if err := s.GetBatch(idx[k:k+m], dst[:m]); err != nil {
+						return err
+					}
 					sum += dst[0]
 				}
 				sink += sum
