@@ -1,9 +1,9 @@
 package main
 
-// The gpu suite: vmem.Slice's batch operations (Sort, Gather, Sum), which
+// The gpu suite: vmem.Slice's batch operations (Sort, GetBatch, Sum), which
 // run as compute kernels on a Vulkan device, against the same work on a
 // []uint64 on the Go heap, against govram's CPU path on the same device
-// (VMEM_KERNELS=0) and, for Gather, against the naive path.
+// (VMEM_KERNELS=0) and, for GetBatch, against the naive path.
 
 import (
 	"os"
@@ -12,7 +12,7 @@ import (
 	"github.com/govram/govram/vmem"
 )
 
-// gatherLen is the number of indices one Gather reads.
+// gatherLen is the number of indices one GetBatch reads.
 const gatherLen = 1 << 16
 
 func gpuSuite() *suite {
@@ -24,7 +24,7 @@ func gpuSuite() *suite {
 			"backend govram runs these on the CPU too.",
 		Ops: []opDoc{
 			{"sort", "sort all the elements (random values, refilled untimed before each sort): vmem.Sort vs slices.Sort; one operation is the whole sort (ns/elem alongside)"},
-			{"gather", "read 65536 elements at random indices into a buffer (Gather into a vmem.Host block; naive: plain loads); one operation is the whole batch"},
+			{"gather", "read 65536 elements at random indices into a buffer (GetBatch into a vmem.Host block; naive: plain loads); one operation is the whole batch"},
 			{"sum", "add all the elements (vmem.Sum vs a loop); one operation is the whole pass"},
 		},
 		Groups: func(e *env, n int) []*group {
@@ -138,7 +138,7 @@ func gpuGovram(e *env, n int, name string) *impl {
 				}
 				b.StopTimer()
 				if dst[len(dst)-1] != s.Get(idx[len(idx)-1]) {
-					return errorf("Gather returned a wrong element")
+					return errorf("GetBatch returned a wrong element")
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(idx)), "ns/elem")
 				return nil
@@ -210,7 +210,7 @@ func gatherLoop(u []uint64, idx []int, dst []uint64) benchFunc {
 	}
 }
 
-// gpuNaive is only Gather: a sort or a sum over mapped VRAM with plain
+// gpuNaive is only GetBatch: a sort or a sum over mapped VRAM with plain
 // loads (about 1.5 µs each on an H200) would take minutes at these sizes;
 // the slice suite's scan shows the naive sequential read rate.
 func gpuNaive(e *env, n int) *impl {
