@@ -512,7 +512,8 @@ func (t *BTree[K, V]) Stats() BTreeStats {
 	return s
 }
 
-// Clear removes every entry and frees the device memory the tree held.
+// Clear removes every entry and frees the device memory the tree held. On
+// a pool the bounds between the devices' key ranges stay.
 func (t *BTree[K, V]) Clear() error {
 	if t.sh != nil {
 		return t.sh.Clear()

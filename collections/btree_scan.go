@@ -256,6 +256,7 @@ func (t *BTree[K, V]) window(desc bool, s *btScan, cur *btCursor, far *K, limit 
 func (t *BTree[K, V]) scan(op string, desc bool, lo, hi *K, yield func(K, V) bool) {
 	if t.sh != nil {
 		t.sh.scan(op, desc, lo, hi, yield)
+		runtime.KeepAlive(t) // the caller's tree stays reachable for the scan, as on one device
 		return
 	}
 	if t.sk != nil {
@@ -653,7 +654,7 @@ func (r *btRuns[K, V]) stop() {
 // ascend starts an ascending scan of [lo, hi) (nil: open) for btRuns.
 func (t *BTree[K, V]) ascend(op string, lo, hi *K) *btRuns[K, V] {
 	if t.sh != nil {
-		return t.sh.ascend(op, lo, hi)
+		return t.sh.ascend(t, op, lo, hi)
 	}
 	r := &btRuns[K, V]{first: true, w: &btWalk[K, V]{}}
 	if !r.w.start(t, op, false, lo, hi) {
@@ -684,6 +685,7 @@ func (t *BTree[K, V]) AscendRangeRuns(greaterOrEqual, lessThan K, fn func(keys [
 func (t *BTree[K, V]) scanRuns(op string, lo, hi *K, fn func(keys []K, vals []V) bool) {
 	if t.sh != nil {
 		t.sh.scanRuns(op, lo, hi, fn)
+		runtime.KeepAlive(t) // the caller's tree stays reachable for the scan, as on one device
 		return
 	}
 	if t.sk != nil {

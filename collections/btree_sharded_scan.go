@@ -97,13 +97,15 @@ type btShRuns[K, V any] struct {
 	done  bool
 }
 
-// ascend is BTree.ascend for a tree on a pool.
-func (t *shardedBTree[K, V]) ascend(op string, lo, hi *K) *btRuns[K, V] {
+// ascend is BTree.ascend for owner, a tree on a pool. The walk holds
+// owner, so that it stays reachable while the runs are read, as a tree on
+// one device does (Save, whose caller keeps its tree, passes nil).
+func (t *shardedBTree[K, V]) ascend(owner *BTree[K, V], op string, lo, hi *K) *btRuns[K, V] {
 	t.live()
 	c := &btShRuns[K, V]{t: t, op: op, lo: lo, hi: hi}
 	from, to, ok := t.span(false, lo, hi)
 	c.d, c.to, c.done = from, to, !ok
-	r := &btRuns[K, V]{w: &btWalk[K, V]{sh: c}}
+	r := &btRuns[K, V]{w: &btWalk[K, V]{t: owner, sh: c}}
 	// A scan abandoned by a panic in the loop body gives back what its
 	// shard holds outside its own walk (the shard's walk has a cleanup of
 	// its own).

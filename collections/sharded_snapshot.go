@@ -94,8 +94,8 @@ func (t *shardedBTree[K, V]) Save(w io.Writer) error {
 	}
 	defer runtime.KeepAlive(t) // w runs while the shards' memory is read
 	h := snapfmt.Header{Kind: snapfmt.KindBTree, Fingerprint: btSnapFingerprint[K, V]()}
-	r := t.ascend("", nil, nil) // "": a lost device is returned, not a panic
-	defer r.stop()              // a writer that panics leaves no window behind
+	r := t.ascend(nil, "", nil, nil) // "": a lost device is returned, not a panic
+	defer r.stop()                   // a writer that panics leaves no window behind
 	if err := snapSaveEntries(w, h, shLen(t.shards, t.closed), r.seq, t.Err); err != nil {
 		return fmt.Errorf("collections: BTree.Save: %w", err)
 	}
