@@ -1,6 +1,6 @@
 package collections
 
-// Batches over shards: ShardedMap and ShardedBTree split a batch of keys
+// Batches over shards: ShardedMap and a BTree on a pool split a batch of keys
 // by shard, run every shard's batch at once (one goroutine per device, so
 // each GPU probes its part while the others probe theirs), and put the
 // results back in the batch's order.
@@ -282,7 +282,7 @@ func shGather8Parts[V any](pl *shPlan, vd [][]V, vals []V, fd [][]bool, found []
 	}
 }
 
-// shShard is what ShardedMap and ShardedBTree ask of every shard for
+// shShard is what ShardedMap and a BTree on a pool ask of every shard for
 // their counts and errors.
 type shShard interface {
 	comparable

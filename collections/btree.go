@@ -120,6 +120,21 @@ var ErrUnsorted = errors.New("collections: keys not strictly ascending")
 // panic with an error matching ErrDeviceLost rather than report a key
 // absent or end early; GetBatch, DeleteMin, DeleteMax and Save return the
 // loss instead.
+//
+// # Pools
+//
+// A tree made on a *vmem.Pool (NewBTree(pool, ...)) is spread over every
+// device of the pool: one tree per device, each holding one range of keys
+// (btree_sharded.go). Its methods and their rules are the same; a
+// single-key operation costs one binary search over the ranges' bounds
+// more, BulkLoad loads every device's range at once, GetBatch splits its
+// keys by device and every device searches its part at once, and scans
+// visit the devices in key order, only those the range overlaps. The
+// bounds are fixed once chosen: by WithSplits, or by the first BulkLoad
+// of enough keys (quantiles of the loaded keys). Until then every key
+// lives on the pool's first device, and keys never move between devices.
+// Stats adds the devices' figures up and lists each in Stats().Shards; a
+// lost device's part reports the loss as on one device.
 type BTree[K, V any] struct {
 	dev  *vmem.Device
 	less func(a, b K) bool
@@ -172,9 +187,14 @@ type BTree[K, V any] struct {
 	// sk: K is a string type; the tree is a shell over sk.in, a tree of
 	// fixed-size key records (btree_strkey.go).
 	sk *btSK[K, V]
+
+	// sh: the tree lives on a pool (btree_sharded.go); every exported
+	// method forwards to it, and the fields above stay zero.
+	sh *shardedBTree[K, V]
 }
 
-// BTreeOption configures NewBTree.
+// BTreeOption configures NewBTree and LoadBTree. On a pool, every option
+// but WithSplits applies to each device's part.
 type BTreeOption func(*btConfig)
 
 type btConfig struct {
@@ -185,6 +205,7 @@ type btConfig struct {
 	naive       bool // benchmarks: plain loads and stores on mapped VRAM
 	cache       int  // hot tier budget (WithBTreeHostCache), if cacheSet
 	cacheSet    bool
+	splits      any // []K, from WithSplits (pools only)
 }
 
 // WithBTreeLeafEntries sets how many entries a leaf holds (3 to 255). The
@@ -201,33 +222,87 @@ func WithBTreeExtentLeaves(n int) BTreeOption { return func(c *btConfig) { c.ext
 // leaf access is a DMA; for data that is mostly scanned).
 func WithBTreeTier(t vmem.Tier) BTreeOption { return func(c *btConfig) { c.tier = t } }
 
-// NewBTree makes an empty tree on dev ordered by less, which must be a
-// strict weak ordering (as for google/btree). K and V must hold no pointers
-// (ErrPointerType names the field that does), except that V may be a string
-// type: the strings are then stored in device memory too (an arena beside
-// the leaves), never on the Go heap. K may be a string type too: a key is
-// then a record of its first 8 bytes and an arena handle, and less is
-// called on Go strings made from the records (NewBTreeOrdered compares
-// the records without making strings, and is faster).
-func NewBTree[K, V any](dev *vmem.Device, less func(a, b K) bool, opts ...BTreeOption) (*BTree[K, V], error) {
+// NewBTree makes an empty tree on mem ordered by less, which must be a
+// strict weak ordering (as for google/btree): on a *vmem.Device, or on a
+// *vmem.Pool spread over its devices by key range (see the type's
+// comment). K and V must hold no pointers (ErrPointerType names the field
+// that does), except that V may be a string type: the strings are then
+// stored in device memory too (an arena beside the leaves), never on the
+// Go heap. K may be a string type too: a key is then a record of its
+// first 8 bytes and an arena handle, and less is called on Go strings made
+// from the records (NewBTreeOrdered compares the records without making
+// strings, and is faster).
+func NewBTree[K, V any](mem vmem.Memory, less func(a, b K) bool, opts ...BTreeOption) (*BTree[K, V], error) {
 	if less == nil {
 		return nil, errors.New("collections: NewBTree: nil less function")
 	}
-	if btStrKey[K]() {
-		return btNewSK[K, V](dev, less, func(a, b string) bool { return less(btStrK[K](a), btStrK[K](b)) }, opts)
-	}
-	return btNew[K, V](dev, less, btKGeneric, opts)
+	return btMake(mem, less, btNewOn[K, V](less), opts)
 }
 
 // NewBTreeOrdered makes an empty tree ordered by <, like google/btree's
-// NewOrderedG. Integer keys get a search without calls through a function
-// value; string keys compare their 8-byte prefixes first and read their
-// bytes only when the prefixes are equal.
-func NewBTreeOrdered[K cmp.Ordered, V any](dev *vmem.Device, opts ...BTreeOption) (*BTree[K, V], error) {
+// NewOrderedG, on a device or a pool as NewBTree does. Integer keys get a
+// search without calls through a function value (and, on GPUs, batch
+// lookups by a kernel); string keys compare their 8-byte prefixes first
+// and read their bytes only when the prefixes are equal.
+func NewBTreeOrdered[K cmp.Ordered, V any](mem vmem.Memory, opts ...BTreeOption) (*BTree[K, V], error) {
+	return btMake(mem, cmp.Less[K], btNewOrderedOn[K, V], opts)
+}
+
+// btNewOn returns NewBTree's constructor of a tree on one device.
+func btNewOn[K, V any](less func(a, b K) bool) func(*vmem.Device, []BTreeOption) (*BTree[K, V], error) {
+	return func(dev *vmem.Device, opts []BTreeOption) (*BTree[K, V], error) {
+		if btStrKey[K]() {
+			return btNewSK[K, V](dev, less, func(a, b string) bool { return less(btStrK[K](a), btStrK[K](b)) }, opts)
+		}
+		return btNew[K, V](dev, less, btKGeneric, opts)
+	}
+}
+
+// btNewOrderedOn is NewBTreeOrdered's constructor of a tree on one device.
+func btNewOrderedOn[K cmp.Ordered, V any](dev *vmem.Device, opts []BTreeOption) (*BTree[K, V], error) {
 	if btStrKey[K]() {
 		return btNewSK[K, V](dev, cmp.Less[K], nil, opts)
 	}
 	return btNew[K, V](dev, cmp.Less[K], btKindOf[K](), opts)
+}
+
+// btMake makes a tree on mem with mk, the constructor of a tree on one
+// device: on a device directly, on a pool once per device.
+func btMake[K, V any](mem vmem.Memory, less func(a, b K) bool, mk func(*vmem.Device, []BTreeOption) (*BTree[K, V], error), opts []BTreeOption) (*BTree[K, V], error) {
+	dev, pool, err := btMemory(mem)
+	if err != nil {
+		return nil, fmt.Errorf("collections: NewBTree: %w", err)
+	}
+	splits, err := btSplitsOf(less, opts)
+	if err != nil {
+		return nil, fmt.Errorf("collections: NewBTree: %w", err)
+	}
+	if pool == nil {
+		return mk(dev, opts) // one device: WithSplits has nothing to divide
+	}
+	sh, err := shBTNew(pool, less, mk, splits, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &BTree[K, V]{sh: sh}, nil
+}
+
+// btMemory tells a device from a pool; a nil Memory, or a nil pointer in
+// one, is an error matching vmem.ErrNoDevice rather than a later panic.
+func btMemory(mem vmem.Memory) (*vmem.Device, *vmem.Pool, error) {
+	switch m := mem.(type) {
+	case *vmem.Device:
+		if m != nil {
+			return m, nil, nil
+		}
+		return nil, nil, fmt.Errorf("nil device: %w", vmem.ErrNoDevice)
+	case *vmem.Pool:
+		if m != nil {
+			return nil, m, nil
+		}
+		return nil, nil, fmt.Errorf("nil pool: %w", vmem.ErrNoDevice)
+	}
+	return nil, nil, fmt.Errorf("nil memory: %w", vmem.ErrNoDevice)
 }
 
 func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opts []BTreeOption) (*BTree[K, V], error) {
@@ -319,6 +394,9 @@ func (t *BTree[K, V]) noteErr(err error) {
 // lookup or scan of private-tier leaves when the device was lost); such a
 // method then reports the entry as absent or ends the iteration early.
 func (t *BTree[K, V]) Err() error {
+	if t.sh != nil {
+		return t.sh.Err()
+	}
 	if t.sk != nil {
 		return t.sk.in.Err()
 	}
@@ -358,6 +436,15 @@ func (t *BTree[K, V]) markDirty() {
 
 // Len returns the number of entries (0 after Close).
 func (t *BTree[K, V]) Len() int {
+	if t.sh != nil {
+		// The shards' counters are summed in place: a call here would
+		// take Len over the inlining budget.
+		n := 0
+		for _, c := range t.sh.lens {
+			n += *c
+		}
+		return n
+	}
 	if t.sk != nil {
 		return t.sk.in.n
 	}
@@ -378,6 +465,10 @@ type BTreeStats struct {
 	HostPerEntry float64 // HostBytes / Len
 	Fill         float64 // entries / (Leaves * LeafEntries)
 	Cache        CacheStats
+	// Shards holds each device's figures, in the pool's order, for a tree
+	// on a pool (the fields above add them up, Height being the
+	// tallest's); nil on one device.
+	Shards []BTreeStats
 }
 
 // Stats returns the tree's shape and memory use. HostBytes counts the host
@@ -385,6 +476,9 @@ type BTreeStats struct {
 // store batcher, scan buffers); DeviceBytes counts the leaves, not the
 // arena that holds string values.
 func (t *BTree[K, V]) Stats() BTreeStats {
+	if t.sh != nil {
+		return t.sh.Stats()
+	}
 	if t.sk != nil {
 		return t.sk.in.Stats()
 	}
@@ -418,8 +512,12 @@ func (t *BTree[K, V]) Stats() BTreeStats {
 	return s
 }
 
-// Clear removes every entry and frees the device memory the tree held.
+// Clear removes every entry and frees the device memory the tree held. On
+// a pool the bounds between the devices' key ranges stay.
 func (t *BTree[K, V]) Clear() error {
+	if t.sh != nil {
+		return t.sh.Clear()
+	}
 	if t.sk != nil {
 		return t.sk.clear()
 	}
@@ -454,6 +552,9 @@ func (t *BTree[K, V]) clear() {
 // Close frees the tree's memory. It is idempotent; the tree is invalid
 // afterwards.
 func (t *BTree[K, V]) Close() error {
+	if t.sh != nil {
+		return t.sh.Close()
+	}
 	if t.sk != nil {
 		return t.closeSK()
 	}

@@ -26,6 +26,11 @@ import (
 // keys and vals differ in length, and ErrOutOfMemory (changing nothing)
 // when memory runs out.
 func (t *BTree[K, V]) BulkLoad(keys []K, vals []V) error {
+	if t.sh != nil {
+		err := t.sh.BulkLoad(keys, vals)
+		runtime.KeepAlive(t) // the caller's tree stays reachable for the call, as on one device
+		return err
+	}
 	if t.sk != nil {
 		return t.sk.bulkLoad(keys, vals)
 	}

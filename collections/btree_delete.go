@@ -13,6 +13,9 @@ import (
 // Delete removes key and returns its value and true, or false if key was
 // absent. The error reports device loss (private-tier leaves).
 func (t *BTree[K, V]) Delete(key K) (old V, deleted bool, err error) {
+	if t.sh != nil {
+		return t.sh.Delete(key)
+	}
 	if t.sk != nil {
 		return t.sk.delete(key)
 	}
@@ -45,6 +48,12 @@ func (t *BTree[K, V]) DeleteMax() (key K, value V, ok bool, err error) {
 }
 
 func (t *BTree[K, V]) deleteEdge(right bool) (k K, v V, ok bool, err error) {
+	if t.sh != nil {
+		if right {
+			return t.sh.DeleteMax()
+		}
+		return t.sh.DeleteMin()
+	}
 	if t.sk != nil {
 		return t.sk.deleteEdge(right)
 	}

@@ -22,6 +22,7 @@ package collections
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"github.com/govram/govram/internal/kern"
@@ -56,6 +57,11 @@ var btGPUOff = false
 //
 // GetBatch is a read: it may run together with other reads.
 func (t *BTree[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
+	if t.sh != nil {
+		err := t.sh.GetBatch(keys, vals, found)
+		runtime.KeepAlive(t) // the caller's tree stays reachable for the call, as on one device
+		return err
+	}
 	if t.sk != nil {
 		return t.sk.getBatch(keys, vals, found) // string keys: btree_strkey_ops.go
 	}

@@ -28,6 +28,9 @@ const btStackLines = 8
 // (GetBatch returns it instead), rather than report absent a key that may
 // be there.
 func (t *BTree[K, V]) Get(key K) (V, bool) {
+	if t.sh != nil {
+		return t.sh.Get(key)
+	}
 	if t.sk != nil {
 		return t.sk.get(key)
 	}
@@ -47,6 +50,9 @@ func (t *BTree[K, V]) Get(key K) (V, bool) {
 // Has reports whether key is in the tree; it loads no value. It panics
 // as Get does.
 func (t *BTree[K, V]) Has(key K) bool {
+	if t.sh != nil {
+		return t.sh.Has(key)
+	}
 	if t.sk != nil {
 		return t.sk.has(key)
 	}
@@ -371,6 +377,9 @@ func (t *BTree[K, V]) vString(h strarena.Handle) V {
 // Min returns the smallest key and its value, and false if the tree is
 // empty.
 func (t *BTree[K, V]) Min() (K, V, bool) {
+	if t.sh != nil {
+		return t.sh.Min()
+	}
 	if t.sk != nil {
 		return t.sk.minMax(false)
 	}
@@ -385,6 +394,9 @@ func (t *BTree[K, V]) Min() (K, V, bool) {
 // Max returns the largest key and its value, and false if the tree is
 // empty.
 func (t *BTree[K, V]) Max() (K, V, bool) {
+	if t.sh != nil {
+		return t.sh.Max()
+	}
 	if t.sk != nil {
 		return t.sk.minMax(true)
 	}

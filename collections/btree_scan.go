@@ -254,6 +254,11 @@ func (t *BTree[K, V]) window(desc bool, s *btScan, cur *btCursor, far *K, limit 
 // entries are handed to yield, the next window's DMA runs in another
 // goroutine.
 func (t *BTree[K, V]) scan(op string, desc bool, lo, hi *K, yield func(K, V) bool) {
+	if t.sh != nil {
+		t.sh.scan(op, desc, lo, hi, yield)
+		runtime.KeepAlive(t) // the caller's tree stays reachable for the scan, as on one device
+		return
+	}
 	if t.sk != nil {
 		t.sk.scan(op, desc, lo, hi, yield)
 		return
@@ -306,6 +311,10 @@ type btWalk[K, V any] struct {
 	last       bool   // no window after those queued
 	head       bool   // q[qh] was handed out by window
 	writes     uint64 // t.writes at start
+
+	// sh: the walk of a tree on a pool, through its shards' walks in
+	// turn (btree_sharded_scan.go); the fields above are then unused.
+	sh *btShRuns[K, V]
 }
 
 // start positions the walk at the first leaf; false if no entry can be in
@@ -410,6 +419,10 @@ func (w *btWalk[K, V]) window() *btScan {
 
 // stop waits for every read in flight and gives back the queued states.
 func (w *btWalk[K, V]) stop() {
+	if w.sh != nil {
+		w.sh.stop()
+		return
+	}
 	w.head = false
 	for ; w.qn > 0; w.qn-- {
 		p := &w.q[w.qh]
@@ -579,6 +592,9 @@ type btRuns[K, V any] struct {
 // next returns the next run of entries (nil at the end): valid until the
 // following call.
 func (r *btRuns[K, V]) next() ([]K, []V) {
+	if r.w.sh != nil {
+		return r.w.sh.next()
+	}
 	if r.last {
 		// The run handed out before was the last: its window is given
 		// back only now that the caller is done with it.
@@ -637,6 +653,9 @@ func (r *btRuns[K, V]) stop() {
 
 // ascend starts an ascending scan of [lo, hi) (nil: open) for btRuns.
 func (t *BTree[K, V]) ascend(op string, lo, hi *K) *btRuns[K, V] {
+	if t.sh != nil {
+		return t.sh.ascend(t, op, lo, hi)
+	}
 	r := &btRuns[K, V]{first: true, w: &btWalk[K, V]{}}
 	if !r.w.start(t, op, false, lo, hi) {
 		r.done = true
@@ -664,6 +683,11 @@ func (t *BTree[K, V]) AscendRangeRuns(greaterOrEqual, lessThan K, fn func(keys [
 
 // scanRuns is the ascending scan of [lo, hi) a leaf's run at a time.
 func (t *BTree[K, V]) scanRuns(op string, lo, hi *K, fn func(keys []K, vals []V) bool) {
+	if t.sh != nil {
+		t.sh.scanRuns(op, lo, hi, fn)
+		runtime.KeepAlive(t) // the caller's tree stays reachable for the scan, as on one device
+		return
+	}
 	if t.sk != nil {
 		t.sk.runs(op, lo, hi, fn)
 		return

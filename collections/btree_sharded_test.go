@@ -47,7 +47,7 @@ func shBTRunsOf(scan func(fn func([]int64, []uint64) bool)) func(fn func(int64, 
 }
 
 // shBTDiff runs random operations on a ShardedBTree and on a model.
-func shBTDiff(t *testing.T, s *ShardedBTree[int64, uint64], steps int, seed uint64) {
+func shBTDiff(t *testing.T, s *BTree[int64, uint64], steps int, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 11))
 	model := shBTModel{}
 	for k, v := range s.All() {
@@ -139,7 +139,7 @@ func shBTWant(model shBTModel, lo, hi int64, desc bool, limit int) []int64 {
 
 // shBTDeleteEnd deletes the minimum or the maximum of a non-empty tree and
 // checks it against the model.
-func shBTDeleteEnd(t *testing.T, s *ShardedBTree[int64, uint64], r *rand.Rand, model shBTModel, step int) {
+func shBTDeleteEnd(t *testing.T, s *BTree[int64, uint64], r *rand.Rand, model shBTModel, step int) {
 	ks := model.sorted()
 	var k int64
 	if r.IntN(2) == 0 {
@@ -159,7 +159,7 @@ func shBTDeleteEnd(t *testing.T, s *ShardedBTree[int64, uint64], r *rand.Rand, m
 }
 
 // shBTScans runs the ranged callback scans, with early stops, against the model.
-func shBTScans(t *testing.T, s *ShardedBTree[int64, uint64], r *rand.Rand, model shBTModel, step int) {
+func shBTScans(t *testing.T, s *BTree[int64, uint64], r *rand.Rand, model shBTModel, step int) {
 	const minK, maxK = int64(-1 << 62), int64(1 << 62)
 	want := func(lo, hi int64, desc bool, limit int) []int64 { return shBTWant(model, lo, hi, desc, limit) }
 	a, b := shBTKey(r), shBTKey(r)
@@ -206,7 +206,7 @@ func shBTScans(t *testing.T, s *ShardedBTree[int64, uint64], r *rand.Rand, model
 }
 
 // shBTGetBatch looks up a random batch of keys and checks it against the model.
-func shBTGetBatch(t *testing.T, s *ShardedBTree[int64, uint64], r *rand.Rand, model shBTModel, step int) {
+func shBTGetBatch(t *testing.T, s *BTree[int64, uint64], r *rand.Rand, model shBTModel, step int) {
 	ks := make([]int64, r.IntN(300))
 	for i := range ks {
 		ks[i] = shBTKey(r)
@@ -226,7 +226,7 @@ func shBTGetBatch(t *testing.T, s *ShardedBTree[int64, uint64], r *rand.Rand, mo
 
 // shBTBulkLoad bulk-loads random keys above the maximum, and checks that an
 // unsorted load is refused.
-func shBTBulkLoad(t *testing.T, s *ShardedBTree[int64, uint64], r *rand.Rand, model shBTModel, step int) {
+func shBTBulkLoad(t *testing.T, s *BTree[int64, uint64], r *rand.Rand, model shBTModel, step int) {
 	hi := int64(-1 << 40)
 	if mk, _, ok := s.Max(); ok {
 		hi = mk
@@ -254,7 +254,7 @@ func shBTBulkLoad(t *testing.T, s *ShardedBTree[int64, uint64], r *rand.Rand, mo
 
 // shBTMinMax checks Min and Max against the model; it reports whether the
 // model is empty.
-func shBTMinMax(t *testing.T, s *ShardedBTree[int64, uint64], model shBTModel, step int) (empty bool) {
+func shBTMinMax(t *testing.T, s *BTree[int64, uint64], model shBTModel, step int) (empty bool) {
 	mk, mv, ok := s.Min()
 	xk, xv, xok := s.Max()
 	if len(model) == 0 {
@@ -271,7 +271,7 @@ func shBTMinMax(t *testing.T, s *ShardedBTree[int64, uint64], model shBTModel, s
 }
 
 // shBTCheckAll checks All, Backward, Stats and Err against the model.
-func shBTCheckAll(t *testing.T, s *ShardedBTree[int64, uint64], model shBTModel, step int) {
+func shBTCheckAll(t *testing.T, s *BTree[int64, uint64], model shBTModel, step int) {
 	var ks []int64
 	for k, v := range s.All() {
 		if v != model[k] {
@@ -302,7 +302,7 @@ func TestShardedBTreeModel(t *testing.T) {
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
 		steps := shSteps(p)
 		t.Run("bulk-splits", func(t *testing.T) {
-			s, err := NewShardedBTreeOrdered[int64, uint64](p, WithBTreeLeafEntries(8))
+			s, err := NewBTreeOrdered[int64, uint64](p, WithBTreeLeafEntries(8))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -311,8 +311,8 @@ func TestShardedBTreeModel(t *testing.T) {
 			for k := range int64(50) {
 				s.ReplaceOrInsert(k-6000, uint64(k))
 			}
-			if ls := s.ShardLens(); ls[0] != 50 || len(s.Splits()) != 0 {
-				t.Fatalf("before any split: %v %v", ls, s.Splits())
+			if ls := s.sh.shardLens(); ls[0] != 50 || len(s.sh.splitKeys()) != 0 {
+				t.Fatalf("before any split: %v %v", ls, s.sh.splitKeys())
 			}
 			ks := make([]int64, 3000)
 			vs := make([]uint64, len(ks))
@@ -322,26 +322,26 @@ func TestShardedBTreeModel(t *testing.T) {
 			if err := s.BulkLoad(ks, vs); err != nil {
 				t.Fatal(err)
 			}
-			if len(s.Splits()) != s.Shards()-1 {
-				t.Fatalf("BulkLoad chose %v", s.Splits())
+			if len(s.sh.splitKeys()) != len(s.sh.shards)-1 {
+				t.Fatalf("BulkLoad chose %v", s.sh.splitKeys())
 			}
-			for d, l := range s.ShardLens() {
-				if want := 3050 / s.Shards(); l < want-2 || l > want+2 {
-					t.Errorf("shard %d holds %d, want about %d: %v", d, l, want, s.ShardLens())
+			for d, l := range s.sh.shardLens() {
+				if want := 3050 / len(s.sh.shards); l < want-2 || l > want+2 {
+					t.Errorf("shard %d holds %d, want about %d: %v", d, l, want, s.sh.shardLens())
 				}
 			}
 			shBTDiff(t, s, steps, 1)
 		})
 		t.Run("with-splits", func(t *testing.T) {
 			sp := []int64{-2000, 3000}[:p.Len()-1]
-			s, err := NewShardedBTree[int64, uint64](p, func(a, b int64) bool { return a < b }, WithSplits(sp...), WithBTreeLeafEntries(5))
+			s, err := NewBTree[int64, uint64](p, func(a, b int64) bool { return a < b }, WithSplits(sp...), WithBTreeLeafEntries(5))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
 			shBTDiff(t, s, steps, 2)
 			for k := range s.All() {
-				if d := s.shardOf(k); !(d == 0 || sp[d-1] <= k) || (d < len(sp) && k >= sp[d]) {
+				if d := s.sh.shardOf(k); !(d == 0 || sp[d-1] <= k) || (d < len(sp) && k >= sp[d]) {
 					t.Fatalf("key %d on shard %d, splits %v", k, d, sp)
 				}
 			}
@@ -355,7 +355,7 @@ func TestShardedBTreeFaults(t *testing.T) {
 	var o vmem.Options
 	o.Limits[vmem.Private] = 64 // no retry in the private tier on Vulkan
 	shEachPool(t, o, func(t *testing.T, p *vmem.Pool) {
-		s, err := NewShardedBTreeOrdered[int64, uint64](p, WithBTreeExtentLeaves(2), WithBTreeLeafEntries(4))
+		s, err := NewBTreeOrdered[int64, uint64](p, WithBTreeExtentLeaves(2), WithBTreeLeafEntries(4))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,8 +369,8 @@ func TestShardedBTreeFaults(t *testing.T) {
 		if err := s.BulkLoad(ks, vs); !errors.Is(err, vmem.ErrOutOfMemory) {
 			t.Fatalf("BulkLoad with a failing device: %v, want ErrOutOfMemory", err)
 		}
-		if s.Len() != 0 || len(s.Splits()) != 0 {
-			t.Fatalf("failed BulkLoad left %d entries, splits %v", s.Len(), s.Splits())
+		if s.Len() != 0 || len(s.sh.splitKeys()) != 0 {
+			t.Fatalf("failed BulkLoad left %d entries, splits %v", s.Len(), s.sh.splitKeys())
 		}
 		if err := s.BulkLoad(ks, vs); err != nil {
 			t.Fatal(err)
@@ -399,25 +399,25 @@ func TestShardedBTreeFaults(t *testing.T) {
 
 func TestShardedBTreeClose(t *testing.T) {
 	p := shOpenPool(t, shPoolKinds()[0], vmem.Options{})
-	if _, err := NewShardedBTree[int, int](p, nil); err == nil {
+	if _, err := NewBTree[int, int](p, nil); err == nil {
 		t.Error("nil less accepted")
 	}
-	if _, err := NewShardedBTreeOrdered[int, int](p, WithSplits(3, 2)); !errors.Is(err, ErrUnsorted) {
+	if _, err := NewBTreeOrdered[int, int](p, WithSplits(3, 2)); !errors.Is(err, ErrUnsorted) {
 		t.Errorf("descending splits: %v", err)
 	}
-	if _, err := NewShardedBTreeOrdered[int, int](p, WithSplits(1, 2, 3)); err == nil {
+	if _, err := NewBTreeOrdered[int, int](p, WithSplits(1, 2, 3)); err == nil {
 		t.Error("3 splits for 3 shards accepted")
 	}
-	if _, err := NewShardedBTreeOrdered[int, int](p, WithSplits[int64](1)); err == nil {
+	if _, err := NewBTreeOrdered[int, int](p, WithSplits[int64](1)); err == nil {
 		t.Error("splits of the wrong type accepted")
 	}
-	s, err := NewShardedBTreeOrdered[int, int](p, WithSplits(10))
+	s, err := NewBTreeOrdered[int, int](p, WithSplits(10))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.ReplaceOrInsert(1, 1)
 	s.ReplaceOrInsert(20, 2)
-	if ls := s.ShardLens(); !slices.Equal(ls, []int{1, 1, 0}) {
+	if ls := s.sh.shardLens(); !slices.Equal(ls, []int{1, 1, 0}) {
 		t.Errorf("ShardLens %v", ls)
 	}
 	s.Close()

@@ -27,6 +27,11 @@ func btSnapFingerprint[K, V any]() uint64 {
 // in ascending key order. LoadBTree reads it back. Save is a reader: it may
 // run alongside other readers, not alongside a change.
 func (t *BTree[K, V]) Save(w io.Writer) error {
+	if t.sh != nil {
+		err := t.sh.Save(w)
+		runtime.KeepAlive(t) // the caller's tree stays reachable while w runs, as on one device
+		return err
+	}
 	if t.closed {
 		return ErrClosed
 	}
@@ -47,36 +52,43 @@ func (t *BTree[K, V]) btSave(w io.Writer) error {
 	return snapSaveEntries(w, h, t.Len(), r.seq, t.Err)
 }
 
-// LoadBTree reads a snapshot written by BTree.Save into a new tree on dev
-// ordered by less (opts as for NewBTree). It checks the header's checksum,
-// that the snapshot holds a BTree with K's and V's layouts
-// (ErrTypeMismatch otherwise), every block's CRC-32C, every length and the
-// trailer; damage gives an error matching ErrCorrupt, and so do keys that
-// are not strictly ascending under less (a snapshot saved under another
-// order). On any error the new tree is closed.
-func LoadBTree[K, V any](dev *vmem.Device, r io.Reader, less func(a, b K) bool, opts ...BTreeOption) (*BTree[K, V], error) {
+// LoadBTree reads a snapshot written by BTree.Save (on a device or a
+// pool) into a new tree on mem ordered by less (opts as for NewBTree). It
+// checks the header's checksum, that the snapshot holds a BTree with K's
+// and V's layouts (ErrTypeMismatch otherwise), every block's CRC-32C,
+// every length and the trailer; damage gives an error matching
+// ErrCorrupt, and so do keys that are not strictly ascending under less
+// (a snapshot saved under another order). On a pool without WithSplits
+// the entries are divided evenly over the devices by count, the splits
+// being the first key of each device's share; with it, each entry goes
+// to the device its splits give. On any error the new tree is closed.
+func LoadBTree[K, V any](mem vmem.Memory, r io.Reader, less func(a, b K) bool, opts ...BTreeOption) (*BTree[K, V], error) {
 	if less == nil {
 		return nil, fmt.Errorf("collections: LoadBTree: nil less function: %w", vmem.ErrRange)
 	}
-	sr, err := btLoadHeader[K, V](dev, r)
-	if err != nil {
-		return nil, err
-	}
-	t, err := NewBTree[K, V](dev, less, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("collections: LoadBTree: %w", err)
-	}
-	return btLoad(t, sr)
+	return btLoadOn(mem, r, less, btNewOn[K, V](less), opts)
 }
 
 // LoadBTreeOrdered is LoadBTree for a tree ordered by <, as made by
 // NewBTreeOrdered.
-func LoadBTreeOrdered[K cmp.Ordered, V any](dev *vmem.Device, r io.Reader, opts ...BTreeOption) (*BTree[K, V], error) {
+func LoadBTreeOrdered[K cmp.Ordered, V any](mem vmem.Memory, r io.Reader, opts ...BTreeOption) (*BTree[K, V], error) {
+	return btLoadOn(mem, r, cmp.Less[K], btNewOrderedOn[K, V], opts)
+}
+
+// btLoadOn is LoadBTree with mk, the constructor of a tree on one device.
+func btLoadOn[K, V any](mem vmem.Memory, r io.Reader, less func(a, b K) bool, mk func(*vmem.Device, []BTreeOption) (*BTree[K, V], error), opts []BTreeOption) (*BTree[K, V], error) {
+	dev, pool, err := btMemory(mem)
+	if err != nil {
+		return nil, fmt.Errorf("collections: LoadBTree: %w", err)
+	}
+	if pool != nil {
+		return shBTLoad(r, func() (*BTree[K, V], error) { return btMake(pool, less, mk, opts) })
+	}
 	sr, err := btLoadHeader[K, V](dev, r)
 	if err != nil {
 		return nil, err
 	}
-	t, err := NewBTreeOrdered[K, V](dev, opts...)
+	t, err := btMake(dev, less, mk, opts)
 	if err != nil {
 		return nil, fmt.Errorf("collections: LoadBTree: %w", err)
 	}

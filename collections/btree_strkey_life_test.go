@@ -226,7 +226,7 @@ func TestBTreeStrKeySharded(t *testing.T) {
 }
 
 func bsSharded(t *testing.T, pool *vmem.Pool) {
-	tr, err := NewShardedBTreeOrdered[string, string](pool, WithSplits("m"))
+	tr, err := NewBTreeOrdered[string, string](pool, WithSplits("m"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func bsSharded(t *testing.T, pool *vmem.Pool) {
 	if err := tr.Save(&buf); err != nil {
 		t.Fatal(err)
 	}
-	back, err := LoadShardedBTreeOrdered[string, string](pool, &buf)
+	back, err := LoadBTreeOrdered[string, string](pool, &buf)
 	if err != nil {
 		t.Fatal(err)
 	}

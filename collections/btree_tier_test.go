@@ -385,7 +385,7 @@ func TestBTreeTierDeviceLost(t *testing.T) {
 // shards' tiers up.
 func TestBTreeTierSharded(t *testing.T) {
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
-		s, err := NewShardedBTreeOrdered[uint64, uint64](p, WithBTreeHostCache(64<<10))
+		s, err := NewBTreeOrdered[uint64, uint64](p, WithBTreeHostCache(64<<10))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -404,7 +404,7 @@ func TestBTreeTierSharded(t *testing.T) {
 		}
 		var bytes uint64
 		var hits uint64
-		for _, st := range s.ShardStats() {
+		for _, st := range s.Stats().Shards {
 			if st.Cache.Bytes == 0 {
 				t.Fatal("a shard has no tier")
 			}

@@ -119,6 +119,9 @@ func (t *BTree[K, V]) done(err error) {
 // with other bits, as +0.0 and -0.0, can tell). On error (out of memory,
 // device lost) the tree is unchanged.
 func (t *BTree[K, V]) ReplaceOrInsert(key K, value V) (old V, replaced bool, err error) {
+	if t.sh != nil {
+		return t.sh.ReplaceOrInsert(key, value)
+	}
 	if t.sk != nil {
 		return t.sk.replaceOrInsert(key, value)
 	}

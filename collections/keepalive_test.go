@@ -226,7 +226,7 @@ func TestRingKeptAlive(t *testing.T) {
 func TestShardedKeptAlive(t *testing.T) {
 	keys, vals := kaKeys()
 	type SM = *ShardedMap[uint64, uint64]
-	type SB = *ShardedBTree[uint64, uint64]
+	type SB = *BTree[uint64, uint64]
 	// The calls are those of the one-device tests, on a pool.
 	mapOps := []struct {
 		name string
@@ -302,7 +302,7 @@ func TestShardedKeptAlive(t *testing.T) {
 			return m
 		}
 		newTree := func(t *testing.T, empty bool) SB {
-			bt, err := NewShardedBTreeOrdered[uint64, uint64](p)
+			bt, err := NewBTreeOrdered[uint64, uint64](p)
 			if err != nil {
 				t.Fatal(err)
 			}

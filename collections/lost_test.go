@@ -90,7 +90,7 @@ func TestReadsPanicWhenLost(t *testing.T) {
 		must(err)
 		defer fx.bt.Close()
 		must(fx.bt.BulkLoad(keys, keys))
-		fx.sb, err = NewShardedBTreeOrdered[uint64, uint64](pool)
+		fx.sb, err = NewBTreeOrdered[uint64, uint64](pool)
 		must(err)
 		defer fx.sb.Close()
 		must(fx.sb.BulkLoad(keys, keys))
@@ -132,7 +132,7 @@ type lostFixture struct {
 	m     *Map[uint64, uint64]
 	sm    *ShardedMap[uint64, uint64]
 	bt    *BTree[uint64, uint64]
-	sb    *ShardedBTree[uint64, uint64]
+	sb    *BTree[uint64, uint64]
 	rg    *Ring[uint64]
 	idx   []int
 	dst   []uint64
@@ -213,7 +213,7 @@ func lostReadCases(fx *lostFixture) []lostCase {
 	return reads
 }
 
-// lostTestTree is what BTree and ShardedBTree share of reads.
+// lostTestTree is what a BTree on a device and on a pool share of reads.
 type lostTestTree interface {
 	Get(uint64) (uint64, bool)
 	Has(uint64) bool
@@ -243,7 +243,7 @@ func lostTreeReads(reads []lostCase, fx *lostFixture) []lostCase {
 	drain1 := drainSeq[uint64]
 	visit := func(uint64, uint64) bool { return true }
 	runs := func([]uint64, []uint64) bool { return true }
-	for name, tr := range map[string]lostTestTree{"BTree": fx.bt, "ShardedBTree": fx.sb} {
+	for name, tr := range map[string]lostTestTree{"BTree": fx.bt, "BTree on a pool": fx.sb} {
 		reads = append(reads,
 			read{name + ".Get", func() { tr.Get(5) }},
 			read{name + ".Get(absent)", func() { tr.Get(1 << 40) }},
@@ -286,7 +286,7 @@ func lostErrForms(t *testing.T, fx *lostFixture) {
 	lost("Map.GetBatch", m.GetBatch(keys, dst, found))
 	lost("ShardedMap.GetBatch", sm.GetBatch(keys, dst, found))
 	lost("BTree.GetBatch", bt.GetBatch(keys, dst, found))
-	lost("ShardedBTree.GetBatch", sb.GetBatch(keys, dst, found))
+	lost("BTree.GetBatch on a pool", sb.GetBatch(keys, dst, found))
 	_, err := rg.PopBatch(dst)
 	lost("Ring.PopBatch", err)
 	for name, e := range map[string]error{"Slice": sl.Err(), "Map": m.Err(), "BTree": bt.Err(), "Ring": rg.Err()} {

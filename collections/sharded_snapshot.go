@@ -1,7 +1,7 @@
 package collections
 
 // Snapshots of the sharded containers. A ShardedMap's snapshot is a Map
-// snapshot of all its entries and a ShardedBTree's a BTree snapshot, in
+// snapshot of all its entries and a BTree's on a pool a BTree snapshot, in
 // the same format (internal/snapfmt), so either loads as the other: a
 // map saved from one GPU loads over a pool of any size, and back. The
 // entries are spread again on load (a ShardedMap's shard of a key depends
@@ -9,7 +9,6 @@ package collections
 // they were).
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -87,51 +86,44 @@ func shMapLoad[K comparable, V any](pool *vmem.Pool, r io.Reader, opts []MapOpti
 	return s, nil
 }
 
-// Save writes the tree's entries to w as a snapshot (docs/snapshots.md),
-// in ascending key order and in the format of BTree.Save:
-// LoadShardedBTree or LoadBTree reads it back. Save is a reader: it may
-// run alongside other readers, not alongside a change.
-func (t *ShardedBTree[K, V]) Save(w io.Writer) error {
+// Save is BTree.Save for a tree on a pool: the entries in ascending key
+// order, in the format of a tree on one device.
+func (t *shardedBTree[K, V]) Save(w io.Writer) error {
 	if t.closed {
 		return ErrClosed
 	}
 	defer runtime.KeepAlive(t) // w runs while the shards' memory is read
 	h := snapfmt.Header{Kind: snapfmt.KindBTree, Fingerprint: btSnapFingerprint[K, V]()}
-	if err := snapSaveEntries(w, h, t.Len(), t.All(), t.Err); err != nil {
-		return fmt.Errorf("collections: ShardedBTree.Save: %w", err)
+	r := t.ascend(nil, "", nil, nil) // "": a lost device is returned, not a panic
+	defer r.stop()                   // a writer that panics leaves no window behind
+	if err := snapSaveEntries(w, h, shLen(t.shards, t.closed), r.seq, t.Err); err != nil {
+		return fmt.Errorf("collections: BTree.Save: %w", err)
 	}
 	return nil
 }
 
-// LoadShardedBTree reads a snapshot written by ShardedBTree.Save or
-// BTree.Save into a new tree over pool ordered by less (opts as for
-// NewShardedBTree), checking it as LoadBTree does. Without WithSplits the
-// entries are divided evenly over the shards by count, the splits being
-// the first key of each shard's share; with it, each entry goes to the
-// shard its splits give. On any error the new tree is closed.
-func LoadShardedBTree[K, V any](pool *vmem.Pool, r io.Reader, less func(a, b K) bool, opts ...ShardedBTreeOption) (*ShardedBTree[K, V], error) {
-	return shBTLoad(r, func() (*ShardedBTree[K, V], error) { return NewShardedBTree[K, V](pool, less, opts...) })
-}
-
-// LoadShardedBTreeOrdered is LoadShardedBTree for a tree ordered by <, as
-// made by NewShardedBTreeOrdered.
-func LoadShardedBTreeOrdered[K cmp.Ordered, V any](pool *vmem.Pool, r io.Reader, opts ...ShardedBTreeOption) (*ShardedBTree[K, V], error) {
-	return shBTLoad(r, func() (*ShardedBTree[K, V], error) { return NewShardedBTreeOrdered[K, V](pool, opts...) })
-}
-
-func shBTLoad[K, V any](r io.Reader, mk func() (*ShardedBTree[K, V], error)) (*ShardedBTree[K, V], error) {
+// shBTLoad is LoadBTree on a pool: it reads a snapshot written by
+// BTree.Save on a device or a pool into a new tree made by mk, checking it
+// as on one device. Without WithSplits the entries are divided evenly over
+// the shards by count, the splits being the first key of each shard's
+// share; with it, each entry goes to the shard its splits give. On any
+// error the new tree is closed.
+func shBTLoad[K, V any](r io.Reader, mk func() (*BTree[K, V], error)) (*BTree[K, V], error) {
+	if r == nil {
+		return nil, fmt.Errorf("collections: LoadBTree: nil io.Reader: %w", vmem.ErrRange)
+	}
 	t, err := mk()
 	if err != nil {
-		return nil, fmt.Errorf("collections: LoadShardedBTree: %w", err)
+		return nil, fmt.Errorf("collections: LoadBTree: %w", err)
 	}
-	if err := t.shLoadBody(r); err != nil {
+	if err := t.sh.shLoadBody(r); err != nil {
 		t.Close()
-		return nil, fmt.Errorf("collections: LoadShardedBTree: %w", snapErr(err))
+		return nil, fmt.Errorf("collections: LoadBTree: %w", snapErr(err))
 	}
 	return t, nil
 }
 
-func (t *ShardedBTree[K, V]) shLoadBody(r io.Reader) error {
+func (t *shardedBTree[K, V]) shLoadBody(r io.Reader) error {
 	sr, err := snapfmt.NewReader(r, snapfmt.KindBTree, btSnapFingerprint[K, V]())
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 	"github.com/govram/govram/vmem"
 )
 
-// TestShardedSnapshots: ShardedMap and ShardedBTree snapshots round-trip,
+// TestShardedSnapshots: ShardedMap and pool BTree snapshots round-trip,
 // load as a Map or BTree on one device and back (the formats are the
 // same), spread a tree's entries evenly when no splits are given, and
 // report damage and other types as ErrCorrupt and ErrTypeMismatch.
@@ -28,7 +28,7 @@ func TestShardedSnapshots(t *testing.T) {
 				defer sm.Close()
 				d.mapRoundTrips(sm)
 
-				st, err := NewShardedBTreeOrdered[int64, int](p)
+				st, err := NewBTreeOrdered[int64, int](p)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -138,10 +138,10 @@ func (d *shSnapData) mapRoundTrips(sm *ShardedMap[string, int]) {
 	sm3.Close()
 }
 
-// treeRoundTrips fills st, and round-trips its snapshot through a
-// ShardedBTree (with and without splits), a BTree and back; it returns the
-// snapshot.
-func (d *shSnapData) treeRoundTrips(st *ShardedBTree[int64, int]) []byte {
+// treeRoundTrips fills st, and round-trips its snapshot through a BTree
+// on the pool (with and without splits), one on a device and back; it
+// returns the snapshot.
+func (d *shSnapData) treeRoundTrips(st *BTree[int64, int]) []byte {
 	t, p, n, tkeys, vals := d.t, d.p, d.n, d.tkeys, d.vals
 	if err := st.BulkLoad(tkeys, vals); err != nil {
 		t.Fatal(err)
@@ -151,12 +151,12 @@ func (d *shSnapData) treeRoundTrips(st *ShardedBTree[int64, int]) []byte {
 		t.Fatal(err)
 	}
 	snap := bytes.Clone(b.Bytes())
-	st2, err := LoadShardedBTreeOrdered[int64, int](p, bytes.NewReader(snap))
+	st2, err := LoadBTreeOrdered[int64, int](p, bytes.NewReader(snap))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.checkTree("ShardedBTree round trip", st2.Keys(), st2.Values())
-	if lens := st2.ShardLens(); n >= p.Len() {
+	d.checkTree("BTree on a pool round trip", st2.Keys(), st2.Values())
+	if lens := st2.sh.shardLens(); n >= p.Len() {
 		for _, l := range lens {
 			if l < n/p.Len() || l > n/p.Len()+1 {
 				t.Fatalf("shards hold %v entries: not an even spread of %d", lens, n)
@@ -170,12 +170,12 @@ func (d *shSnapData) treeRoundTrips(st *ShardedBTree[int64, int]) []byte {
 	}
 	st2.Close()
 	if n > 2 && p.Len() > 1 {
-		st3, err := LoadShardedBTreeOrdered[int64, int](p, bytes.NewReader(snap), WithSplits(tkeys[n/3:n/3+p.Len()-1]...))
+		st3, err := LoadBTreeOrdered[int64, int](p, bytes.NewReader(snap), WithSplits(tkeys[n/3:n/3+p.Len()-1]...))
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.checkTree("ShardedBTree loaded with splits", st3.Keys(), st3.Values())
-		if got := st3.Splits(); !slices.Equal(got, tkeys[n/3:n/3+p.Len()-1]) {
+		d.checkTree("BTree on a pool loaded with splits", st3.Keys(), st3.Values())
+		if got := st3.sh.splitKeys(); !slices.Equal(got, tkeys[n/3:n/3+p.Len()-1]) {
 			t.Fatalf("splits %v after a load with splits", got)
 		}
 		st3.Close()
@@ -184,17 +184,17 @@ func (d *shSnapData) treeRoundTrips(st *ShardedBTree[int64, int]) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.checkTree("ShardedBTree loaded as a BTree", bt.Keys(), bt.Values())
+	d.checkTree("BTree on a pool loaded on one device", bt.Keys(), bt.Values())
 	b.Reset()
 	if err := bt.Save(&b); err != nil {
 		t.Fatal(err)
 	}
 	bt.Close()
-	st4, err := LoadShardedBTree[int64, int](p, &b, func(a, b int64) bool { return a < b })
+	st4, err := LoadBTree[int64, int](p, &b, func(a, b int64) bool { return a < b })
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.checkTree("BTree loaded as a ShardedBTree", st4.Keys(), st4.Values())
+	d.checkTree("BTree on one device loaded on a pool", st4.Keys(), st4.Values())
 	st4.Close()
 	return snap
 }
@@ -205,11 +205,11 @@ func (d *shSnapData) damaged(sm *ShardedMap[string, int], snap []byte) {
 	t, p := d.t, d.p
 	bad := bytes.Clone(snap)
 	bad[len(bad)/2] ^= 1
-	if _, err := LoadShardedBTreeOrdered[int64, int](p, bytes.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("LoadShardedBTree of a damaged snapshot: %v", err)
+	if _, err := LoadBTreeOrdered[int64, int](p, bytes.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("LoadBTree on a pool of a damaged snapshot: %v", err)
 	}
-	if _, err := LoadShardedBTreeOrdered[int64, int64](p, bytes.NewReader(snap)); !errors.Is(err, ErrTypeMismatch) {
-		t.Fatalf("LoadShardedBTree of other types: %v", err)
+	if _, err := LoadBTreeOrdered[int64, int64](p, bytes.NewReader(snap)); !errors.Is(err, ErrTypeMismatch) {
+		t.Fatalf("LoadBTree on a pool of other types: %v", err)
 	}
 	if _, err := LoadShardedMap[int64, int](p, bytes.NewReader(snap)); !errors.Is(err, ErrTypeMismatch) {
 		t.Fatalf("LoadShardedMap of a tree's snapshot: %v", err)

@@ -41,26 +41,3 @@ func (t *BTree[K, V]) Values() iter.Seq[V] {
 		}
 	}
 }
-
-// Keys returns the keys in ascending order (All without the values).
-func (t *ShardedBTree[K, V]) Keys() iter.Seq[K] {
-	return func(yield func(K) bool) {
-		for k := range t.All() {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
-// Values returns the values in the ascending order of their keys (All
-// without the keys).
-func (t *ShardedBTree[K, V]) Values() iter.Seq[V] {
-	return func(yield func(V) bool) {
-		for _, v := range t.All() {
-			if !yield(v) {
-				return
-			}
-		}
-	}
-}

@@ -106,7 +106,7 @@ func TestVerbs(t *testing.T) {
 		for i := 1; i < p.Len(); i++ {
 			splits = append(splits, keys[i*len(keys)/p.Len()])
 		}
-		sb, err := NewShardedBTreeOrdered[int, int](p, WithSplits(splits...))
+		sb, err := NewBTreeOrdered[int, int](p, WithSplits(splits...))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestVerbs(t *testing.T) {
 		if err := sb.BulkLoad(keys, vals); err != nil {
 			t.Fatal(err)
 		}
-		if lens := sb.ShardLens(); slices.Contains(lens, 0) {
+		if lens := sb.sh.shardLens(); slices.Contains(lens, 0) {
 			t.Fatalf("a shard is empty: %v", lens)
 		}
 		checkOrdered(t, sb.Keys(), sb.Values())

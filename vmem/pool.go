@@ -6,9 +6,10 @@ package vmem
 // GPU is its own Vulkan device with its own memory, copy engine and compute
 // queues: nothing is shared, and no device can address another's memory
 // through govram. A Pool is simply the list of those Devices, opened
-// together; the containers made on it (a Slice here, ShardedMap and
-// ShardedBTree in package collections) keep one single-device container per
-// device and route every element to exactly one of them. Work that touches several devices (bulk copies, gathers,
+// together; the containers made on it (a Slice here, a Map or a BTree in
+// package collections) keep one single-device container per device and
+// route every element to exactly one of them. Work that touches several
+// devices (bulk copies, gathers,
 // batch lookups) runs one goroutine per device, so each GPU's DMA engine
 // and kernels work at the same time.
 //

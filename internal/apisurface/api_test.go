@@ -36,7 +36,6 @@ var containers = []container{
 	{"Map", "collections", reflect.TypeFor[*collections.Map[K, V]]()},
 	{"ShardedMap", "collections", reflect.TypeFor[*collections.ShardedMap[K, V]]()},
 	{"BTree", "collections", reflect.TypeFor[*collections.BTree[K, V]]()},
-	{"ShardedBTree", "collections", reflect.TypeFor[*collections.ShardedBTree[K, V]]()},
 	{"Ring", "collections", reflect.TypeFor[*collections.Ring[T]]()},
 }
 
