@@ -56,7 +56,7 @@ var verbs = []verb{
 	{"Clear", []string{"Clear"}},
 	{"All/Keys/Values", []string{"All", "Keys", "Values", "Backward", "Chunks"}},
 	{"Range", []string{"Range"}},
-	{"GetBatch/PutBatch", []string{"GetBatch", "PutBatch", "GetMany", "PutMany", "Gather", "BulkLoad", "PopBatch", "PushBatch"}},
+	{"GetBatch/PutBatch", []string{"GetBatch", "PutBatch", "BulkLoad", "PopBatch", "PushBatch"}},
 	{"Stats", []string{"Stats", "ShardStats"}},
 	{"Save/Load", []string{"Save", "Load"}},
 	{"Close", []string{"Close"}},
