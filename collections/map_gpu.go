@@ -216,6 +216,9 @@ func (m *Map[K, V]) gpuSegs(t *mapTable, p unsafe.Pointer) {
 //
 // GetBatch is a read: it may run together with other reads.
 func (m *Map[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
+	if m.sh != nil {
+		return m.sh.GetBatch(keys, vals, found)
+	}
 	if m.closed {
 		return ErrClosed
 	}

@@ -23,12 +23,12 @@ import (
 // plus the split (one pass over the keys on all cores). Errors: ErrClosed,
 // a length error matching vmem.ErrRange, and the shards' errors, joined.
 // GetBatch is a read: it may run together with other reads.
-func (s *ShardedMap[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
+func (s *shardedMap[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 	if s.closed {
 		return ErrClosed
 	}
 	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
-		return fmt.Errorf("collections: ShardedMap.GetBatch: %d keys, %d values, %d found flags: %w", len(keys), len(vals), len(found), vmem.ErrRange)
+		return fmt.Errorf("collections: Map.GetBatch: %d keys, %d values, %d found flags: %w", len(keys), len(vals), len(found), vmem.ErrRange)
 	}
 	if s.nd == 1 {
 		return s.shards[0].GetBatch(keys, vals, found)
@@ -66,7 +66,7 @@ func (s *ShardedMap[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 // round r's answers in place and splits round r+2, both at once. It
 // reports false (having done nothing) where a shard takes no kernels, and
 // GetBatch then splits the batch through scratch.
-func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (bool, error) {
+func (s *shardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (bool, error) {
 	if len(keys) < shSmallBatch {
 		return false, nil
 	}
@@ -93,7 +93,7 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 // buffers). A round's plan (shard ids, layout) is its own, of q+1: r's is
 // read while r+q's is written and the others are on the devices.
 type shGetBatch[K comparable, V any] struct {
-	s                 *ShardedMap[K, V]
+	s                 *shardedMap[K, V]
 	keys              []K
 	vals              []V
 	found             []bool
@@ -122,7 +122,7 @@ type shGetRound[K comparable, V any] struct {
 	flights []shFlight // started and not yet waited for
 }
 
-func (s *ShardedMap[K, V]) newGetBatch(keys []K, vals []V, found []bool) *shGetBatch[K, V] {
+func (s *shardedMap[K, V]) newGetBatch(keys []K, vals []V, found []bool) *shGetBatch[K, V] {
 	round := min(len(keys), mapGPUChunk)
 	rounds := (len(keys) + round - 1) / round
 	nd := len(s.shards)
@@ -366,7 +366,7 @@ type shFlight struct {
 // function that splits
 // piece p, and overflowed, which reports, once every piece has run,
 // whether a piece overflowed a region (the plan is then void).
-func (s *ShardedMap[K, V]) splitFixedParts(ks []K, sid []uint8, capacity int, jobs []*mapGetJob[K, V]) (*shPlan, func(p int), func() bool) {
+func (s *shardedMap[K, V]) splitFixedParts(ks []K, sid []uint8, capacity int, jobs []*mapGetJob[K, V]) (*shPlan, func(p int), func() bool) {
 	if s.hk != mapHash8 || unsafe.Sizeof(*new(K)) != 8 || len(ks) < shPieceMin {
 		return nil, nil, nil
 	}
@@ -397,7 +397,7 @@ func (s *ShardedMap[K, V]) splitFixedParts(ks []K, sid []uint8, capacity int, jo
 }
 
 // getSid returns shard-id scratch of n bytes from the map's pool.
-func (s *ShardedMap[K, V]) getSid(n int) *[]uint8 {
+func (s *shardedMap[K, V]) getSid(n int) *[]uint8 {
 	p, _ := s.sidPool.Get().(*[]uint8)
 	if p == nil {
 		p = new([]uint8)

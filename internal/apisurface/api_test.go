@@ -35,7 +35,6 @@ var containers = []container{
 	{"Slice", "vmem", reflect.TypeFor[*vmem.Slice[T]]()},
 	{"PoolSlice", "vmem", reflect.TypeFor[*vmem.PoolSlice[T]]()},
 	{"Map", "collections", reflect.TypeFor[*collections.Map[K, V]]()},
-	{"ShardedMap", "collections", reflect.TypeFor[*collections.ShardedMap[K, V]]()},
 	{"BTree", "collections", reflect.TypeFor[*collections.BTree[K, V]]()},
 	{"ShardedBTree", "collections", reflect.TypeFor[*collections.ShardedBTree[K, V]]()},
 	{"Ring", "collections", reflect.TypeFor[*collections.Ring[T]]()},
