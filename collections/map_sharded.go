@@ -11,8 +11,8 @@ package collections
 //     keys of one shard are still spread evenly over that shard's buckets:
 //     sharding by the bits the Map also uses for its home bucket would
 //     leave most of every shard's table empty.
-//   - A single Get, Put or Delete costs one hash more than a Map's (a few
-//     nanoseconds) and touches one device.
+//   - A single Get, Put or Delete costs one hash more than on one device
+//     (a few nanoseconds) and touches one device.
 //   - Batches (GetBatch, PutBatch, GetMany, PutMany) are split by shard
 //     (batch_sharded.go) and every shard's part runs in its own goroutine,
 //     so every GPU runs its batch kernel at the same time; the results are
@@ -44,7 +44,6 @@ import (
 // device its hash picks. A Map made on a pool holds one and forwards every
 // method to it (see the Map's doc for what a user sees).
 type shardedMap[K comparable, V any] struct {
-	pool   *vmem.Pool
 	shards []*Map[K, V]
 	nd     uint64
 	hk     mapHashKind
@@ -98,7 +97,6 @@ func newShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*sh
 		shardOpts = append(shardOpts, WithCapacity(per))
 	}
 	s := &shardedMap[K, V]{
-		pool:   pool,
 		shards: make([]*Map[K, V], nd),
 		nd:     uint64(nd),
 		hk:     mapPickHash(reflect.TypeFor[K](), strK, user != nil),
@@ -308,30 +306,6 @@ func (s *shardedMap[K, V]) All() iter.Seq2[K, V] {
 				}
 			}
 			if m.Err() != nil && before == nil {
-				return
-			}
-		}
-	}
-}
-
-// Keys returns the keys in the order of All.
-func (s *shardedMap[K, V]) Keys() iter.Seq[K] {
-	all := s.All()
-	return func(yield func(K) bool) {
-		for k := range all {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
-// Values returns the values in the order of All.
-func (s *shardedMap[K, V]) Values() iter.Seq[V] {
-	all := s.All()
-	return func(yield func(V) bool) {
-		for _, v := range all {
-			if !yield(v) {
 				return
 			}
 		}

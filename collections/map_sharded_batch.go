@@ -1,7 +1,8 @@
 package collections
 
-// ShardedMap.GetBatch: every device probes its shard's keys at once, in
-// rounds pipelined with the CPU's split and placing (see map_sharded.go).
+// GetBatch of a Map on a pool: every device probes its shard's keys at
+// once, in rounds pipelined with the CPU's split and placing (see
+// map_sharded.go).
 
 import (
 	"context"
@@ -346,7 +347,7 @@ func (g *shGetBatch[K, V]) wait(r int) error {
 	return errors.Join(errs...)
 }
 
-// shGetQueued is how many rounds of a ShardedMap.GetBatch are queued on
+// shGetQueued is how many rounds of a pool Map's GetBatch are queued on
 // the devices at a time (at least 2: one on the devices while the CPU
 // places another). Each costs a set of round buffers per device.
 var shGetQueued = 2

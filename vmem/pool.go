@@ -7,7 +7,7 @@ package vmem
 // queues: nothing is shared, and no device can address another's memory
 // through govram. A Pool is simply the list of those Devices, opened
 // together, plus a placement policy; the containers built on it (PoolSlice
-// here, ShardedMap and ShardedBTree in package collections) keep one
+// here, Map and ShardedBTree in package collections) keep one
 // single-device container per device and route every element to exactly
 // one of them. Work that touches several devices (bulk copies, gathers,
 // batch lookups) runs one goroutine per device, so each GPU's DMA engine
