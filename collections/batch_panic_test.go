@@ -69,9 +69,9 @@ func TestBatchHasherPanic(t *testing.T) {
 			check(t, m)
 		})
 	})
-	t.Run("ShardedMap", func(t *testing.T) {
+	t.Run("Map/pool", func(t *testing.T) {
 		shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
-			s, err := NewShardedMap[uint64, uint64](p, hasher)
+			s, err := NewMap[uint64, uint64](p, hasher)
 			if err != nil {
 				t.Fatal(err)
 			}

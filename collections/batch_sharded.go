@@ -1,6 +1,6 @@
 package collections
 
-// Batches over shards: ShardedMap and a BTree on a pool split a batch of keys
+// Batches over shards: a Map or a BTree on a pool splits a batch of keys
 // by shard, run every shard's batch at once (one goroutine per device, so
 // each GPU probes its part while the others probe theirs), and put the
 // results back in the batch's order.
@@ -183,7 +183,7 @@ func (pl *shPlan) cursors(p int) (cur [shMaxShards]int) {
 }
 
 // shScatter copies src (in batch order) into per-shard slices: shard d's
-// keys, in batch order, fill dsts[d] (len run(d)). ShardedMap uses it to
+// keys, in batch order, fill dsts[d] (len run(d)). A pool Map uses it to
 // write keys straight into each device's upload buffer; 8-byte keys go
 // through route.Place8 (vector loops).
 func shScatter[T any](pl *shPlan, src []T, dsts [][]T) {
@@ -282,7 +282,7 @@ func shGather8Parts[V any](pl *shPlan, vd [][]V, vals []V, fd [][]bool, found []
 	}
 }
 
-// shShard is what ShardedMap and a BTree on a pool ask of every shard for
+// shShard is what a Map or a BTree on a pool asks of every shard for
 // their counts and errors.
 type shShard interface {
 	comparable

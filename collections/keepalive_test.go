@@ -225,7 +225,10 @@ func TestRingKeptAlive(t *testing.T) {
 
 func TestShardedKeptAlive(t *testing.T) {
 	keys, vals := kaKeys()
-	type SM = *ShardedMap[uint64, uint64]
+	// A Map on a pool holds nothing but its shards (no backstop of its
+	// own): what must stay reachable while a call runs is the shardedMap
+	// it forwards to, whose methods the calls below run.
+	type SM = *shardedMap[uint64, uint64]
 	type SB = *BTree[uint64, uint64]
 	// The calls are those of the one-device tests, on a pool.
 	mapOps := []struct {
@@ -292,14 +295,14 @@ func TestShardedKeptAlive(t *testing.T) {
 	}
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
 		newMap := func(t *testing.T) SM {
-			m, err := NewShardedMap[uint64, uint64](p)
+			m, err := NewMap[uint64, uint64](p)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := m.PutBatch(keys, vals); err != nil {
 				t.Fatal(err)
 			}
-			return m
+			return m.sh
 		}
 		newTree := func(t *testing.T, empty bool) SB {
 			bt, err := NewBTreeOrdered[uint64, uint64](p)

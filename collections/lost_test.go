@@ -82,7 +82,7 @@ func TestReadsPanicWhenLost(t *testing.T) {
 		must(err)
 		defer fx.m.Close()
 		must(fx.m.PutBatch(keys, keys))
-		fx.sm, err = NewShardedMap[uint64, uint64](pool)
+		fx.sm, err = NewMap[uint64, uint64](pool)
 		must(err)
 		defer fx.sm.Close()
 		must(fx.sm.PutBatch(keys, keys))
@@ -130,7 +130,7 @@ type lostFixture struct {
 	sl    *vmem.Slice[uint64]
 	ps    *vmem.Slice[uint64]
 	m     *Map[uint64, uint64]
-	sm    *ShardedMap[uint64, uint64]
+	sm    *Map[uint64, uint64] // on the pool
 	bt    *BTree[uint64, uint64]
 	sb    *BTree[uint64, uint64]
 	rg    *Ring[uint64]
@@ -194,7 +194,7 @@ func lostReadCases(fx *lostFixture) []lostCase {
 		vs   iter.Seq[uint64]
 	}{
 		{"Map", fx.m.Get, fx.m.Has, fx.m.GetMany, fx.m.All(), fx.m.Keys(), fx.m.Values()},
-		{"ShardedMap", fx.sm.Get, fx.sm.Has, fx.sm.GetMany, fx.sm.All(), fx.sm.Keys(), fx.sm.Values()},
+		{"Map/pool", fx.sm.Get, fx.sm.Has, fx.sm.GetMany, fx.sm.All(), fx.sm.Keys(), fx.sm.Values()},
 	} {
 		reads = append(reads,
 			read{c.name + ".Get", func() { c.get(5) }},
@@ -284,7 +284,7 @@ func lostErrForms(t *testing.T, fx *lostFixture) {
 	lost("Slice(pool).CopyTo", ps.CopyTo(dst[:10], 0))
 	lost("Slice(pool).GetBatch", ps.GetBatch(idx, dst))
 	lost("Map.GetBatch", m.GetBatch(keys, dst, found))
-	lost("ShardedMap.GetBatch", sm.GetBatch(keys, dst, found))
+	lost("Map/pool.GetBatch", sm.GetBatch(keys, dst, found))
 	lost("BTree.GetBatch", bt.GetBatch(keys, dst, found))
 	lost("BTree.GetBatch on a pool", sb.GetBatch(keys, dst, found))
 	_, err := rg.PopBatch(dst)

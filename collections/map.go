@@ -49,7 +49,6 @@ package collections
 // See docs/map.md for the method table and the costs.
 
 import (
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"iter"
@@ -67,7 +66,7 @@ import (
 )
 
 // Map is a hash map with its entries in device memory. Create it with
-// NewMap; the zero Map is not usable.
+// NewMap on a device or a pool; the zero Map is not usable.
 //
 // Semantics are a Go map's: Put overwrites, Delete of a missing key does
 // nothing, keys unequal to themselves (NaN) can be stored but never found.
@@ -81,14 +80,40 @@ import (
 // and the race detector reports the overlap. Inside a range over All, Keys
 // or Values the loop body may write to the map itself, as with a Go map.
 //
-// Concurrency, as in the table of docs/guide.md:
+// Concurrency, as in the table of docs/guide.md (for a map on one device
+// and on a pool alike):
 //   - at the same time: Get, Has, GetMany, GetBatch, Len, All, Keys, Values, Stats, Err, Save
 //   - alone: Put, PutMany, PutBatch, Delete, Clear, Close
 //
+// On a pool (NewMap(pool, ...)) the map keeps one table per device and
+// puts each key on the device its hash picks; its methods and semantics
+// are the same, so moving a program from one GPU to all of them is a
+// change of the value passed, not of the code. A single Get, Put or Delete
+// costs one hash more and touches one device. Batches (GetBatch, PutBatch,
+// GetMany, PutMany) are split by shard and run one goroutine per device,
+// so every GPU works at once; their errors are joined (errors.Is finds
+// each), and a shard that failed is unchanged as a map on one device is
+// after that error, while the others have done their part: after a failed
+// PutBatch every key holds its old or its new value. Keys never move
+// between devices, so a device that is full fails its Puts with
+// ErrOutOfMemory even when another has room (hashing fills the devices
+// together). WithCapacity counts the entries of the whole map;
+// WithHostCache's bytes are each device's hot tier. Stats adds the shards
+// up and lists each in MapStats.Shards; All yields shard after shard.
+//
 // Device loss: reads without an error result (Get, Has, GetMany, All, Keys,
 // Values) panic with an error matching ErrDeviceLost rather than report a
-// key absent; GetBatch and Save return the loss instead.
+// key absent; GetBatch and Save return the loss instead. On a pool this
+// holds shard by shard.
 type Map[K comparable, V any] struct {
+	// sh is the map when it lives on a pool: every exported method
+	// forwards to it, and the fields below stay zero but for pending and
+	// err (mapOnPool). The single-device paths then pay nothing for it:
+	// t is nil, so the check that catches a closed map also catches this
+	// one, and Len and Err find pending and err set, so they go out of
+	// line, where they forward, and stay small enough to inline.
+	sh *shardedMap[K, V]
+
 	dev   *vmem.Device
 	r     mapRec
 	strK  bool
@@ -172,14 +197,44 @@ func WithHasher[K comparable](h func(K) uint64) MapOption {
 // measurements (a miss then also costs a VRAM line).
 var mapEagerLoad = false
 
-// NewMap returns an empty map on dev. K and V must hold no pointers
-// (ErrPointerType names the field that does), except that either may be a
-// string type. It fails with ErrOutOfMemory when the first table does not
-// fit.
-func NewMap[K comparable, V any](dev *vmem.Device, opts ...MapOption) (*Map[K, V], error) {
-	if dev == nil {
-		return nil, errors.New("collections: NewMap: nil device")
+// NewMap returns an empty map on mem: a *vmem.Device, or a *vmem.Pool
+// whose devices the map spreads over (see Map). K and V must hold no
+// pointers (ErrPointerType names the field that does), except that either
+// may be a string type. It fails with ErrOutOfMemory when the first table
+// does not fit.
+func NewMap[K comparable, V any](mem vmem.Memory, opts ...MapOption) (*Map[K, V], error) {
+	dev, pool, err := mapMemory("NewMap", mem)
+	if err != nil {
+		return nil, err
 	}
+	if pool != nil {
+		s, err := newShardedMap[K, V](pool, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return mapOnPool(s), nil
+	}
+	return newMap[K, V](dev, opts...)
+}
+
+// mapMemory returns the device or the pool mem is, or an error matching
+// vmem.ErrNoDevice for a nil one (typed or not).
+func mapMemory(call string, mem vmem.Memory) (*vmem.Device, *vmem.Pool, error) {
+	switch mem := mem.(type) {
+	case *vmem.Device:
+		if mem != nil {
+			return mem, nil, nil
+		}
+	case *vmem.Pool:
+		if mem != nil {
+			return nil, mem, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("collections: %s: nil device or pool: %w", call, vmem.ErrNoDevice)
+}
+
+// newMap returns an empty map on dev (NewMap).
+func newMap[K comparable, V any](dev *vmem.Device, opts ...MapOption) (*Map[K, V], error) {
 	strK, strV, err := mapCheckTypes[K, V]()
 	if err != nil {
 		return nil, err
@@ -250,18 +305,33 @@ func mapAligned(n uintptr) []byte {
 // Len returns the number of entries.
 func (m *Map[K, V]) Len() int {
 	if m.pending.Load() {
-		m.flushForRead() // recorded Puts may be new keys or not
+		return m.lenSlow() // a map on a pool comes here too (Map.sh)
 	}
+	return m.n
+}
+
+func (m *Map[K, V]) lenSlow() int {
+	if m.sh != nil {
+		return m.sh.Len()
+	}
+	m.flushForRead() // recorded Puts may be new keys or not
 	return m.n
 }
 
 // Err returns the first error met by a method that has no error result: a
 // device lost during Get, or an iteration stopped by an error.
 func (m *Map[K, V]) Err() error {
-	if p := m.err.Load(); p != nil {
-		return *p
+	if m.err.Load() != nil {
+		return m.errSlow() // a map on a pool comes here too (Map.sh)
 	}
 	return nil
+}
+
+func (m *Map[K, V]) errSlow() error {
+	if m.sh != nil {
+		return m.sh.Err()
+	}
+	return *m.err.Load()
 }
 
 func (m *Map[K, V]) setErr(err error) { m.err.CompareAndSwap(nil, &err) }
@@ -275,6 +345,10 @@ type mapLine struct {
 // Clear removes every entry and keeps the table's memory, like Go's clear.
 // It panics if the map is closed.
 func (m *Map[K, V]) Clear() {
+	if m.sh != nil {
+		m.sh.Clear()
+		return
+	}
 	t := m.t
 	if t == nil {
 		m.badRead()
@@ -307,6 +381,9 @@ func (m *Map[K, V]) Clear() {
 // afterwards: Get, GetMany, Delete, Clear and iteration panic, Put and
 // PutMany return ErrClosed, Len returns 0.
 func (m *Map[K, V]) Close() error {
+	if m.sh != nil {
+		return m.sh.Close()
+	}
 	if m.closed {
 		return nil
 	}

@@ -54,6 +54,9 @@ type mapLines struct {
 // goroutines. A GPU failure leaves the batch to the CPU path; a lost
 // device panics, as in Get (GetBatch returns it).
 func (m *Map[K, V]) GetMany(keys []K, vals []V, found []bool) int {
+	if m.sh != nil {
+		return m.sh.GetMany(keys, vals, found)
+	}
 	if m.pending.Load() {
 		m.flushForRead()
 	}
@@ -245,6 +248,9 @@ func (m *Map[K, V]) getBlock(t *mapTable, keys []K, vals []V, found []bool) int 
 // holds either its old or its new value; ErrOutOfMemory leaves the keys
 // not yet stored unchanged.
 func (m *Map[K, V]) PutMany(keys []K, vals []V) error {
+	if m.sh != nil {
+		return m.sh.PutMany(keys, vals)
+	}
 	if err := m.mapUsable(); err != nil {
 		return err
 	}

@@ -216,6 +216,9 @@ func (m *Map[K, V]) gpuSegs(t *mapTable, p unsafe.Pointer) {
 //
 // GetBatch is a read: it may run together with other reads.
 func (m *Map[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
+	if m.sh != nil {
+		return m.sh.GetBatch(keys, vals, found)
+	}
 	if m.closed {
 		return ErrClosed
 	}
@@ -405,7 +408,7 @@ func (m *Map[K, V]) longKeys(t *mapTable, keys []K, vals []V, found []bool) {
 // mapGetJob is GetBatch on the GPU, a round of up to c keys at a time: the
 // caller writes a round's keys into keys(n) (pinned host memory), run
 // probes them, and vals(n) and found(n) hold the answers until the next
-// run. ShardedMap fills the keys of every shard's job straight from its
+// run. A Map on a pool fills the keys of every shard's job straight from its
 // batch, with no copy of its own in between.
 type mapGetJob[K comparable, V any] struct {
 	m      *Map[K, V]
@@ -493,7 +496,7 @@ func (m *Map[K, V]) gpuGetBeginQ(t *mapTable, hmode uint32, c int, copyQ bool) (
 		kb.Close()
 		return nil, err
 	}
-	// Rounds follow each other (GetBatch's parts, ShardedMap's queued
+	// Rounds follow each other (GetBatch's parts, a pool Map's queued
 	// rounds, combined rounds): one's upload and another's download
 	// overlap a kernel.
 	if copyQ {

@@ -33,6 +33,9 @@ import (
 // stored all or nothing); vmem.ErrDeviceLost (the map's contents are then
 // undefined, as the device's).
 func (m *Map[K, V]) PutBatch(keys []K, vals []V) error {
+	if m.sh != nil {
+		return m.sh.PutBatch(keys, vals)
+	}
 	if m.closed {
 		return ErrClosed
 	}

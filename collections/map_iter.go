@@ -35,6 +35,12 @@ var mapIterBytes = 1 << 20 // a variable for tests: small chunks
 func (m *Map[K, V]) All() iter.Seq2[K, V] {
 	return func(yield func(K, V) bool) {
 		if m.t == nil {
+			if m.sh != nil {
+				// A map on a pool has no table of its own; forwarding here
+				// keeps All inlined.
+				m.sh.All()(yield)
+				return
+			}
 			m.badRead()
 		}
 		m.readCheck("All")

@@ -31,7 +31,7 @@ func mapWithDirectPuts() MapOption { return func(c *mapConfig) { c.noWB = true }
 // on the CPU. It returns nil, having decided nothing, for other keys, for
 // rounds too small, or when some core's keys of one shard overflow their
 // region (keys that hash unevenly: the two-pass split then does it).
-func (s *ShardedMap[K, V]) splitFixed(ks []K, sid []uint8, capacity int, jobs []*mapGetJob[K, V]) *shPlan {
+func (s *shardedMap[K, V]) splitFixed(ks []K, sid []uint8, capacity int, jobs []*mapGetJob[K, V]) *shPlan {
 	pl, piece, overflowed := s.splitFixedParts(ks, sid, capacity, jobs)
 	if pl == nil {
 		return nil

@@ -16,6 +16,9 @@ import (
 // it), rather than report absent a key that may be there.
 func (m *Map[K, V]) Get(k K) (V, bool) {
 	if m.t == nil || m.writing {
+		if m.sh != nil {
+			return m.sh.Get(k) // a map on a pool has no table of its own
+		}
 		m.badRead()
 	}
 	m.readCheck("Get")

@@ -1,6 +1,6 @@
 package collections
 
-// ShardedMap: one Map per device of a vmem.Pool, keys sharded by hash.
+// A Map on a pool: one Map per device of a vmem.Pool, keys sharded by hash.
 //
 // Design:
 //
@@ -11,8 +11,8 @@ package collections
 //     keys of one shard are still spread evenly over that shard's buckets:
 //     sharding by the bits the Map also uses for its home bucket would
 //     leave most of every shard's table empty.
-//   - A single Get, Put or Delete costs one hash more than a Map's (a few
-//     nanoseconds) and touches one device.
+//   - A single Get, Put or Delete costs one hash more than on one device
+//     (a few nanoseconds) and touches one device.
 //   - Batches (GetBatch, PutBatch, GetMany, PutMany) are split by shard
 //     (batch_sharded.go) and every shard's part runs in its own goroutine,
 //     so every GPU runs its batch kernel at the same time; the results are
@@ -40,29 +40,10 @@ import (
 	"github.com/govram/govram/vmem"
 )
 
-// ShardedMap is a hash map spread over every device of a vmem.Pool: one
-// Map per device, each key on the device its hash picks. Its methods are
-// Map's, so moving a program from one GPU to all of them is a change of
-// constructor (NewMap(dev, ...) to NewShardedMap(pool, ...)).
-//
-// Semantics and concurrency are Map's: any number of goroutines may read
-// at once; a write must not overlap with any other call. Batches start one
-// goroutine per shard and wait for them.
-//
-// Concurrency, as in the table of docs/guide.md:
-//   - at the same time: Get, Has, GetMany, GetBatch, Len, All, Keys, Values, Stats, ShardStats, ShardLens, Shards, Pool, Err, Save
-//   - alone: Put, PutMany, PutBatch, Delete, Clear, Close
-//
-// Errors of a batch that several shards ran are joined (errors.Is finds
-// each); a shard that failed is unchanged as a Map is after that error,
-// while the others have done their part: after a failed PutBatch every key
-// holds its old or its new value.
-//
-// Device loss: as Map's, shard by shard: Get, Has, GetMany, All, Keys and
-// Values panic on a lost device (the error names the shard's Map method);
-// GetBatch and Save return the loss.
-type ShardedMap[K comparable, V any] struct {
-	pool   *vmem.Pool
+// shardedMap is a Map on a vmem.Pool: one Map per device, each key on the
+// device its hash picks. A Map made on a pool holds one and forwards every
+// method to it (see the Map's doc for what a user sees).
+type shardedMap[K comparable, V any] struct {
 	shards []*Map[K, V]
 	nd     uint64
 	hk     mapHashKind
@@ -77,17 +58,17 @@ type ShardedMap[K comparable, V any] struct {
 	sidPool sync.Pool // *[]uint8: shard ids of GetBatch's direct path
 }
 
-// NewShardedMap makes an empty map with one shard on each device of pool.
-// The options are NewMap's and apply to every shard, except that
-// WithCapacity counts entries of the whole map (each shard is sized for
-// its share, with room for the unevenness of hashing). WithHostCache's
-// bytes are each shard's tier (Stats adds them up).
-func NewShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*ShardedMap[K, V], error) {
-	if pool == nil {
-		return nil, errors.New("collections: NewShardedMap: nil pool")
+// newShardedMap makes an empty map with one shard on each device of pool.
+// The options apply to every shard, except that WithCapacity counts
+// entries of the whole map (each shard is sized for its share, with room
+// for the unevenness of hashing). WithHostCache's bytes are each shard's
+// tier (Stats adds them up).
+func newShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*shardedMap[K, V], error) {
+	if pool == nil || pool.Len() == 0 {
+		return nil, errors.New("collections: NewMap: nil or empty pool")
 	}
 	if err := pool.Err(); err != nil {
-		return nil, fmt.Errorf("collections: NewShardedMap: %w", err)
+		return nil, fmt.Errorf("collections: NewMap: %w", err)
 	}
 	strK, strV, err := mapCheckTypes[K, V]()
 	if err != nil {
@@ -103,7 +84,7 @@ func NewShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*Sh
 	if cfg.hasher != nil {
 		var ok bool
 		if user, ok = cfg.hasher.(func(K) uint64); !ok {
-			return nil, fmt.Errorf("collections: NewShardedMap: WithHasher got a %T, want a func(%v) uint64", cfg.hasher, reflect.TypeFor[K]())
+			return nil, fmt.Errorf("collections: NewMap: WithHasher got a %T, want a func(%v) uint64", cfg.hasher, reflect.TypeFor[K]())
 		}
 	}
 	nd := pool.Len()
@@ -115,8 +96,7 @@ func NewShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*Sh
 		per := int(share + 4*math.Sqrt(share) + 16)
 		shardOpts = append(shardOpts, WithCapacity(per))
 	}
-	s := &ShardedMap[K, V]{
-		pool:   pool,
+	s := &shardedMap[K, V]{
 		shards: make([]*Map[K, V], nd),
 		nd:     uint64(nd),
 		hk:     mapPickHash(reflect.TypeFor[K](), strK, user != nil),
@@ -131,7 +111,7 @@ func NewShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*Sh
 	}
 	// Shards are made at once: a large capacity is zeroed by each device.
 	err = shRun(all, func(d int) error {
-		m, err := NewMap[K, V](pool.Device(d), shardOpts...)
+		m, err := newMap[K, V](pool.Device(d), shardOpts...)
 		s.shards[d] = m
 		return err
 	})
@@ -141,13 +121,24 @@ func NewShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*Sh
 				m.Close()
 			}
 		}
-		return nil, fmt.Errorf("collections: NewShardedMap: %w", err)
+		return nil, fmt.Errorf("collections: NewMap: %w", err)
 	}
 	return s, nil
 }
 
+// mapOnPool returns the Map that forwards to s. Its pending and err are
+// set for good, so that Len and Err, whose inlined bodies test them, go
+// to their out-of-line parts, which forward (Map.sh).
+func mapOnPool[K comparable, V any](s *shardedMap[K, V]) *Map[K, V] {
+	m := &Map[K, V]{sh: s}
+	m.pending.Store(true)
+	var none error
+	m.err.Store(&none)
+	return m
+}
+
 // shardOf returns k's shard: the high bits of its hash times the shards.
-func (s *ShardedMap[K, V]) shardOf(k *K) int {
+func (s *shardedMap[K, V]) shardOf(k *K) int {
 	if s.nd == 1 {
 		return 0
 	}
@@ -183,40 +174,35 @@ func (s *ShardedMap[K, V]) shardOf(k *K) int {
 // check panics if a shard holds a key that routes to another shard. It
 // walks every shard (a full scan of each table), so it runs on every
 // shCheckEvery-th write only.
-func (s *ShardedMap[K, V]) check() {
+func (s *shardedMap[K, V]) check() {
 	if s.writes++; s.writes%shCheckEvery != 0 {
 		return
 	}
 	for d, m := range s.shards {
 		for k := range m.Keys() {
 			if got := s.shardOf(&k); got != d {
-				panic(fmt.Sprintf("collections: ShardedMap: key %v on shard %d routes to shard %d", k, d, got))
+				panic(fmt.Sprintf("collections: Map: key %v on shard %d routes to shard %d", k, d, got))
 			}
 		}
 	}
 }
 
-func (s *ShardedMap[K, V]) live() {
+func (s *shardedMap[K, V]) live() {
 	if s.closed {
-		panic("collections: ShardedMap used after Close")
+		panic("collections: Map used after Close")
 	}
 }
 
-// Pool returns the pool the map lives on.
-func (s *ShardedMap[K, V]) Pool() *vmem.Pool { return s.pool }
-
-// Shards returns the number of shards (the pool's devices).
-func (s *ShardedMap[K, V]) Shards() int { return len(s.shards) }
-
-// ShardLens returns the number of entries of each shard.
-func (s *ShardedMap[K, V]) ShardLens() []int { return shLens(s.shards, s.closed) }
+// shardLens returns the number of entries of each shard.
+func (s *shardedMap[K, V]) shardLens() []int { return shLens(s.shards, s.closed) }
 
 // Stats returns the shards' memory and hot tiers added up: every field of
 // MapStats and of its CacheStats is the sum over the shards (the Cache's
-// hit rate is then the whole map's). It is a read, as Map.Stats is.
-func (s *ShardedMap[K, V]) Stats() MapStats {
-	var st MapStats
-	for _, sh := range s.ShardStats() {
+// hit rate is then the whole map's), and Shards holds each shard's own.
+// It is a read, as a Map's Stats is.
+func (s *shardedMap[K, V]) Stats() MapStats {
+	st := MapStats{Shards: s.shardStats()}
+	for _, sh := range st.Shards {
 		st.Len += sh.Len
 		st.Capacity += sh.Capacity
 		st.DeviceBytes += sh.DeviceBytes
@@ -228,8 +214,8 @@ func (s *ShardedMap[K, V]) Stats() MapStats {
 	return st
 }
 
-// ShardStats returns each shard's Stats. It panics if the map is closed.
-func (s *ShardedMap[K, V]) ShardStats() []MapStats {
+// shardStats returns each shard's Stats. It panics if the map is closed.
+func (s *shardedMap[K, V]) shardStats() []MapStats {
 	s.live()
 	st := make([]MapStats, len(s.shards))
 	for d, m := range s.shards {
@@ -239,15 +225,15 @@ func (s *ShardedMap[K, V]) ShardStats() []MapStats {
 }
 
 // Len returns the number of entries (0 after Close).
-func (s *ShardedMap[K, V]) Len() int { return shLen(s.shards, s.closed) }
+func (s *shardedMap[K, V]) Len() int { return shLen(s.shards, s.closed) }
 
 // Err returns the first error met by a method without an error result on
 // any shard (a device lost during Get, an iteration stopped by an error).
-func (s *ShardedMap[K, V]) Err() error { return shErr(s.shards) }
+func (s *shardedMap[K, V]) Err() error { return shErr(s.shards) }
 
 // Get returns the value stored for k and whether there is one. It panics if
 // the map is closed or a write is in progress.
-func (s *ShardedMap[K, V]) Get(k K) (V, bool) {
+func (s *shardedMap[K, V]) Get(k K) (V, bool) {
 	s.live()
 	return s.shards[s.shardOf(&k)].Get(k)
 }
@@ -255,7 +241,7 @@ func (s *ShardedMap[K, V]) Get(k K) (V, bool) {
 // Put stores v for k, replacing any value k had. It fails as Map.Put does
 // (ErrClosed, ErrOutOfMemory when k's shard must grow and its device has
 // no room: the map is then unchanged).
-func (s *ShardedMap[K, V]) Put(k K, v V) error {
+func (s *shardedMap[K, V]) Put(k K, v V) error {
 	if s.closed {
 		return ErrClosed
 	}
@@ -268,7 +254,7 @@ func (s *ShardedMap[K, V]) Put(k K, v V) error {
 
 // Delete removes k and reports whether it was present. It panics if the map
 // is closed.
-func (s *ShardedMap[K, V]) Delete(k K) bool {
+func (s *shardedMap[K, V]) Delete(k K) bool {
 	s.live()
 	ok := s.shards[s.shardOf(&k)].Delete(k)
 	if buildconst.Invariants {
@@ -279,7 +265,7 @@ func (s *ShardedMap[K, V]) Delete(k K) bool {
 
 // Clear removes every entry and keeps the tables' memory. It panics if the
 // map is closed.
-func (s *ShardedMap[K, V]) Clear() {
+func (s *shardedMap[K, V]) Clear() {
 	s.live()
 	for _, m := range s.shards {
 		m.Clear()
@@ -290,7 +276,7 @@ func (s *ShardedMap[K, V]) Clear() {
 // afterwards (as a closed Map: Get, Delete, Clear, GetMany and iteration
 // panic, Put, PutMany, GetBatch and PutBatch return ErrClosed, Len returns
 // 0).
-func (s *ShardedMap[K, V]) Close() error {
+func (s *shardedMap[K, V]) Close() error {
 	if s.closed {
 		return nil
 	}
@@ -308,7 +294,7 @@ func (s *ShardedMap[K, V]) Close() error {
 // order; the loop body may Put and Delete as with a Map (an entry added
 // during the iteration may or may not be produced). An error ends the
 // iteration early; Err reports it.
-func (s *ShardedMap[K, V]) All() iter.Seq2[K, V] {
+func (s *shardedMap[K, V]) All() iter.Seq2[K, V] {
 	s.live()
 	return func(yield func(K, V) bool) {
 		defer runtime.KeepAlive(s) // its shards stay s's until the sequence ends
@@ -326,30 +312,6 @@ func (s *ShardedMap[K, V]) All() iter.Seq2[K, V] {
 	}
 }
 
-// Keys returns the keys in the order of All.
-func (s *ShardedMap[K, V]) Keys() iter.Seq[K] {
-	all := s.All()
-	return func(yield func(K) bool) {
-		for k := range all {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
-// Values returns the values in the order of All.
-func (s *ShardedMap[K, V]) Values() iter.Seq[V] {
-	all := s.All()
-	return func(yield func(V) bool) {
-		for _, v := range all {
-			if !yield(v) {
-				return
-			}
-		}
-	}
-}
-
 // shCheckEvery: the invariants check walks the shards after every
 // shCheckEvery-th write.
 const shCheckEvery = 64
@@ -358,7 +320,7 @@ const shCheckEvery = 64
 // would cost more than it saves).
 const shSmallBatch = 64
 
-func (s *ShardedMap[K, V]) getScratch(n int) *shScratch[K, V] {
+func (s *shardedMap[K, V]) getScratch(n int) *shScratch[K, V] {
 	sc, _ := s.scratch.Get().(*shScratch[K, V])
 	if sc == nil {
 		sc = new(shScratch[K, V])
@@ -368,7 +330,7 @@ func (s *ShardedMap[K, V]) getScratch(n int) *shScratch[K, V] {
 }
 
 // plan groups keys by shard.
-func (s *ShardedMap[K, V]) plan(keys []K, sc *shScratch[K, V]) *shPlan {
+func (s *shardedMap[K, V]) plan(keys []K, sc *shScratch[K, V]) *shPlan {
 	pl := shPlanRanges(len(keys), len(s.shards), sc.sid, s.shardFill(keys))
 	shGroup(pl, keys, sc.keys)
 	return pl
@@ -381,10 +343,10 @@ func (s *ShardedMap[K, V]) plan(keys []K, sc *shScratch[K, V]) *shPlan {
 // result; GetBatch returns an error matching ErrRange). The keys are split by shard and every shard looks up its
 // part at once (Map.GetMany: streaming loads on all cores). It panics if
 // the map is closed or a write is in progress.
-func (s *ShardedMap[K, V]) GetMany(keys []K, vals []V, found []bool) int {
+func (s *shardedMap[K, V]) GetMany(keys []K, vals []V, found []bool) int {
 	s.live()
 	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
-		panic(fmt.Sprintf("collections: ShardedMap.GetMany: %d keys, %d values, %d found flags", len(keys), len(vals), len(found)))
+		panic(fmt.Sprintf("collections: Map.GetMany: %d keys, %d values, %d found flags", len(keys), len(vals), len(found)))
 	}
 	if s.nd == 1 {
 		return s.shards[0].GetMany(keys, vals, found)
@@ -424,7 +386,7 @@ func (s *ShardedMap[K, V]) GetMany(keys []K, vals []V, found []bool) int {
 // shardFill returns the shard-finding loop of shPlanRanges for keys: the
 // common 8-byte keys go through route.Count8 (eight at a time where the
 // CPU has AVX-512), the rest through shardOf.
-func (s *ShardedMap[K, V]) shardFill(keys []K) func(lo, hi int, sid []uint8, cnt *[shMaxShards]int) {
+func (s *shardedMap[K, V]) shardFill(keys []K) func(lo, hi int, sid []uint8, cnt *[shMaxShards]int) {
 	if s.hk == mapHash8 && unsafe.Sizeof(*new(K)) == 8 {
 		ks := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(keys))), len(keys))
 		seed, nd := s.seed, int(s.nd)
@@ -446,7 +408,7 @@ func (s *ShardedMap[K, V]) shardFill(keys []K) func(lo, hi int, sid []uint8, cnt
 // by shard, keeping their order, and every shard stores its part at once
 // (Map.PutMany). On error every key holds its old or its new value; a
 // shard that ran out of memory left its keys not yet stored unchanged.
-func (s *ShardedMap[K, V]) PutMany(keys []K, vals []V) error {
+func (s *shardedMap[K, V]) PutMany(keys []K, vals []V) error {
 	return s.putBatch("PutMany", keys, vals, (*Map[K, V]).PutMany)
 }
 
@@ -455,16 +417,16 @@ func (s *ShardedMap[K, V]) PutMany(keys []K, vals []V) error {
 // shard's keys at the same time. Errors: ErrClosed, a length error matching
 // vmem.ErrRange, and the shards' errors, joined; a shard that failed with
 // ErrOutOfMemory is unchanged, the others stored their keys.
-func (s *ShardedMap[K, V]) PutBatch(keys []K, vals []V) error {
+func (s *shardedMap[K, V]) PutBatch(keys []K, vals []V) error {
 	return s.putBatch("PutBatch", keys, vals, (*Map[K, V]).PutBatch)
 }
 
-func (s *ShardedMap[K, V]) putBatch(op string, keys []K, vals []V, put func(*Map[K, V], []K, []V) error) error {
+func (s *shardedMap[K, V]) putBatch(op string, keys []K, vals []V, put func(*Map[K, V], []K, []V) error) error {
 	if s.closed {
 		return ErrClosed
 	}
 	if len(vals) < len(keys) {
-		return fmt.Errorf("collections: ShardedMap.%s: %d keys but %d values: %w", op, len(keys), len(vals), vmem.ErrRange)
+		return fmt.Errorf("collections: Map.%s: %d keys but %d values: %w", op, len(keys), len(vals), vmem.ErrRange)
 	}
 	if s.nd == 1 {
 		return put(s.shards[0], keys, vals)

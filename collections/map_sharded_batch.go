@@ -1,7 +1,8 @@
 package collections
 
-// ShardedMap.GetBatch: every device probes its shard's keys at once, in
-// rounds pipelined with the CPU's split and placing (see map_sharded.go).
+// GetBatch of a Map on a pool: every device probes its shard's keys at
+// once, in rounds pipelined with the CPU's split and placing (see
+// map_sharded.go).
 
 import (
 	"context"
@@ -23,12 +24,12 @@ import (
 // plus the split (one pass over the keys on all cores). Errors: ErrClosed,
 // a length error matching vmem.ErrRange, and the shards' errors, joined.
 // GetBatch is a read: it may run together with other reads.
-func (s *ShardedMap[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
+func (s *shardedMap[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 	if s.closed {
 		return ErrClosed
 	}
 	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
-		return fmt.Errorf("collections: ShardedMap.GetBatch: %d keys, %d values, %d found flags: %w", len(keys), len(vals), len(found), vmem.ErrRange)
+		return fmt.Errorf("collections: Map.GetBatch: %d keys, %d values, %d found flags: %w", len(keys), len(vals), len(found), vmem.ErrRange)
 	}
 	if s.nd == 1 {
 		return s.shards[0].GetBatch(keys, vals, found)
@@ -66,7 +67,7 @@ func (s *ShardedMap[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 // round r's answers in place and splits round r+2, both at once. It
 // reports false (having done nothing) where a shard takes no kernels, and
 // GetBatch then splits the batch through scratch.
-func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (bool, error) {
+func (s *shardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (bool, error) {
 	if len(keys) < shSmallBatch {
 		return false, nil
 	}
@@ -93,7 +94,7 @@ func (s *ShardedMap[K, V]) getBatchDirect(keys []K, vals []V, found []bool) (boo
 // buffers). A round's plan (shard ids, layout) is its own, of q+1: r's is
 // read while r+q's is written and the others are on the devices.
 type shGetBatch[K comparable, V any] struct {
-	s                 *ShardedMap[K, V]
+	s                 *shardedMap[K, V]
 	keys              []K
 	vals              []V
 	found             []bool
@@ -122,7 +123,7 @@ type shGetRound[K comparable, V any] struct {
 	flights []shFlight // started and not yet waited for
 }
 
-func (s *ShardedMap[K, V]) newGetBatch(keys []K, vals []V, found []bool) *shGetBatch[K, V] {
+func (s *shardedMap[K, V]) newGetBatch(keys []K, vals []V, found []bool) *shGetBatch[K, V] {
 	round := min(len(keys), mapGPUChunk)
 	rounds := (len(keys) + round - 1) / round
 	nd := len(s.shards)
@@ -346,7 +347,7 @@ func (g *shGetBatch[K, V]) wait(r int) error {
 	return errors.Join(errs...)
 }
 
-// shGetQueued is how many rounds of a ShardedMap.GetBatch are queued on
+// shGetQueued is how many rounds of a pool Map's GetBatch are queued on
 // the devices at a time (at least 2: one on the devices while the CPU
 // places another). Each costs a set of round buffers per device.
 var shGetQueued = 2
@@ -366,7 +367,7 @@ type shFlight struct {
 // function that splits
 // piece p, and overflowed, which reports, once every piece has run,
 // whether a piece overflowed a region (the plan is then void).
-func (s *ShardedMap[K, V]) splitFixedParts(ks []K, sid []uint8, capacity int, jobs []*mapGetJob[K, V]) (*shPlan, func(p int), func() bool) {
+func (s *shardedMap[K, V]) splitFixedParts(ks []K, sid []uint8, capacity int, jobs []*mapGetJob[K, V]) (*shPlan, func(p int), func() bool) {
 	if s.hk != mapHash8 || unsafe.Sizeof(*new(K)) != 8 || len(ks) < shPieceMin {
 		return nil, nil, nil
 	}
@@ -397,7 +398,7 @@ func (s *ShardedMap[K, V]) splitFixedParts(ks []K, sid []uint8, capacity int, jo
 }
 
 // getSid returns shard-id scratch of n bytes from the map's pool.
-func (s *ShardedMap[K, V]) getSid(n int) *[]uint8 {
+func (s *shardedMap[K, V]) getSid(n int) *[]uint8 {
 	p, _ := s.sidPool.Get().(*[]uint8)
 	if p == nil {
 		p = new([]uint8)

@@ -47,10 +47,10 @@ func shBenchQueries(n, batch int) (keys, q []uint64) {
 	return keys, q
 }
 
-// shBenchMap builds a ShardedMap of keys (each its own value) on p and
+// shBenchMap builds a Map of keys (each its own value) on p and
 // runs one GetBatch of q, which copies the control bytes to each device.
-func shBenchMap(b *testing.B, p *vmem.Pool, keys, q []uint64) *ShardedMap[uint64, uint64] {
-	m, err := NewShardedMap[uint64, uint64](p, WithCapacity(len(keys)))
+func shBenchMap(b *testing.B, p *vmem.Pool, keys, q []uint64) *Map[uint64, uint64] {
+	m, err := NewMap[uint64, uint64](p, WithCapacity(len(keys)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func BenchmarkShardedMapGetBatch(b *testing.B) {
 }
 
 // BenchmarkShardedMapGetBatchSteps times the passes of one round of
-// ShardedMap.GetBatch's direct path (VMEM_BENCH_BATCH keys, at most a
+// a pool Map's GetBatch direct path (VMEM_BENCH_BATCH keys, at most a
 // round of mapGPUChunk) on every GPU of the machine, each on its own:
 //
 //	copy     a parallel copy of the keys (what one GPU's GetBatch spends)
@@ -148,9 +148,9 @@ func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 		found := make([]bool, len(q))
 		m := shBenchMap(b, p, keys, q)
 		var err error
-		nd := len(m.shards)
+		nd := len(m.sh.shards)
 		jobs := make([]*mapGetJob[uint64, uint64], nd)
-		for d, sh := range m.shards {
+		for d, sh := range m.sh.shards {
 			hmode, ok := sh.gpuMode()
 			if !ok {
 				b.Skip("no kernels")
@@ -165,7 +165,7 @@ func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 			kfull[d] = jobs[d].keys(len(q))
 			hfull[d] = make([]uint64, len(q))
 		}
-		sb := &shStepsBench{m: m, n: n, nd: nd, q: q, vals: vals, found: found, jobs: jobs,
+		sb := &shStepsBench{m: m.sh, n: n, nd: nd, q: q, vals: vals, found: found, jobs: jobs,
 			sid: sid, vd: vd, fd: fd, kfull: kfull, hfull: hfull}
 		for _, procs := range shBenchProcs(b) {
 			sb.steps(b, procs)
@@ -181,7 +181,7 @@ func BenchmarkShardedMapGetBatchSteps(b *testing.B) {
 // at one size: the map, the round of queries, its answers and the devices'
 // jobs and buffers.
 type shStepsBench struct {
-	m            *ShardedMap[uint64, uint64]
+	m            *shardedMap[uint64, uint64]
 	n, nd        int
 	q, vals      []uint64
 	found        []bool
@@ -377,7 +377,7 @@ func shBenchChunk(b *testing.B) {
 	b.Cleanup(func() { mapGPUChunk = old })
 }
 
-// shBenchQueued applies VMEM_BENCH_QUEUED (rounds of a ShardedMap
+// shBenchQueued applies VMEM_BENCH_QUEUED (rounds of a pool Map's
 // GetBatch queued on the devices at a time, default shGetQueued).
 func shBenchQueued(b *testing.B) {
 	s := os.Getenv("VMEM_BENCH_QUEUED")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -14,9 +15,9 @@ import (
 	"github.com/govram/govram/vmem"
 )
 
-// shMapDiff runs random operations on a ShardedMap and on a Go map.
+// shMapDiff runs random operations on a Map on a pool and on a Go map.
 func shMapDiff[K comparable, V comparable](t *testing.T, p *vmem.Pool, steps int, genK func(*rand.Rand) K, genV func(*rand.Rand) V, opts ...MapOption) {
-	s, err := NewShardedMap[K, V](p, opts...)
+	s, err := NewMap[K, V](p, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,20 +63,20 @@ func shMapDiff[K comparable, V comparable](t *testing.T, p *vmem.Pool, steps int
 		}
 	}
 	sr.full(steps)
-	if len(model) > 100*s.Shards() {
-		for d, l := range s.ShardLens() {
+	if len(model) > 100*len(s.sh.shards) {
+		for d, l := range s.sh.shardLens() {
 			if l == 0 {
-				t.Errorf("shard %d is empty: %v", d, s.ShardLens())
+				t.Errorf("shard %d is empty: %v", d, s.sh.shardLens())
 			}
 		}
 	}
 }
 
-// shMapRun is the state of shMapDiff: the ShardedMap, its model, the
+// shMapRun is the state of shMapDiff: the map, its model, the
 // random source and the generators of keys and values.
 type shMapRun[K comparable, V comparable] struct {
 	t     *testing.T
-	s     *ShardedMap[K, V]
+	s     *Map[K, V]
 	model map[K]V
 	r     *rand.Rand
 	genK  func(*rand.Rand) K
@@ -129,7 +130,7 @@ func (d *shMapRun[K, V]) checkGet(step int, what string, ks []K, vs []V, found [
 	}
 }
 
-// full checks Len, ShardLens, All and Err against the model.
+// full checks Len, the shards' lengths, All and Err against the model.
 func (d *shMapRun[K, V]) full(step int) {
 	t, s, model := d.t, d.s, d.model
 	t.Helper()
@@ -137,11 +138,11 @@ func (d *shMapRun[K, V]) full(step int) {
 		t.Fatalf("step %d: Len %d, model %d", step, s.Len(), len(model))
 	}
 	sum := 0
-	for _, l := range s.ShardLens() {
+	for _, l := range s.sh.shardLens() {
 		sum += l
 	}
 	if sum != len(model) {
-		t.Fatalf("step %d: ShardLens %v", step, s.ShardLens())
+		t.Fatalf("step %d: shard lengths %v", step, s.sh.shardLens())
 	}
 	seen := map[K]bool{}
 	for k, v := range s.All() {
@@ -250,7 +251,7 @@ func TestShardedMapFaults(t *testing.T) {
 		// Puts store at once: a recorded Put's batch would take the fault
 		// in its own allocations and store the Puts one by one instead
 		// (TestMapPutBehindFaults).
-		s, err := NewShardedMap[uint64, uint64](p, mapWithDirectPuts())
+		s, err := NewMap[uint64, uint64](p, mapWithDirectPuts())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,7 +263,7 @@ func TestShardedMapFaults(t *testing.T) {
 			}
 			model[i] = i
 		}
-		last := s.Shards() - 1
+		last := len(s.sh.shards) - 1
 		// A single Put that must grow the last shard's table fails and
 		// changes nothing.
 		kdev(p.Device(last)).InjectFaults(kern.Faults{FailAlloc: 1})
@@ -270,10 +271,10 @@ func TestShardedMapFaults(t *testing.T) {
 		// may take the fault instead, so the loop is bounded.)
 		failed := false
 		for k := uint64(1 << 40); k < 1<<40+20_000 && !failed; k++ {
-			if s.shardOf(&k) != last {
+			if s.sh.shardOf(&k) != last {
 				continue
 			}
-			before := s.ShardLens()
+			before := s.sh.shardLens()
 			err := s.Put(k, 1)
 			if err == nil {
 				model[k] = 1
@@ -283,8 +284,8 @@ func TestShardedMapFaults(t *testing.T) {
 				t.Fatalf("Put with a failing allocation: %v, want ErrOutOfMemory", err)
 			}
 			failed = true
-			if _, ok := s.Get(k); ok || !slices.Equal(s.ShardLens(), before) {
-				t.Fatalf("the failed Put changed the map: %v, was %v", s.ShardLens(), before)
+			if _, ok := s.Get(k); ok || !slices.Equal(s.sh.shardLens(), before) {
+				t.Fatalf("the failed Put changed the map: %v, was %v", s.sh.shardLens(), before)
 			}
 		}
 		if !failed && !buildconst.Invariants {
@@ -338,13 +339,13 @@ func TestShardedMapFaults(t *testing.T) {
 
 func TestShardedMapClose(t *testing.T) {
 	p := shOpenPool(t, shPoolKinds()[0], vmem.Options{})
-	if _, err := NewShardedMap[*int, int](p); !errors.Is(err, ErrPointerType) {
-		t.Errorf("NewShardedMap[*int]: %v", err)
+	if _, err := NewMap[*int, int](p); !errors.Is(err, ErrPointerType) {
+		t.Errorf("NewMap[*int]: %v", err)
 	}
-	if _, err := NewShardedMap[int, int](p, WithHasher(func(string) uint64 { return 0 })); err == nil {
-		t.Error("NewShardedMap took a hasher of the wrong key type")
+	if _, err := NewMap[int, int](p, WithHasher(func(string) uint64 { return 0 })); err == nil {
+		t.Error("NewMap on a pool took a hasher of the wrong key type")
 	}
-	s, err := NewShardedMap[int, int](p, WithCapacity(100))
+	s, err := NewMap[int, int](p, WithCapacity(100))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,6 +373,19 @@ func TestShardedMapClose(t *testing.T) {
 	}
 }
 
+// TestMapNilMemory: NewMap and LoadMap on a nil Memory, a nil *Device or
+// a nil *Pool fail with ErrNoDevice instead of panicking.
+func TestMapNilMemory(t *testing.T) {
+	for _, mem := range []vmem.Memory{nil, (*vmem.Device)(nil), (*vmem.Pool)(nil)} {
+		if _, err := NewMap[int, int](mem); !errors.Is(err, vmem.ErrNoDevice) {
+			t.Errorf("NewMap(%#v): %v, want ErrNoDevice", mem, err)
+		}
+		if _, err := LoadMap[int, int](mem, strings.NewReader("")); !errors.Is(err, vmem.ErrNoDevice) {
+			t.Errorf("LoadMap(%#v): %v, want ErrNoDevice", mem, err)
+		}
+	}
+}
+
 // TestShardedMapConcurrentReads runs readers at once (for -race).
 func TestShardedMapConcurrentReads(t *testing.T) {
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
@@ -379,7 +393,7 @@ func TestShardedMapConcurrentReads(t *testing.T) {
 		if buildconst.Invariants {
 			n = 1000 // every store then walks the table
 		}
-		s, err := NewShardedMap[uint64, uint64](p, WithCapacity(n))
+		s, err := NewMap[uint64, uint64](p, WithCapacity(n))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -453,10 +467,10 @@ func TestShardedMapGetBatchRounds(t *testing.T) {
 	})
 }
 
-// shGetBatchRounds fills a ShardedMap with 3000 keys below 6000 and looks
+// shGetBatchRounds fills a Map on a pool with 3000 keys below 6000 and looks
 // up 40003 keys below 7000 with GetBatch, with and without found flags.
 func shGetBatchRounds[K, V comparable](t *testing.T, p *vmem.Pool, r *rand.Rand, key func(uint64) K, val func(uint64) V) {
-	s, err := NewShardedMap[K, V](p)
+	s, err := NewMap[K, V](p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,7 +508,7 @@ func shGetBatchRounds[K, V comparable](t *testing.T, p *vmem.Pool, r *rand.Rand,
 // every key where shardOf does.
 func TestShardedMapShardFill(t *testing.T) {
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
-		s, err := NewShardedMap[int64, uint32](p)
+		s, err := NewMap[int64, uint32](p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -506,17 +520,17 @@ func TestShardedMapShardFill(t *testing.T) {
 		}
 		var cnt [shMaxShards]int
 		sid := make([]uint8, len(keys))
-		s.shardFill(keys)(0, len(keys), sid, &cnt)
+		s.sh.shardFill(keys)(0, len(keys), sid, &cnt)
 		var want [shMaxShards]int
 		for i := range keys {
-			d := s.shardOf(&keys[i])
+			d := s.sh.shardOf(&keys[i])
 			if int(sid[i]) != d {
 				t.Fatalf("key %d: shard %d, shardOf says %d", keys[i], sid[i], d)
 			}
 			want[d]++
 		}
 		if cnt != want {
-			t.Fatalf("counts %v, want %v", cnt[:s.Shards()], want[:s.Shards()])
+			t.Fatalf("counts %v, want %v", cnt[:len(s.sh.shards)], want[:len(s.sh.shards)])
 		}
 	})
 }
@@ -532,7 +546,7 @@ func TestShardedMapGetBatchPanic(t *testing.T) {
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
 		const bad = 1 << 40
 		var armed bool
-		s, err := NewShardedMap[uint64, uint64](p, WithHasher(func(k uint64) uint64 {
+		s, err := NewMap[uint64, uint64](p, WithHasher(func(k uint64) uint64 {
 			if armed && k == bad {
 				panic("hasher")
 			}
@@ -586,7 +600,7 @@ func TestShardedMapGetBatchFixed(t *testing.T) {
 	t.Cleanup(func() { mapGPUChunk, shPieceMin, shMaxPieces = oldChunk, oldMin, oldMax })
 	shEachQueued(t, func(t *testing.T) {
 		shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
-			s, err := NewShardedMap[uint64, uint64](p)
+			s, err := NewMap[uint64, uint64](p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -598,7 +612,7 @@ func TestShardedMapGetBatchFixed(t *testing.T) {
 				spread = append(spread, r.Uint64())
 			}
 			for len(one) < 30000 {
-				if k := r.Uint64(); s.shardOf(&k) == 0 {
+				if k := r.Uint64(); s.sh.shardOf(&k) == 0 {
 					one = append(one, k)
 				}
 			}
@@ -615,26 +629,26 @@ func TestShardedMapGetBatchFixed(t *testing.T) {
 					delete(model, k)
 				}
 			}
-			if kdev(p.Device(0)).KernelsAvailable() && s.Shards() == 2 {
+			if kdev(p.Device(0)).KernelsAvailable() && len(s.sh.shards) == 2 {
 				// The split itself: regions of spread keys hold; one shard's do not.
-				sh := s.shards[0]
+				sh := s.sh.shards[0]
 				hmode, _ := sh.gpuMode()
 				j, err := sh.gpuGetBegin(sh.t, hmode, 1<<14)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer j.close()
-				j2, err := s.shards[1].gpuGetBegin(s.shards[1].t, hmode, 1<<14)
+				j2, err := s.sh.shards[1].gpuGetBegin(s.sh.shards[1].t, hmode, 1<<14)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer j2.close()
 				jobs := []*mapGetJob[uint64, uint64]{j, j2}
 				sid := make([]uint8, 1<<14)
-				if s.splitFixed(spread[:1<<14], sid, 1<<14, jobs) == nil {
+				if s.sh.splitFixed(spread[:1<<14], sid, 1<<14, jobs) == nil {
 					t.Fatalf("one-pass split refused keys spread by the hash")
 				}
-				if s.splitFixed(one[:1<<14], sid, 1<<14, jobs) != nil {
+				if s.sh.splitFixed(one[:1<<14], sid, 1<<14, jobs) != nil {
 					t.Fatalf("one-pass split took keys that overflow its regions")
 				}
 			}
@@ -658,7 +672,7 @@ func TestShardedMapGetBatchFixed(t *testing.T) {
 	})
 }
 
-// shEachQueued runs f as a subtest with ShardedMap.GetBatch queueing two
+// shEachQueued runs f as a subtest with a pool Map's GetBatch queueing two
 // rounds on the devices at a time, and three.
 func shEachQueued(t *testing.T, f func(t *testing.T)) {
 	old := shGetQueued
@@ -671,12 +685,12 @@ func shEachQueued(t *testing.T, f func(t *testing.T)) {
 	}
 }
 
-// TestShardedMapStats: Stats adds up the shards' MapStats, and
-// WithHostCache reaches every shard's hot tier.
+// TestShardedMapStats: Stats adds up the shards' MapStats, lists them in
+// Shards, and WithHostCache reaches every shard's hot tier.
 func TestShardedMapStats(t *testing.T) {
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
 		const n = 2000
-		s, err := NewShardedMap[uint64, uint64](p, WithHostCache(1<<20))
+		s, err := NewMap[uint64, uint64](p, WithHostCache(1<<20))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -705,13 +719,16 @@ func TestShardedMapStats(t *testing.T) {
 			t.Errorf("Stats().Cache = %+v: want lookups counted and entries held", c)
 		}
 		var sum MapStats
-		per := s.ShardStats()
-		if len(per) != s.Shards() {
-			t.Fatalf("ShardStats() has %d entries, want %d", len(per), s.Shards())
+		per := st.Shards
+		if len(per) != p.Len() {
+			t.Fatalf("Stats().Shards has %d entries, want %d", len(per), p.Len())
 		}
 		for _, sh := range per {
 			if sh.Cache.Capacity == 0 {
 				t.Errorf("a shard has no hot tier: %+v", sh.Cache)
+			}
+			if sh.Shards != nil {
+				t.Errorf("a shard's MapStats has Shards: %+v", sh.Shards)
 			}
 			sum.Len += sh.Len
 			sum.DeviceBytes += sh.DeviceBytes

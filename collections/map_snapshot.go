@@ -29,6 +29,9 @@ func mapSnapFingerprint[K comparable, V any]() uint64 {
 // blocks, and a trailer. LoadMap reads it back. Save is a reader: it may
 // run alongside Get and other readers, not alongside a write.
 func (m *Map[K, V]) Save(w io.Writer) error {
+	if m.sh != nil {
+		return m.sh.Save(w)
+	}
 	if m.closed {
 		return ErrClosed
 	}
@@ -47,15 +50,23 @@ func (m *Map[K, V]) mapSave(w io.Writer) (err error) {
 	return snapSaveEntries(w, h, m.Len(), m.All(), m.Err)
 }
 
-// LoadMap reads a snapshot written by Map.Save into a new map on dev (opts
-// as for NewMap). Everything is checked before it is believed: the
-// header's checksum, that the snapshot holds a Map with K's and V's
-// layouts (ErrTypeMismatch otherwise), every block's CRC-32C, every
-// length, the entry count (duplicate keys are corruption) and the trailer;
-// damage gives an error matching ErrCorrupt. The table grows as entries
-// arrive, so a forged count costs nothing. On any error the new map is
-// closed.
-func LoadMap[K comparable, V any](dev *vmem.Device, r io.Reader, opts ...MapOption) (*Map[K, V], error) {
+// LoadMap reads a snapshot written by Map.Save into a new map on mem, a
+// device or a pool (opts as for NewMap): a map saved on one device loads
+// over a pool of any size, and back. Everything is checked before it is
+// believed: the header's checksum, that the snapshot holds a Map with K's
+// and V's layouts (ErrTypeMismatch otherwise), every block's CRC-32C,
+// every length, the entry count (duplicate keys are corruption) and the
+// trailer; damage gives an error matching ErrCorrupt. The table grows as
+// entries arrive, so a forged count costs nothing. On any error the new
+// map is closed.
+func LoadMap[K comparable, V any](mem vmem.Memory, r io.Reader, opts ...MapOption) (*Map[K, V], error) {
+	dev, pool, err := mapMemory("LoadMap", mem)
+	if err != nil {
+		return nil, err
+	}
+	if pool != nil {
+		return mapLoadPool[K, V](pool, r, opts)
+	}
 	if err := loadArgs("LoadMap", dev, r); err != nil {
 		return nil, err
 	}
@@ -91,7 +102,7 @@ func mapLoad[K comparable, V any](dev *vmem.Device, r io.Reader, opts []MapOptio
 	}
 	count := int(h.Count)
 	// Size the table for what a first batch proves, not for the count.
-	m, err := NewMap[K, V](dev, append([]MapOption{WithCapacity(min(count, snapBatch))}, opts...)...)
+	m, err := newMap[K, V](dev, append([]MapOption{WithCapacity(min(count, snapBatch))}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -430,7 +430,7 @@ func (m *Map[K, V]) tierWriteMany(keys []K) {
 
 // MapStats describes a map's memory and its hot tier.
 type MapStats struct {
-	Len         int
+	Len         int    // entries
 	Capacity    int    // entries the table takes before it grows
 	DeviceBytes uint64 // the table's slots and the string arena
 	// HostBytes is the host memory of the control bytes, the recorded
@@ -444,6 +444,10 @@ type MapStats struct {
 	// one batch of overlapped line loads (map_getcomb.go; off unless
 	// VMEM_COMBINE_GETS=1).
 	CombinedGets uint64
+	// Shards holds each shard's own MapStats, in the pool's order, for a
+	// map on a pool (the fields above are then their sums); nil for a map
+	// on one device.
+	Shards []MapStats
 }
 
 // BatchStats counts how a map's batch lookups (GetBatch, GetMany) were
@@ -470,6 +474,9 @@ func (s BatchStats) add(o BatchStats) BatchStats {
 // Stats returns the map's memory use and its hot tier's counters. It is a
 // read: it may run beside other reads, not beside a write.
 func (m *Map[K, V]) Stats() MapStats {
+	if m.sh != nil {
+		return m.sh.Stats()
+	}
 	s := MapStats{Len: m.Len()}
 	if t := m.t; t != nil {
 		s.Capacity = t.capacity

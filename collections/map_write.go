@@ -98,6 +98,9 @@ func (m *Map[K, V]) store(t *mapTable, l mapLoc, off uintptr, data []byte) error
 // (the map is then unchanged), or with an error matching vmem.ErrTooLarge
 // for a string longer than 256 MiB.
 func (m *Map[K, V]) Put(k K, v V) error {
+	if m.sh != nil {
+		return m.sh.Put(k, v)
+	}
 	if err := m.mapUsable(); err != nil {
 		return err
 	}
@@ -221,6 +224,9 @@ func (m *Map[K, V]) freeStrings(rec unsafe.Pointer) {
 // key does nothing. It panics if the map is closed.
 func (m *Map[K, V]) Delete(k K) bool {
 	if m.t == nil {
+		if m.sh != nil {
+			return m.sh.Delete(k) // a map on a pool has no table of its own
+		}
 		m.badRead()
 	}
 	if m.writing {

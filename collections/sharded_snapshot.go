@@ -1,12 +1,12 @@
 package collections
 
-// Snapshots of the sharded containers. A ShardedMap's snapshot is a Map
-// snapshot of all its entries and a BTree's on a pool a BTree snapshot, in
-// the same format (internal/snapfmt), so either loads as the other: a
-// map saved from one GPU loads over a pool of any size, and back. The
-// entries are spread again on load (a ShardedMap's shard of a key depends
-// on a hash seed of the process, so shards could not be reloaded as
-// they were).
+// Snapshots of the sharded containers. A Map on a pool saves the snapshot
+// of a Map on one device holding all its entries, and a BTree on a pool a
+// BTree snapshot, in the same format (internal/snapfmt), so either loads
+// as the other: a map saved from one GPU loads over a pool of any size,
+// and back. The entries are spread again on load (a map's shard of a key
+// depends on a hash seed of the process, so shards could not be reloaded
+// as they were).
 
 import (
 	"errors"
@@ -19,34 +19,36 @@ import (
 )
 
 // Save writes the map's entries to w as a snapshot (docs/snapshots.md),
-// in the format of Map.Save: LoadShardedMap or LoadMap reads it back. Save
-// is a reader: it may run alongside Get and other readers, not alongside a
-// write.
-func (s *ShardedMap[K, V]) Save(w io.Writer) error {
+// in the format of a map on one device: LoadMap reads it back onto a
+// device or a pool. Save is a reader: it may run alongside Get and other
+// readers, not alongside a write.
+func (s *shardedMap[K, V]) Save(w io.Writer) error {
 	if s.closed {
 		return ErrClosed
 	}
 	defer runtime.KeepAlive(s) // w runs while the shards' memory is read
 	h := snapfmt.Header{Kind: snapfmt.KindMap, Fingerprint: mapSnapFingerprint[K, V]()}
 	if err := snapSaveEntries(w, h, s.Len(), s.All(), s.Err); err != nil {
-		return fmt.Errorf("collections: ShardedMap.Save: %w", err)
+		return fmt.Errorf("collections: Map.Save: %w", err)
 	}
 	return nil
 }
 
-// LoadShardedMap reads a snapshot written by ShardedMap.Save or Map.Save
-// into a new map over pool (opts as for NewShardedMap), checking it as
-// LoadMap does; damage gives an error matching ErrCorrupt, another key or
-// value layout ErrTypeMismatch. On any error the new map is closed.
-func LoadShardedMap[K comparable, V any](pool *vmem.Pool, r io.Reader, opts ...MapOption) (*ShardedMap[K, V], error) {
+// mapLoadPool is LoadMap onto a pool: the entries, saved from a device or
+// a pool, are spread over the shards again, checked as on a device. On any
+// error the new map is closed.
+func mapLoadPool[K comparable, V any](pool *vmem.Pool, r io.Reader, opts []MapOption) (*Map[K, V], error) {
+	if r == nil {
+		return nil, fmt.Errorf("collections: LoadMap: nil io.Reader: %w", vmem.ErrRange)
+	}
 	s, err := shMapLoad[K, V](pool, r, opts)
 	if err != nil {
-		return nil, fmt.Errorf("collections: LoadShardedMap: %w", snapErr(err))
+		return nil, fmt.Errorf("collections: LoadMap: %w", snapErr(err))
 	}
-	return s, nil
+	return mapOnPool(s), nil
 }
 
-func shMapLoad[K comparable, V any](pool *vmem.Pool, r io.Reader, opts []MapOption) (*ShardedMap[K, V], error) {
+func shMapLoad[K comparable, V any](pool *vmem.Pool, r io.Reader, opts []MapOption) (*shardedMap[K, V], error) {
 	if pool == nil || pool.Len() == 0 {
 		return nil, errors.New("nil or empty pool")
 	}
@@ -71,7 +73,7 @@ func shMapLoad[K comparable, V any](pool *vmem.Pool, r io.Reader, opts []MapOpti
 	}
 	count := int(h.Count)
 	// Size the tables for what a first batch proves, not for the count.
-	s, err := NewShardedMap[K, V](pool, append([]MapOption{WithCapacity(min(count, snapBatch))}, opts...)...)
+	s, err := newShardedMap[K, V](pool, append([]MapOption{WithCapacity(min(count, snapBatch))}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

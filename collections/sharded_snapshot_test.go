@@ -11,9 +11,9 @@ import (
 	"github.com/govram/govram/vmem"
 )
 
-// TestShardedSnapshots: ShardedMap and pool BTree snapshots round-trip,
-// load as a Map or BTree on one device and back (the formats are the
-// same), spread a tree's entries evenly when no splits are given, and
+// TestShardedSnapshots: snapshots of a Map and a BTree on a pool
+// round-trip, load as a Map or BTree on one device and back (the formats
+// are the same), spread a tree's entries evenly when no splits are given, and
 // report damage and other types as ErrCorrupt and ErrTypeMismatch.
 func TestShardedSnapshots(t *testing.T) {
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
@@ -21,7 +21,7 @@ func TestShardedSnapshots(t *testing.T) {
 			t.Run(fmt.Sprint(n), func(t *testing.T) {
 				d := newShSnapData(t, p, n)
 
-				sm, err := NewShardedMap[string, int](p)
+				sm, err := NewMap[string, int](p)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -41,7 +41,7 @@ func TestShardedSnapshots(t *testing.T) {
 				d.damaged(sm, snap)
 			})
 		}
-		sm, err := NewShardedMap[int, int](p)
+		sm, err := NewMap[int, int](p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,9 +102,9 @@ func (d *shSnapData) checkTree(what string, gotK func(func(int64) bool), gotV fu
 	}
 }
 
-// mapRoundTrips fills sm, and round-trips its snapshot through a ShardedMap,
-// a Map and back.
-func (d *shSnapData) mapRoundTrips(sm *ShardedMap[string, int]) {
+// mapRoundTrips fills sm, a map on the pool, and round-trips its snapshot
+// through a map on the pool, a map on one device and back.
+func (d *shSnapData) mapRoundTrips(sm *Map[string, int]) {
 	t, p := d.t, d.p
 	if err := sm.PutMany(d.keys, d.vals); err != nil {
 		t.Fatal(err)
@@ -114,27 +114,27 @@ func (d *shSnapData) mapRoundTrips(sm *ShardedMap[string, int]) {
 		t.Fatal(err)
 	}
 	snap := bytes.Clone(b.Bytes())
-	sm2, err := LoadShardedMap[string, int](p, bytes.NewReader(snap))
+	sm2, err := LoadMap[string, int](p, bytes.NewReader(snap))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.checkMap("ShardedMap round trip", sm2.All(), sm2.Len())
+	d.checkMap("pool map round trip", sm2.All(), sm2.Len())
 	sm2.Close()
 	m, err := LoadMap[string, int](p.Device(0), bytes.NewReader(snap))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.checkMap("ShardedMap loaded as a Map", m.All(), m.Len())
+	d.checkMap("pool map loaded on a device", m.All(), m.Len())
 	b.Reset()
 	if err := m.Save(&b); err != nil {
 		t.Fatal(err)
 	}
 	m.Close()
-	sm3, err := LoadShardedMap[string, int](p, &b)
+	sm3, err := LoadMap[string, int](p, &b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.checkMap("Map loaded as a ShardedMap", sm3.All(), sm3.Len())
+	d.checkMap("device map loaded on a pool", sm3.All(), sm3.Len())
 	sm3.Close()
 }
 
@@ -201,7 +201,7 @@ func (d *shSnapData) treeRoundTrips(st *BTree[int64, int]) []byte {
 
 // damaged checks that damaged snapshots load as ErrCorrupt and other types
 // as ErrTypeMismatch; snap is the tree's snapshot.
-func (d *shSnapData) damaged(sm *ShardedMap[string, int], snap []byte) {
+func (d *shSnapData) damaged(sm *Map[string, int], snap []byte) {
 	t, p := d.t, d.p
 	bad := bytes.Clone(snap)
 	bad[len(bad)/2] ^= 1
@@ -211,8 +211,8 @@ func (d *shSnapData) damaged(sm *ShardedMap[string, int], snap []byte) {
 	if _, err := LoadBTreeOrdered[int64, int64](p, bytes.NewReader(snap)); !errors.Is(err, ErrTypeMismatch) {
 		t.Fatalf("LoadBTree on a pool of other types: %v", err)
 	}
-	if _, err := LoadShardedMap[int64, int](p, bytes.NewReader(snap)); !errors.Is(err, ErrTypeMismatch) {
-		t.Fatalf("LoadShardedMap of a tree's snapshot: %v", err)
+	if _, err := LoadMap[int64, int](p, bytes.NewReader(snap)); !errors.Is(err, ErrTypeMismatch) {
+		t.Fatalf("LoadMap on a pool of a tree's snapshot: %v", err)
 	}
 	var b bytes.Buffer
 	if err := sm.Save(&b); err != nil {
@@ -220,7 +220,7 @@ func (d *shSnapData) damaged(sm *ShardedMap[string, int], snap []byte) {
 	}
 	bad = bytes.Clone(b.Bytes())
 	bad[len(bad)/2] ^= 1
-	if _, err := LoadShardedMap[string, int](p, bytes.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("LoadShardedMap of a damaged snapshot: %v", err)
+	if _, err := LoadMap[string, int](p, bytes.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("LoadMap on a pool of a damaged snapshot: %v", err)
 	}
 }

@@ -12,13 +12,6 @@ func (m *Map[K, V]) Has(k K) bool {
 	return ok
 }
 
-// Has reports whether k is in the map: Get's second result, under Get's
-// rules.
-func (s *ShardedMap[K, V]) Has(k K) bool {
-	_, ok := s.Get(k)
-	return ok
-}
-
 // Keys returns the keys in ascending order (All without the values).
 func (t *BTree[K, V]) Keys() iter.Seq[K] {
 	return func(yield func(K) bool) {

@@ -92,7 +92,7 @@ func TestVerbs(t *testing.T) {
 		}
 	})
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
-		sm, err := NewShardedMap[int, int](p)
+		sm, err := NewMap[int, int](p)
 		if err != nil {
 			t.Fatal(err)
 		}

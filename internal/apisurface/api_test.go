@@ -34,7 +34,6 @@ type container struct {
 var containers = []container{
 	{"Slice", "vmem", reflect.TypeFor[*vmem.Slice[T]]()},
 	{"Map", "collections", reflect.TypeFor[*collections.Map[K, V]]()},
-	{"ShardedMap", "collections", reflect.TypeFor[*collections.ShardedMap[K, V]]()},
 	{"BTree", "collections", reflect.TypeFor[*collections.BTree[K, V]]()},
 	{"Ring", "collections", reflect.TypeFor[*collections.Ring[T]]()},
 }
@@ -57,7 +56,7 @@ var verbs = []verb{
 	{"All/Keys/Values", []string{"All", "Keys", "Values", "Backward", "Chunks"}},
 	{"Range", []string{"Range"}},
 	{"GetBatch/PutBatch", []string{"GetBatch", "PutBatch", "BulkLoad", "PopBatch", "PushBatch"}},
-	{"Stats", []string{"Stats", "ShardStats"}},
+	{"Stats", []string{"Stats"}},
 	{"Save/Load", []string{"Save", "Load"}},
 	{"Close", []string{"Close"}},
 	{"Err", []string{"Err"}},
