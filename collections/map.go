@@ -310,6 +310,7 @@ func (m *Map[K, V]) Len() int {
 	return m.n
 }
 
+// lenSlow is Len's out-of-line part: stores pending, or a map on a pool.
 func (m *Map[K, V]) lenSlow() int {
 	if m.sh != nil {
 		return m.sh.Len()
@@ -327,6 +328,7 @@ func (m *Map[K, V]) Err() error {
 	return nil
 }
 
+// errSlow is Err's out-of-line part: an error kept, or a map on a pool.
 func (m *Map[K, V]) errSlow() error {
 	if m.sh != nil {
 		return m.sh.Err()

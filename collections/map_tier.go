@@ -471,8 +471,9 @@ func (s BatchStats) add(o BatchStats) BatchStats {
 	return s
 }
 
-// Stats returns the map's memory use and its hot tier's counters. It is a
-// read: it may run beside other reads, not beside a write.
+// Stats returns the map's memory use and its hot tier's counters; on a
+// pool, the shards' sums, with each shard's own in Shards. It is a read:
+// it may run beside other reads, not beside a write.
 func (m *Map[K, V]) Stats() MapStats {
 	if m.sh != nil {
 		return m.sh.Stats()
