@@ -26,9 +26,9 @@ func mapSuite() *suite {
 			"32-byte string values. Containers are sized for the entries up front (WithCapacity, make(map, n)).",
 		Ops: []opDoc{
 			{"build", "insert the entries one by one into the empty container (measured once, per entry)"},
-			{"get-hit", "look up a present key, random order (govram/batch: GetMany of 4096 keys; govram/g<n>: Get from n goroutines at once, aggregate time per key)"},
+			{"get-hit", "look up a present key, random order (govram/batch: GetBatch of 4096 keys; govram/g<n>: Get from n goroutines at once, aggregate time per key)"},
 			{"get-miss", "look up an absent key"},
-			{"put", "overwrite the value of a present key (govram/batch: PutMany of 4096 keys)"},
+			{"put", "overwrite the value of a present key (govram/batch: PutBatch of 4096 keys)"},
 			{"delete", "delete a present key (batches of 4096, put back untimed)"},
 			{"batch-64, batch-4096, batch-1e6", "govram/g<n>: GetBatch calls of that many present keys from n goroutines at once (-goroutines), each with its own keys; one operation is one key, Mkeys/s the rate of all goroutines together"},
 		},
@@ -48,11 +48,11 @@ var mapOps = []string{"build", "get-hit", "get-miss", "put", "delete"}
 // mapDistOps are the operations run under every -dist distribution.
 var mapDistOps = []string{"get-hit", "put"}
 
-// govramMapOps adds the batch variants: GetMany and PutMany of mapBatch
+// govramMapOps adds the batch variants: GetBatch and PutBatch of mapBatch
 // keys, reported as the implementation "govram/batch".
 var govramMapOps = []string{"build", "get-hit", "get-hit#batch", "get-miss", "put", "put#batch", "delete"}
 
-// mapBatch is the keys one GetMany or PutMany call takes.
+// mapBatch is the keys one GetBatch or PutBatch call takes.
 const mapBatch = 4096
 
 // manyOps adds the batch cases of a govram map: probes are read in runs of
@@ -61,15 +61,20 @@ func manyOps[K comparable, V any](fx *fixture, m *collections.Map[K, V], hit []K
 	plen := len(hit)
 	fx.add("get-hit#batch", func(b *B) error {
 		out := make([]V, mapBatch)
+		ok := make([]bool, mapBatch)
 		found := 0
 		for i := 0; i < b.N; {
 			k := i & (plen - 1)
 			c := min(mapBatch, b.N-i, plen-k)
-			found += m.GetMany(hit[k:k+c], out[:c], nil)
+			if err := m.GetBatch(hit[k:k+c], out[:c], ok[:c]); err != nil {
+				return err
+			}
+			for _, f := range ok[:c] {
+				if f {
+					found++
+				}
+			}
 			i += c
-		}
-		if err := m.Err(); err != nil {
-			return err
 		}
 		return checkHits(b.N-found, b.N)
 	})
@@ -77,7 +82,7 @@ func manyOps[K comparable, V any](fx *fixture, m *collections.Map[K, V], hit []K
 		for i := 0; i < b.N; {
 			k := i & (plen - 1)
 			c := min(mapBatch, b.N-i, plen-k)
-			if err := m.PutMany(hit[k:k+c], vals[k:k+c]); err != nil {
+			if err := m.PutBatch(hit[k:k+c], vals[k:k+c]); err != nil {
 				return err
 			}
 			i += c
@@ -223,7 +228,7 @@ func mapGovram(e *env, n int) *impl {
 					for i := range ks {
 						ks[i], vs[i] = key(from+i), uint64(from+i)
 					}
-					return m.PutMany(ks, vs)
+					return m.PutBatch(ks, vs)
 				})
 			if err != nil {
 				m.Close()
@@ -361,7 +366,7 @@ func smapGovram(e *env, n int) *impl {
 				for i := range ks {
 					ks[i], vs[i] = strKey(from+i), strVal(from+i, 0)
 				}
-				return m.PutMany(ks, vs)
+				return m.PutBatch(ks, vs)
 			})
 			if err != nil {
 				m.Close()

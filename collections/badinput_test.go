@@ -27,7 +27,7 @@ func TestBadInput(t *testing.T) {
 		_, err := vmem.NewSlice[withPtr](d, 1)
 		want("NewSlice of a pointer type", err, vmem.ErrPointerType)
 		if err != nil && !strings.Contains(err.Error(), "P") {
-			t.Errorf("ErrPointerType does not name the field: %v", err)
+			t.Errorf("vmem.ErrPointerType does not name the field: %v", err)
 		}
 		_, err = NewMap[uint64, withPtr](d)
 		want("NewMap of a pointer type", err, vmem.ErrPointerType)
@@ -69,7 +69,7 @@ func TestBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer m.Close()
-		want("PutMany with fewer values", m.PutMany([]uint64{1, 2}, []uint64{1}), vmem.ErrRange)
+		want("PutMany with fewer values", m.putMany([]uint64{1, 2}, []uint64{1}), vmem.ErrRange)
 		if m.Len() != 0 {
 			t.Errorf("a refused PutMany stored %d entries", m.Len())
 		}

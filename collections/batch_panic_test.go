@@ -30,7 +30,7 @@ func TestBatchHasherPanic(t *testing.T) {
 	})
 	type batcher interface {
 		GetBatch(keys, vals []uint64, found []bool) error
-		GetMany(keys, vals []uint64, found []bool) int
+		getMany(keys, vals []uint64, found []bool) int
 		PutBatch(keys, vals []uint64) error
 	}
 	check := func(t *testing.T, m batcher) {
@@ -39,7 +39,7 @@ func TestBatchHasherPanic(t *testing.T) {
 		}
 		ops := map[string]func(){
 			"GetBatch": func() { m.GetBatch(q, vals, found) },
-			"GetMany":  func() { m.GetMany(q, vals, found) },
+			"GetMany":  func() { m.getMany(q, vals, found) },
 			"PutBatch": func() { m.PutBatch(q, q) },
 		}
 		for name, op := range ops {

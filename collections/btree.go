@@ -113,11 +113,11 @@ var ErrUnsorted = errors.New("collections: keys not strictly ascending")
 //   - alone: ReplaceOrInsert, Delete, DeleteMin, DeleteMax, BulkLoad, Clear, Close
 //
 // A BTree is invalid after Close: methods with an error result return
-// ErrClosed, the others panic.
+// vmem.ErrClosed, the others panic.
 //
 // Device loss: reads without an error result (Get, Has, Min, Max, All,
 // Keys, Values, Backward, Range and the Ascend and Descend families)
-// panic with an error matching ErrDeviceLost rather than report a key
+// panic with an error matching vmem.ErrDeviceLost rather than report a key
 // absent or end early; GetBatch, DeleteMin, DeleteMax and Save return the
 // loss instead.
 //
@@ -225,7 +225,7 @@ func WithBTreeTier(t vmem.Tier) BTreeOption { return func(c *btConfig) { c.tier 
 // NewBTree makes an empty tree on mem ordered by less, which must be a
 // strict weak ordering (as for google/btree): on a *vmem.Device, or on a
 // *vmem.Pool spread over its devices by key range (see the type's
-// comment). K and V must hold no pointers (ErrPointerType names the field
+// comment). K and V must hold no pointers (vmem.ErrPointerType names the field
 // that does), except that V may be a string type: the strings are then
 // stored in device memory too (an arena beside the leaves), never on the
 // Go heap. K may be a string type too: a key is then a record of its

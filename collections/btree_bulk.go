@@ -22,8 +22,8 @@ import (
 // Leaves are filled completely and written sequentially, in fresh extents,
 // with non-temporal stores on mapped VRAM and by DMA on private VRAM; the
 // index is appended at its right edge. It returns ErrUnsorted (and changes
-// nothing) when the keys are out of order, an error matching ErrRange when
-// keys and vals differ in length, and ErrOutOfMemory (changing nothing)
+// nothing) when the keys are out of order, an error matching vmem.ErrRange when
+// keys and vals differ in length, and vmem.ErrOutOfMemory (changing nothing)
 // when memory runs out.
 func (t *BTree[K, V]) BulkLoad(keys []K, vals []V) error {
 	if t.sh != nil {

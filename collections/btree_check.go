@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"unsafe"
+
+	"github.com/govram/govram/vmem"
 )
 
 // check walks the whole tree and panics on the first broken invariant. The
 // invariants build calls it after every write; tests call it directly.
 func (t *BTree[K, V]) check() {
-	if err := t.verify(); err != nil && !errors.Is(err, ErrDeviceLost) {
+	if err := t.verify(); err != nil && !errors.Is(err, vmem.ErrDeviceLost) {
 		panic(fmt.Sprintf("collections: BTree invariant: %v", err))
 	}
 }

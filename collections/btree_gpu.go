@@ -53,7 +53,7 @@ var btGPUOff = false
 // bottom, rebuilt by the first large batch after writes; smaller batches
 // find leaves on the CPU) and search the leaves in VRAM: one round trip
 // per two million keys. Elsewhere the keys are looked up with Get on all cores. Errors:
-// ErrClosed, vmem.ErrDeviceLost.
+// vmem.ErrClosed, vmem.ErrDeviceLost.
 //
 // GetBatch is a read: it may run together with other reads.
 func (t *BTree[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
@@ -66,7 +66,7 @@ func (t *BTree[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 		return t.sk.getBatch(keys, vals, found) // string keys: btree_strkey_ops.go
 	}
 	if t.closed {
-		return ErrClosed
+		return vmem.ErrClosed
 	}
 	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
 		return fmt.Errorf("collections: BTree.GetBatch: %d keys, %d values, %d found flags: %w", len(keys), len(vals), len(found), vmem.ErrRange)

@@ -177,7 +177,7 @@ func TestBTreeBatchErrors(t *testing.T) {
 			}
 		}
 		tr.Close()
-		if err := tr.GetBatch(nil, nil, nil); !errors.Is(err, ErrClosed) {
+		if err := tr.GetBatch(nil, nil, nil); !errors.Is(err, vmem.ErrClosed) {
 			t.Fatalf("GetBatch after Close: %v", err)
 		}
 	})

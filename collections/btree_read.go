@@ -24,7 +24,7 @@ const btStackLines = 8
 // Other keys: one batch of streaming loads for the leaf's key lines, then
 // one load for the value's line.
 //
-// Once the device is lost Get panics with an error matching ErrDeviceLost
+// Once the device is lost Get panics with an error matching vmem.ErrDeviceLost
 // (GetBatch returns it instead), rather than report absent a key that may
 // be there.
 func (t *BTree[K, V]) Get(key K) (V, bool) {

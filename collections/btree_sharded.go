@@ -165,7 +165,7 @@ func (t *shardedBTree[K, V]) live() {
 // usable is the entry check of methods with an error result.
 func (t *shardedBTree[K, V]) usable() error {
 	if t.closed {
-		return ErrClosed
+		return vmem.ErrClosed
 	}
 	return nil
 }
@@ -412,7 +412,7 @@ func (t *shardedBTree[K, V]) cuts(keys []K) []int {
 // Every shard loads its range at once (BTree.BulkLoad on each device). If
 // the tree has no splits yet, this load chooses them (see the type's
 // comment). It returns ErrUnsorted (and changes nothing) when the keys are
-// out of order, and ErrOutOfMemory (changing nothing: shards that had
+// out of order, and vmem.ErrOutOfMemory (changing nothing: shards that had
 // loaded their part give it back) when a device runs out of memory.
 func (t *shardedBTree[K, V]) BulkLoad(keys []K, vals []V) error {
 	if err := t.usable(); err != nil {
@@ -478,7 +478,7 @@ func (t *shardedBTree[K, V]) BulkLoad(keys []K, vals []V) error {
 // value if absent) and, when found is not nil, found[i] whether it is
 // there. The keys are split by shard and every shard runs BTree.GetBatch
 // on its part at once (on GPUs, a kernel per device for integer keys).
-// Errors: ErrClosed, a length error matching vmem.ErrRange, and the
+// Errors: vmem.ErrClosed, a length error matching vmem.ErrRange, and the
 // shards' errors, joined. GetBatch is a read.
 func (t *shardedBTree[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 	if err := t.usable(); err != nil {

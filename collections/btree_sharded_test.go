@@ -367,7 +367,7 @@ func TestShardedBTreeFaults(t *testing.T) {
 		}
 		kdev(p.Device(p.Len() - 1)).InjectFaults(kern.Faults{FailAlloc: 1})
 		if err := s.BulkLoad(ks, vs); !errors.Is(err, vmem.ErrOutOfMemory) {
-			t.Fatalf("BulkLoad with a failing device: %v, want ErrOutOfMemory", err)
+			t.Fatalf("BulkLoad with a failing device: %v, want vmem.ErrOutOfMemory", err)
 		}
 		if s.Len() != 0 || len(s.sh.splitKeys()) != 0 {
 			t.Fatalf("failed BulkLoad left %d entries, splits %v", s.Len(), s.sh.splitKeys())
@@ -382,7 +382,7 @@ func TestShardedBTreeFaults(t *testing.T) {
 			more[i] = int64(1000 + i)
 		}
 		if err := s.BulkLoad(more, vs); !errors.Is(err, vmem.ErrOutOfMemory) {
-			t.Fatalf("second BulkLoad: %v, want ErrOutOfMemory", err)
+			t.Fatalf("second BulkLoad: %v, want vmem.ErrOutOfMemory", err)
 		}
 		got := slices.Collect(func(yield func(int64) bool) {
 			for k := range s.All() {
@@ -422,10 +422,10 @@ func TestShardedBTreeClose(t *testing.T) {
 	}
 	s.Close()
 	s.Close()
-	if _, _, err := s.ReplaceOrInsert(1, 1); !errors.Is(err, ErrClosed) {
+	if _, _, err := s.ReplaceOrInsert(1, 1); !errors.Is(err, vmem.ErrClosed) {
 		t.Errorf("ReplaceOrInsert after Close: %v", err)
 	}
-	if err := s.BulkLoad([]int{1}, []int{1}); !errors.Is(err, ErrClosed) {
+	if err := s.BulkLoad([]int{1}, []int{1}); !errors.Is(err, vmem.ErrClosed) {
 		t.Errorf("BulkLoad after Close: %v", err)
 	}
 	if _, panicked := vmemtest.Panics(func() { s.Get(1) }); !panicked {

@@ -33,7 +33,7 @@ func (t *BTree[K, V]) Save(w io.Writer) error {
 		return err
 	}
 	if t.closed {
-		return ErrClosed
+		return vmem.ErrClosed
 	}
 	defer runtime.KeepAlive(t) // w runs while t's memory is read
 	if err := t.btSave(w); err != nil {
@@ -55,9 +55,9 @@ func (t *BTree[K, V]) btSave(w io.Writer) error {
 // LoadBTree reads a snapshot written by BTree.Save (on a device or a
 // pool) into a new tree on mem ordered by less (opts as for NewBTree). It
 // checks the header's checksum, that the snapshot holds a BTree with K's
-// and V's layouts (ErrTypeMismatch otherwise), every block's CRC-32C,
+// and V's layouts (vmem.ErrTypeMismatch otherwise), every block's CRC-32C,
 // every length and the trailer; damage gives an error matching
-// ErrCorrupt, and so do keys that are not strictly ascending under less
+// vmem.ErrCorrupt, and so do keys that are not strictly ascending under less
 // (a snapshot saved under another order). On a pool without WithSplits
 // the entries are divided evenly over the devices by count, the splits
 // being the first key of each device's share; with it, each entry goes

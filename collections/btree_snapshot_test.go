@@ -122,7 +122,7 @@ func TestBTreeSnapshotErrors(t *testing.T) {
 		}
 		data := snapSaveBytes(t, tr.Save)
 		tr.Close()
-		if err := tr.Save(io.Discard); !errors.Is(err, ErrClosed) {
+		if err := tr.Save(io.Discard); !errors.Is(err, vmem.ErrClosed) {
 			t.Errorf("Save after Close: %v", err)
 		}
 		load := func(r io.Reader) error {
@@ -136,17 +136,17 @@ func TestBTreeSnapshotErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = LoadBTreeOrdered[uint64, uint64](d, bytes.NewReader(data))
-		if !errors.Is(err, ErrTypeMismatch) {
+		if !errors.Is(err, vmem.ErrTypeMismatch) {
 			t.Errorf("load as BTree[uint64, uint64]: %v", err)
 		}
 		_, err = LoadMap[uint64, string](d, bytes.NewReader(data))
-		if !errors.Is(err, ErrTypeMismatch) {
+		if !errors.Is(err, vmem.ErrTypeMismatch) {
 			t.Errorf("load as Map: %v", err)
 		}
 		// Another order than the one saved under is corruption.
 		_, err = LoadBTree[uint64, string](d, bytes.NewReader(data), func(a, b uint64) bool { return a > b })
-		if !errors.Is(err, ErrCorrupt) {
-			t.Errorf("load under the reverse order: %v, want ErrCorrupt", err)
+		if !errors.Is(err, vmem.ErrCorrupt) {
+			t.Errorf("load under the reverse order: %v, want vmem.ErrCorrupt", err)
 		}
 		snapDamage(t, data, load)
 
@@ -163,8 +163,8 @@ func TestBTreeSnapshotErrors(t *testing.T) {
 			"short":     snapForge(snapfmt.Header{Kind: snapfmt.KindBTree, Fingerprint: fp, Count: 3}, body),
 		} {
 			_, err := LoadBTreeOrdered[uint64, uint64](d, bytes.NewReader(b))
-			if !errors.Is(err, ErrCorrupt) {
-				t.Errorf("%s: %v, want ErrCorrupt", name, err)
+			if !errors.Is(err, vmem.ErrCorrupt) {
+				t.Errorf("%s: %v, want vmem.ErrCorrupt", name, err)
 			}
 		}
 	})

@@ -117,7 +117,7 @@ func TestBTreeStrKeySnapshot(t *testing.T) {
 					t.Fatal(err)
 				}
 				// A snapshot of string keys is not one of integer keys.
-				if _, err := LoadBTreeOrdered[uint64, string](d, bytes.NewReader(buf.Bytes())); !errors.Is(err, ErrTypeMismatch) {
+				if _, err := LoadBTreeOrdered[uint64, string](d, bytes.NewReader(buf.Bytes())); !errors.Is(err, vmem.ErrTypeMismatch) {
 					t.Fatalf("load as uint64 keys: %v", err)
 				}
 				if err := back.Clear(); err != nil || back.Len() != 0 {
@@ -137,7 +137,7 @@ func TestBTreeStrKeySnapshot(t *testing.T) {
 				if err := tr.Close(); err != nil {
 					t.Fatal(err)
 				}
-				if _, _, err := tr.ReplaceOrInsert("x", "y"); !errors.Is(err, ErrClosed) {
+				if _, _, err := tr.ReplaceOrInsert("x", "y"); !errors.Is(err, vmem.ErrClosed) {
 					t.Fatal(err)
 				}
 				if _, p := vmemtest.Panics(func() { tr.Get("after close") }); !p {

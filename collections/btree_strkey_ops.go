@@ -105,7 +105,7 @@ func (s *btSK[K, V]) edge(right bool) (key K, value V, ok bool) {
 func (s *btSK[K, V]) getBatch(keys []K, vals []V, found []bool) error {
 	in := s.in
 	if in.closed {
-		return ErrClosed
+		return vmem.ErrClosed
 	}
 	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
 		return fmt.Errorf("collections: BTree.GetBatch: %d keys, %d values, %d found flags: %w", len(keys), len(vals), len(found), vmem.ErrRange)

@@ -232,7 +232,7 @@ func TestBTreeAscendingInserts(t *testing.T) {
 }
 
 // TestBTreeOutOfMemory fails every allocation in turn and checks that the
-// failing call reports ErrOutOfMemory and leaves the tree as it was.
+// failing call reports vmem.ErrOutOfMemory and leaves the tree as it was.
 func TestBTreeOutOfMemory(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		for _, opts := range [][]BTreeOption{
@@ -253,7 +253,7 @@ func TestBTreeOutOfMemory(t *testing.T) {
 				k := rng.Uint64N(5000)
 				_, _, err := tr.ReplaceOrInsert(k, uint64(i))
 				if err != nil {
-					if !errors.Is(err, ErrOutOfMemory) {
+					if !errors.Is(err, vmem.ErrOutOfMemory) {
 						t.Fatal(err)
 					}
 					failures++
@@ -272,7 +272,7 @@ func TestBTreeOutOfMemory(t *testing.T) {
 				keys[i] = 10000 + uint64(i)
 			}
 			kdev(d).InjectFaults(kern.Faults{FailAlloc: 1})
-			if err := tr.BulkLoad(keys, keys); !errors.Is(err, ErrOutOfMemory) {
+			if err := tr.BulkLoad(keys, keys); !errors.Is(err, vmem.ErrOutOfMemory) {
 				t.Fatalf("BulkLoad with a failing allocation: %v", err)
 			}
 			kdev(d).InjectFaults(kern.Faults{})
@@ -299,11 +299,11 @@ func TestBTreeDeviceLost(t *testing.T) {
 			}
 		}
 		kdev(d).InjectFaults(kern.Faults{FailSubmit: 1})
-		if _, _, err := tr.ReplaceOrInsert(100, 1); !errors.Is(err, ErrDeviceLost) {
+		if _, _, err := tr.ReplaceOrInsert(100, 1); !errors.Is(err, vmem.ErrDeviceLost) {
 			t.Fatalf("insert on a lost device: %v", err)
 		}
 		mustPanicLost(t, "Get", func() { tr.Get(3) })
-		if !errors.Is(tr.Err(), ErrDeviceLost) {
+		if !errors.Is(tr.Err(), vmem.ErrDeviceLost) {
 			t.Errorf("Err() = %v", tr.Err())
 		}
 		mustPanicLost(t, "All", func() {
@@ -388,7 +388,7 @@ func TestBTreeTypes(t *testing.T) {
 	} else {
 		tr.Close()
 	}
-	if _, err := NewBTree[[2]string, uint64](d, func(a, b [2]string) bool { return a[0] < b[0] }); !errors.Is(err, ErrPointerType) {
+	if _, err := NewBTree[[2]string, uint64](d, func(a, b [2]string) bool { return a[0] < b[0] }); !errors.Is(err, vmem.ErrPointerType) {
 		t.Errorf("keys holding strings: %v", err)
 	}
 	if tr, err := NewBTreeOrdered[uint64, string](d); err != nil {
@@ -400,7 +400,7 @@ func TestBTreeTypes(t *testing.T) {
 		A int
 		P *int
 	}
-	if _, err := NewBTreeOrdered[int, withPtr](d); !errors.Is(err, ErrPointerType) || !strings.Contains(err.Error(), "P") {
+	if _, err := NewBTreeOrdered[int, withPtr](d); !errors.Is(err, vmem.ErrPointerType) || !strings.Contains(err.Error(), "P") {
 		t.Errorf("pointer values: %v", err)
 	}
 	if _, err := NewBTree[uint64, uint64](d, nil); err == nil {
@@ -425,13 +425,13 @@ func TestBTreeClosed(t *testing.T) {
 		if err := tr.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := tr.ReplaceOrInsert(2, 2); !errors.Is(err, ErrClosed) {
+		if _, _, err := tr.ReplaceOrInsert(2, 2); !errors.Is(err, vmem.ErrClosed) {
 			t.Errorf("ReplaceOrInsert after Close: %v", err)
 		}
-		if _, _, err := tr.Delete(1); !errors.Is(err, ErrClosed) {
+		if _, _, err := tr.Delete(1); !errors.Is(err, vmem.ErrClosed) {
 			t.Errorf("Delete after Close: %v", err)
 		}
-		if err := tr.BulkLoad([]uint64{5}, []uint64{5}); !errors.Is(err, ErrClosed) {
+		if err := tr.BulkLoad([]uint64{5}, []uint64{5}); !errors.Is(err, vmem.ErrClosed) {
 			t.Errorf("BulkLoad after Close: %v", err)
 		}
 		if tr.Len() != 0 {
@@ -487,7 +487,7 @@ func TestBTreeStringValues(t *testing.T) {
 			default:
 				v := val(i)
 				old, rep, err := tr.ReplaceOrInsert(k, v)
-				if errors.Is(err, ErrOutOfMemory) {
+				if errors.Is(err, vmem.ErrOutOfMemory) {
 					ooms++
 					kdev(d).InjectFaults(kern.Faults{})
 					continue

@@ -34,13 +34,13 @@ func TestMapStringLimitRoundTrip(t *testing.T) {
 		defer m.Close()
 		for _, n := range []int{snapMaxString + 1, snapMaxString + 8, snapMaxString + 24} {
 			if err := m.Put("k", big[:n]); !errors.Is(err, vmem.ErrTooLarge) {
-				t.Errorf("Put of a %d-byte value: %v, want ErrTooLarge", n, err)
+				t.Errorf("Put of a %d-byte value: %v, want vmem.ErrTooLarge", n, err)
 			}
 			if err := m.Put(big[:n], "v"); !errors.Is(err, vmem.ErrTooLarge) {
-				t.Errorf("Put of a %d-byte key: %v, want ErrTooLarge", n, err)
+				t.Errorf("Put of a %d-byte key: %v, want vmem.ErrTooLarge", n, err)
 			}
-			if err := m.PutMany([]string{"a"}, []string{big[:n]}); !errors.Is(err, vmem.ErrTooLarge) {
-				t.Errorf("PutMany of a %d-byte value: %v, want ErrTooLarge", n, err)
+			if err := m.putMany([]string{"a"}, []string{big[:n]}); !errors.Is(err, vmem.ErrTooLarge) {
+				t.Errorf("PutMany of a %d-byte value: %v, want vmem.ErrTooLarge", n, err)
 			}
 		}
 		if m.Len() != 0 {
@@ -168,7 +168,7 @@ func TestPanicInScanLeavesNoBlocks(t *testing.T) {
 		if err := wide.BulkLoad(keys, make([][56]byte, n)); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.PutMany(keys, keys); err != nil {
+		if err := m.putMany(keys, keys); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := rg.PushBatch(keys); err != nil {
@@ -262,7 +262,7 @@ func holesPanicAfter[K, V any]() func(K, V) bool {
 }
 
 // TestStickyErrorOnRetry: after a device loss every Save reports
-// ErrDeviceLost, the second and later ones included.
+// vmem.ErrDeviceLost, the second and later ones included.
 func TestStickyErrorOnRetry(t *testing.T) {
 	for _, b := range vmemtest.Backends() {
 		t.Run(b.String(), func(t *testing.T) {
@@ -363,8 +363,8 @@ func TestForgedCountIsCheap(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		_, err := LoadMap[struct{}, struct{}](d, bytes.NewReader(forged))
 		runtime.ReadMemStats(&after)
-		if !errors.Is(err, ErrCorrupt) {
-			t.Errorf("LoadMap of a forged count: %v, want ErrCorrupt", err)
+		if !errors.Is(err, vmem.ErrCorrupt) {
+			t.Errorf("LoadMap of a forged count: %v, want vmem.ErrCorrupt", err)
 		}
 		if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
 			t.Errorf("LoadMap of a %d-byte forgery allocated %d bytes of Go heap", len(forged), got)
@@ -379,8 +379,8 @@ func TestForgedCountIsCheap(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		_, err = LoadMap[uint32, uint32](d, bytes.NewReader(forged))
 		runtime.ReadMemStats(&after)
-		if !errors.Is(err, ErrCorrupt) {
-			t.Errorf("LoadMap of repeated keys under a forged count: %v, want ErrCorrupt", err)
+		if !errors.Is(err, vmem.ErrCorrupt) {
+			t.Errorf("LoadMap of repeated keys under a forged count: %v, want vmem.ErrCorrupt", err)
 		}
 		if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
 			t.Errorf("LoadMap of a %d-byte forgery allocated %d bytes of Go heap", len(forged), got)
@@ -458,18 +458,18 @@ func TestBadArgumentsCollections(t *testing.T) {
 			"WithBTreeTier(Host)":          WithBTreeTier(vmem.Host),
 		} {
 			if tr, err := NewBTreeOrdered[uint64, uint64](d, opt); !errors.Is(err, vmem.ErrRange) {
-				t.Errorf("NewBTreeOrdered with %s: %v, want ErrRange", name, err)
+				t.Errorf("NewBTreeOrdered with %s: %v, want vmem.ErrRange", name, err)
 				if err == nil {
 					tr.Close()
 				}
 			}
 		}
 		// Any bytes: the type is refused before the snapshot is read.
-		if _, err := LoadBTreeOrdered[uint64, *int](d, bytes.NewReader([]byte("not a snapshot"))); !errors.Is(err, ErrPointerType) {
-			t.Errorf("LoadBTree with a pointer value type: %v, want ErrPointerType", err)
+		if _, err := LoadBTreeOrdered[uint64, *int](d, bytes.NewReader([]byte("not a snapshot"))); !errors.Is(err, vmem.ErrPointerType) {
+			t.Errorf("LoadBTree with a pointer value type: %v, want vmem.ErrPointerType", err)
 		}
-		if _, err := LoadBTree[*int, uint64](d, bytes.NewReader([]byte("not a snapshot")), func(a, b *int) bool { return false }); !errors.Is(err, ErrPointerType) {
-			t.Errorf("LoadBTree with a pointer key type: %v, want ErrPointerType", err)
+		if _, err := LoadBTree[*int, uint64](d, bytes.NewReader([]byte("not a snapshot")), func(a, b *int) bool { return false }); !errors.Is(err, vmem.ErrPointerType) {
+			t.Errorf("LoadBTree with a pointer key type: %v, want vmem.ErrPointerType", err)
 		}
 	})
 }

@@ -71,7 +71,7 @@ func TestMapKeptAlive(t *testing.T) {
 		}},
 		{"GetMany", func(t *testing.T, m M) {
 			got, found := make([]uint64, kaN), make([]bool, kaN)
-			m.GetMany(keys, got, found)
+			m.getMany(keys, got, found)
 			kaCheck(t, got, found)
 		}},
 		{"PutBatch", func(t *testing.T, m M) {
@@ -80,7 +80,7 @@ func TestMapKeptAlive(t *testing.T) {
 			}
 		}},
 		{"PutMany", func(t *testing.T, m M) {
-			if err := m.PutMany(keys, vals); err != nil {
+			if err := m.putMany(keys, vals); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -244,7 +244,7 @@ func TestShardedKeptAlive(t *testing.T) {
 		}},
 		{"GetMany", func(t *testing.T, m SM) {
 			got, found := make([]uint64, kaN), make([]bool, kaN)
-			m.GetMany(keys, got, found)
+			m.getMany(keys, got, found)
 			kaCheck(t, got, found)
 		}},
 		{"PutBatch", func(t *testing.T, m SM) {
@@ -253,7 +253,7 @@ func TestShardedKeptAlive(t *testing.T) {
 			}
 		}},
 		{"PutMany", func(t *testing.T, m SM) {
-			if err := m.PutMany(keys, vals); err != nil {
+			if err := m.putMany(keys, vals); err != nil {
 				t.Fatal(err)
 			}
 		}},

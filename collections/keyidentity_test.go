@@ -43,7 +43,7 @@ func TestKeyIdentityOnOverwrite(t *testing.T) {
 			case "Put":
 				err = m.Put(neg, 2)
 			case "PutMany":
-				err = m.PutMany([]float64{neg}, []int{2})
+				err = m.putMany([]float64{neg}, []int{2})
 			case "PutBatch":
 				err = m.PutBatch([]float64{neg}, []int{2})
 			}

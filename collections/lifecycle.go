@@ -9,8 +9,8 @@ import (
 
 // Lifecycle shared by the containers (see docs/reliability.md):
 //
-//   - Every method with an error result starts with a usable check: ErrClosed
-//     after Close, ErrDeviceLost once the device was lost, so that loss is
+//   - Every method with an error result starts with a usable check: vmem.ErrClosed
+//     after Close, vmem.ErrDeviceLost once the device was lost, so that loss is
 //     sticky for the container too, even for calls that would only touch
 //     memory the CPU maps (two plain loads, no locked instruction).
 //   - Every container registers its Close with the device (kern.Device.AtClose):
@@ -38,7 +38,7 @@ func lcAtClose[C any](dev *vmem.Device, c *C, closeFn func(*C) error) func() {
 // mapUsable is the entry check of the Map's methods with an error result.
 func (m *Map[K, V]) mapUsable() error {
 	if m.closed {
-		return ErrClosed
+		return vmem.ErrClosed
 	}
 	if m.dev == nil {
 		zeroUse("Map")
@@ -50,7 +50,7 @@ func (m *Map[K, V]) mapUsable() error {
 // error result). It counts the write for the scans in progress.
 func (t *BTree[K, V]) btUsable() error {
 	if t.closed {
-		return ErrClosed
+		return vmem.ErrClosed
 	}
 	if t.dev == nil {
 		zeroUse("BTree")
@@ -62,7 +62,7 @@ func (t *BTree[K, V]) btUsable() error {
 // ringUsable is the entry check of the Ring's methods with an error result.
 func (r *Ring[T]) ringUsable() error {
 	if r.closed {
-		return ErrClosed
+		return vmem.ErrClosed
 	}
 	if r.dev == nil {
 		zeroUse("Ring")

@@ -15,7 +15,7 @@ import (
 )
 
 // lcCall is one method called on a closed container: wantErr for methods
-// with an error result (it must match ErrClosed), else a panic naming the
+// with an error result (it must match vmem.ErrClosed), else a panic naming the
 // container, or neither for the methods documented to answer after Close
 // (Len, Cap, Err, Stats and their kind).
 type lcCall struct {
@@ -27,7 +27,7 @@ type lcCall struct {
 type lcMode int
 
 const (
-	lcErr   lcMode = iota // returns an error matching ErrClosed
+	lcErr   lcMode = iota // returns an error matching vmem.ErrClosed
 	lcPanic               // panics, naming the container
 	lcQuiet               // answers (Len 0, ...) without touching memory
 )
@@ -44,9 +44,9 @@ func lcCheck(t *testing.T, name string, typ reflect.Type, calls []lcCall) {
 		switch c.mode {
 		case lcErr:
 			if panicked {
-				t.Errorf("%s.%s after Close panicked (%s), want ErrClosed", name, c.method, msg)
+				t.Errorf("%s.%s after Close panicked (%s), want vmem.ErrClosed", name, c.method, msg)
 			} else if !errors.Is(err, vmem.ErrClosed) {
-				t.Errorf("%s.%s after Close: %v, want ErrClosed", name, c.method, err)
+				t.Errorf("%s.%s after Close: %v, want vmem.ErrClosed", name, c.method, err)
 			}
 		case lcPanic:
 			if !panicked {
@@ -154,7 +154,7 @@ func TestLifecycleSlice(t *testing.T) {
 			{"Close", s.Close, lcQuiet},
 		})
 		if err := w.Flush(); !errors.Is(err, vmem.ErrClosed) {
-			t.Errorf("SliceWriter.Flush after Close: %v, want ErrClosed", err)
+			t.Errorf("SliceWriter.Flush after Close: %v, want vmem.ErrClosed", err)
 		}
 		if err := vmem.Sort(s); !errors.Is(err, vmem.ErrClosed) {
 			t.Errorf("Sort after Close: %v", err)
@@ -184,13 +184,13 @@ func TestLifecycleMap(t *testing.T) {
 			{"Err", func() error { return m.Err() }, lcQuiet},
 			{"Get", func() error { m.Get(1); return nil }, lcPanic},
 			{"Has", func() error { m.Has(1); return nil }, lcPanic},
-			{"GetMany", func() error { m.GetMany(ks, vs, found); return nil }, lcPanic},
+			{"GetMany", func() error { m.getMany(ks, vs, found); return nil }, lcPanic},
 			{"GetBatch", func() error { return m.GetBatch(ks, vs, found) }, lcErr},
 			{"Put", func() error { return m.Put(1, 1) }, lcErr},
-			{"PutMany", func() error { return m.PutMany(ks, vs) }, lcErr},
+			{"PutMany", func() error { return m.putMany(ks, vs) }, lcErr},
 			{"PutBatch", func() error { return m.PutBatch(ks, vs) }, lcErr},
 			{"Delete", func() error { m.Delete(1); return nil }, lcPanic},
-			{"Clear", func() error { m.Clear(); return nil }, lcPanic},
+			{"Clear", m.Clear, lcErr},
 			{"All", func() error { return lcEmpty(m.All()) }, lcPanic},
 			{"Keys", func() error { return lcEmpty1(m.Keys()) }, lcPanic},
 			{"Values", func() error { return lcEmpty1(m.Values()) }, lcPanic},
@@ -280,7 +280,7 @@ func TestLifecycleRing(t *testing.T) {
 					return err
 				}
 				if !errors.Is(r.Err(), vmem.ErrClosed) {
-					return errors.New("All after Close did not set Err to ErrClosed")
+					return errors.New("All after Close did not set Err to vmem.ErrClosed")
 				}
 				return nil
 			}, lcQuiet},
@@ -314,7 +314,7 @@ func lcEmpty1[A any](seq func(func(A) bool)) error {
 
 // TestDeviceCloseWithOpenContainers: Device.Close closes every container
 // still open, frees all memory, says how much, and is idempotent; the
-// containers then report ErrClosed.
+// containers then report vmem.ErrClosed.
 func TestDeviceCloseWithOpenContainers(t *testing.T) {
 	for _, b := range vmemtest.Backends() {
 		t.Run(b.String(), func(t *testing.T) {

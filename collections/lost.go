@@ -6,7 +6,7 @@ package collections
 // iteration) cannot say that it failed, and "absent" would pass for an
 // answer. Once the container's device is lost it panics instead, as Go
 // does for a nil map write, with an error for which
-// errors.Is(v, ErrDeviceLost) holds, naming the container and method
+// errors.Is(v, vmem.ErrDeviceLost) holds, naming the container and method
 // ("collections: Map.Get: vmem: device lost"); Err keeps the loss too.
 // The error-returning forms (GetBatch, PopBatch, DeleteMin, Save) return
 // it instead. Only loss panics: other failures keep their documented
@@ -15,7 +15,7 @@ package collections
 // lostRead is the panic value of a read that met a lost device.
 type lostRead struct {
 	op  string // "Map.Get"
-	err error  // matches ErrDeviceLost
+	err error  // matches vmem.ErrDeviceLost
 }
 
 func (e *lostRead) Error() string { return "collections: " + e.op + ": " + e.err.Error() }

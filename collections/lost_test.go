@@ -11,7 +11,7 @@ import (
 )
 
 // mustPanicLost runs f and fails t unless f panics with an error matching
-// ErrDeviceLost (the design of reads on a lost device: see lost.go).
+// vmem.ErrDeviceLost (the design of reads on a lost device: see lost.go).
 func mustPanicLost(t *testing.T, what string, f func()) {
 	t.Helper()
 	if err := panicLost(f); err != nil {
@@ -27,9 +27,9 @@ func panicLost(f func()) (bad error) {
 		err, ok := r.(error)
 		switch {
 		case r == nil:
-			bad = errors.New("no panic, want one matching ErrDeviceLost")
+			bad = errors.New("no panic, want one matching vmem.ErrDeviceLost")
 		case !ok || !errors.Is(err, vmem.ErrDeviceLost):
-			bad = errors.New("panic " + errString(r) + ", want one matching ErrDeviceLost")
+			bad = errors.New("panic " + errString(r) + ", want one matching vmem.ErrDeviceLost")
 		}
 	}()
 	f()
@@ -47,7 +47,7 @@ func errString(r any) string {
 }
 
 // TestReadsPanicWhenLost: every read without an error result of every
-// container panics with an error matching ErrDeviceLost once the device is
+// container panics with an error matching vmem.ErrDeviceLost once the device is
 // lost, on every backend, and the error-returning forms return the loss.
 // The one exception is the host backend's Slice.Get on its first segment:
 // plain memory, read inline with no check (see Slice.Get).
@@ -193,14 +193,14 @@ func lostReadCases(fx *lostFixture) []lostCase {
 		ks   iter.Seq[uint64]
 		vs   iter.Seq[uint64]
 	}{
-		{"Map", fx.m.Get, fx.m.Has, fx.m.GetMany, fx.m.All(), fx.m.Keys(), fx.m.Values()},
-		{"Map/pool", fx.sm.Get, fx.sm.Has, fx.sm.GetMany, fx.sm.All(), fx.sm.Keys(), fx.sm.Values()},
+		{"Map", fx.m.Get, fx.m.Has, fx.m.getMany, fx.m.All(), fx.m.Keys(), fx.m.Values()},
+		{"Map/pool", fx.sm.Get, fx.sm.Has, fx.sm.getMany, fx.sm.All(), fx.sm.Keys(), fx.sm.Values()},
 	} {
 		reads = append(reads,
 			read{c.name + ".Get", func() { c.get(5) }},
 			read{c.name + ".Get(absent)", func() { c.get(1 << 40) }},
 			read{c.name + ".Has", func() { c.has(5) }},
-			read{c.name + ".GetMany", func() { c.many(keys, dst, found) }},
+			read{c.name + ".getMany", func() { c.many(keys, dst, found) }},
 			read{c.name + ".All", drain2(c.all)},
 			read{c.name + ".Keys", drain1(c.ks)},
 			read{c.name + ".Values", drain1(c.vs)})
@@ -276,7 +276,7 @@ func lostErrForms(t *testing.T, fx *lostFixture) {
 	lost := func(name string, err error) {
 		t.Helper()
 		if !errors.Is(err, vmem.ErrDeviceLost) {
-			t.Errorf("%s: %v, want ErrDeviceLost", name, err)
+			t.Errorf("%s: %v, want vmem.ErrDeviceLost", name, err)
 		}
 	}
 	lost("Slice.CopyTo", sl.CopyTo(dst[:10], 0))

@@ -82,8 +82,8 @@ import (
 //
 // Concurrency, as in the table of docs/guide.md (for a map on one device
 // and on a pool alike):
-//   - at the same time: Get, Has, GetMany, GetBatch, Len, All, Keys, Values, Stats, Err, Save
-//   - alone: Put, PutMany, PutBatch, Delete, Clear, Close
+//   - at the same time: Get, Has, GetBatch, Len, All, Keys, Values, Stats, Err, Save
+//   - alone: Put, PutBatch, Delete, Clear, Close
 //
 // On a pool (NewMap(pool, ...)) the map keeps one table per device and
 // puts each key on the device its hash picks; its methods and semantics
@@ -96,13 +96,13 @@ import (
 // after that error, while the others have done their part: after a failed
 // PutBatch every key holds its old or its new value. Keys never move
 // between devices, so a device that is full fails its Puts with
-// ErrOutOfMemory even when another has room (hashing fills the devices
+// vmem.ErrOutOfMemory even when another has room (hashing fills the devices
 // together). WithCapacity counts the entries of the whole map;
 // WithHostCache's bytes are each device's hot tier. Stats adds the shards
 // up and lists each in MapStats.Shards; All yields shard after shard.
 //
 // Device loss: reads without an error result (Get, Has, GetMany, All, Keys,
-// Values) panic with an error matching ErrDeviceLost rather than report a
+// Values) panic with an error matching vmem.ErrDeviceLost rather than report a
 // key absent; GetBatch and Save return the loss instead. On a pool this
 // holds shard by shard.
 type Map[K comparable, V any] struct {
@@ -199,8 +199,8 @@ var mapEagerLoad = false
 
 // NewMap returns an empty map on mem: a *vmem.Device, or a *vmem.Pool
 // whose devices the map spreads over (see Map). K and V must hold no
-// pointers (ErrPointerType names the field that does), except that either
-// may be a string type. It fails with ErrOutOfMemory when the first table
+// pointers (vmem.ErrPointerType names the field that does), except that either
+// may be a string type. It fails with vmem.ErrOutOfMemory when the first table
 // does not fit.
 func NewMap[K comparable, V any](mem vmem.Memory, opts ...MapOption) (*Map[K, V], error) {
 	dev, pool, err := mapMemory("NewMap", mem)
@@ -345,14 +345,16 @@ type mapLine struct {
 }
 
 // Clear removes every entry and keeps the table's memory, like Go's clear.
-// It panics if the map is closed.
-func (m *Map[K, V]) Clear() {
+// It returns ErrClosed after Close, as every container's Clear does.
+func (m *Map[K, V]) Clear() error {
 	if m.sh != nil {
-		m.sh.Clear()
-		return
+		return m.sh.Clear()
 	}
 	t := m.t
 	if t == nil {
+		if m.dev != nil && m.closed {
+			return fmt.Errorf("collections: Map.Clear: %w", vmem.ErrClosed)
+		}
 		m.badRead()
 	}
 	if m.writing {
@@ -377,11 +379,12 @@ func (m *Map[K, V]) Clear() {
 	if buildconst.Invariants {
 		m.mustCheck()
 	}
+	return nil
 }
 
 // Close frees the map's memory. It is idempotent; the map is invalid
-// afterwards: Get, GetMany, Delete, Clear and iteration panic, Put and
-// PutMany return ErrClosed, Len returns 0.
+// afterwards: Get, Delete and iteration panic, Put, GetBatch, PutBatch
+// and Clear return vmem.ErrClosed, Len returns 0.
 func (m *Map[K, V]) Close() error {
 	if m.sh != nil {
 		return m.sh.Close()

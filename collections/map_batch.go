@@ -43,7 +43,7 @@ type mapLines struct {
 // value if absent) and, when found is not nil, found[i] whether it is
 // there. It returns the number found. vals and found must be at least as
 // long as keys: GetMany panics if they are shorter (it has no error
-// result; GetBatch returns an error matching ErrRange). It panics if the
+// result; GetBatch returns an error matching vmem.ErrRange). It panics if the
 // map is closed or a write is in progress.
 //
 // It picks its path as GetBatch does: on a GPU, a batch large enough to
@@ -53,9 +53,9 @@ type mapLines struct {
 // by line loads on the CPU, large batches spread over GOMAXPROCS
 // goroutines. A GPU failure leaves the batch to the CPU path; a lost
 // device panics, as in Get (GetBatch returns it).
-func (m *Map[K, V]) GetMany(keys []K, vals []V, found []bool) int {
+func (m *Map[K, V]) getMany(keys []K, vals []V, found []bool) int {
 	if m.sh != nil {
-		return m.sh.GetMany(keys, vals, found)
+		return m.sh.getMany(keys, vals, found)
 	}
 	if m.pending.Load() {
 		m.flushForRead()
@@ -245,11 +245,11 @@ func (m *Map[K, V]) getBlock(t *mapTable, keys []K, vals []V, found []bool) int 
 // keys are overwritten, their slots are found first by all goroutines at
 // once with batched line loads; then the stores are applied and written
 // out as one sorted batch. On error the map stays valid and every key
-// holds either its old or its new value; ErrOutOfMemory leaves the keys
+// holds either its old or its new value; vmem.ErrOutOfMemory leaves the keys
 // not yet stored unchanged.
-func (m *Map[K, V]) PutMany(keys []K, vals []V) error {
+func (m *Map[K, V]) putMany(keys []K, vals []V) error {
 	if m.sh != nil {
-		return m.sh.PutMany(keys, vals)
+		return m.sh.putMany(keys, vals)
 	}
 	if err := m.mapUsable(); err != nil {
 		return err

@@ -108,7 +108,7 @@ func mapBenchBuild(b *testing.B, n int) *mapBenchSet {
 		for i := range k {
 			ks[i], vs[i] = mapBenchKey(uint64(lo+i)), uint64(lo+i)
 		}
-		if err := m.PutMany(ks[:k], vs[:k]); err != nil {
+		if err := m.putMany(ks[:k], vs[:k]); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -318,7 +318,7 @@ func BenchmarkMapGetMany(b *testing.B) {
 									vs[i] = s.gomap[k]
 								}
 							} else {
-								s.m.GetMany(ks, vs[:len(ks)], nil)
+								s.m.getMany(ks, vs[:len(ks)], nil)
 							}
 						}
 					})
@@ -550,7 +550,7 @@ func BenchmarkMapGC(b *testing.B) {
 					for i := range k {
 						ks[i], vs[i] = key(lo+i), uint64(lo+i)
 					}
-					if err := m.PutMany(ks[:k], vs[:k]); err != nil {
+					if err := m.putMany(ks[:k], vs[:k]); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -58,7 +58,7 @@ func mapCombReaders(t *testing.T, m *Map[uint64, uint64], model map[uint64]uint6
 						return
 					}
 				case 1:
-					got := m.GetMany(ks, vs, found)
+					got := m.getMany(ks, vs, found)
 					want := 0
 					for _, k := range ks {
 						if _, ok := model[k]; ok {
@@ -169,7 +169,7 @@ func TestMapCombineConcurrent(t *testing.T) {
 
 // TestMapCombineFailedRound: the device is lost at a submission while 64
 // goroutines' lookups are queued and combined. A call either succeeds
-// with every answer right, or fails with ErrDeviceLost having written
+// with every answer right, or fails with vmem.ErrDeviceLost having written
 // nothing into its results: no caller gets another's answers, or
 // answers from a round that failed.
 func TestMapCombineFailedRound(t *testing.T) {
@@ -226,7 +226,7 @@ func TestMapCombineFailedRound(t *testing.T) {
 						if err != nil {
 							failed++
 							if !errors.Is(err, vmem.ErrDeviceLost) {
-								t.Errorf("GetBatch: %v, want ErrDeviceLost", err)
+								t.Errorf("GetBatch: %v, want vmem.ErrDeviceLost", err)
 							}
 							for i := range vs {
 								if vs[i] != 0xdead || found[i] {
@@ -306,7 +306,7 @@ func TestMapCombineStrings(t *testing.T) {
 							return
 						}
 					} else {
-						m.GetMany(ks, vs, found)
+						m.getMany(ks, vs, found)
 					}
 					for i, k := range ks {
 						want, ok := model[k]

@@ -38,7 +38,7 @@ func ExampleMap() {
 	// [ada grace] 2
 }
 
-func ExampleMap_GetMany() {
+func ExampleMap_GetBatch() {
 	dev, err := vmem.Open(vmem.Options{})
 	if err != nil {
 		log.Fatal(err)
@@ -52,14 +52,16 @@ func ExampleMap_GetMany() {
 	defer m.Close()
 
 	keys := []uint64{1, 2, 3, 4}
-	if err := m.PutMany(keys[:3], []uint64{10, 20, 30}); err != nil {
+	if err := m.PutBatch(keys[:3], []uint64{10, 20, 30}); err != nil {
 		log.Fatal(err)
 	}
 	vals := make([]uint64, len(keys))
 	found := make([]bool, len(keys))
-	n := m.GetMany(keys, vals, found)
-	fmt.Println(n, vals, found)
-	// Output: 3 [10 20 30 0] [true true true false]
+	if err := m.GetBatch(keys, vals, found); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(vals, found)
+	// Output: [10 20 30 0] [true true true false]
 }
 
 func ExampleNewMap() {
@@ -82,7 +84,7 @@ func ExampleNewMap() {
 
 	// Keys and values may not hold pointers (strings excepted).
 	_, err = collections.NewMap[uint64, []byte](dev)
-	fmt.Println(errors.Is(err, collections.ErrPointerType))
+	fmt.Println(errors.Is(err, vmem.ErrPointerType))
 	// Output:
 	// 0.5 true 1
 	// true
@@ -109,7 +111,7 @@ func ExampleMap_Put() {
 	fmt.Println(m.Get("lang"))
 	fmt.Println(m.Get("os"))
 	m.Close()
-	fmt.Println(errors.Is(m.Put("x", "y"), collections.ErrClosed))
+	fmt.Println(errors.Is(m.Put("x", "y"), vmem.ErrClosed))
 	// Output:
 	// Go 1.26 true
 	//  false
@@ -165,7 +167,7 @@ func ExampleMap_All() {
 	// Output: 6 [alpha gamma]
 }
 
-func ExampleMap_PutMany() {
+func ExampleMap_PutBatch() {
 	dev, err := vmem.Open(vmem.Options{})
 	if err != nil {
 		log.Fatal(err)
@@ -180,7 +182,7 @@ func ExampleMap_PutMany() {
 	// One batch: existing keys are found by all cores at once, and every
 	// store is written in one sorted pass. A key given twice keeps its later
 	// value.
-	if err := m.PutMany([]uint64{7, 8, 7}, []uint64{70, 80, 700}); err != nil {
+	if err := m.PutBatch([]uint64{7, 8, 7}, []uint64{70, 80, 700}); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(m.Len())

@@ -104,7 +104,7 @@ func mapFuzzRun[K comparable, V comparable](t *testing.T, d *vmem.Device, data [
 			for i := range ks {
 				ks[i], vs[i] = key(base+i), val(byte(i))
 			}
-			if err := m.PutMany(ks, vs); err != nil {
+			if err := m.putMany(ks, vs); err != nil {
 				t.Fatal(err)
 			}
 			for i := range ks {
@@ -117,7 +117,7 @@ func mapFuzzRun[K comparable, V comparable](t *testing.T, d *vmem.Device, data [
 				ks[i] = key(id())
 			}
 			vs, fs := make([]V, n), make([]bool, n)
-			m.GetMany(ks, vs, fs)
+			m.getMany(ks, vs, fs)
 			for i, k := range ks {
 				if w, ok := x.model[k]; ok != fs[i] || w != vs[i] {
 					t.Fatalf("GetMany(%v) = %v, %v; want %v, %v", mapShort(k), mapShort(vs[i]), fs[i], mapShort(w), ok)

@@ -58,7 +58,7 @@ func TestMapGetCombined(t *testing.T) {
 									vals := make([]uint64, len(keys))
 									found := make([]bool, len(keys))
 									if g%2 == 0 {
-										m.GetMany(keys, vals, found)
+										m.getMany(keys, vals, found)
 									} else if err := m.GetBatch(keys, vals, found); err != nil {
 										t.Errorf("GetBatch: %v", err)
 										return
@@ -165,7 +165,7 @@ func TestMapBatchStats(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := make([]uint64, n)
-		if f := m.GetMany(keys[:8], got[:8], nil); f != 8 {
+		if f := m.getMany(keys[:8], got[:8], nil); f != 8 {
 			t.Fatalf("GetMany found %d of 8", f)
 		}
 		st := m.Stats().Batch

@@ -210,8 +210,8 @@ func (m *Map[K, V]) gpuSegs(t *mapTable, p unsafe.Pointer) {
 // writes the answers back, and the CPU copies them out: one round trip per
 // two million keys. The first batch after single writes (Put, Delete,
 // Clear) first copies the control bytes to the device (about 1.1-2 bytes
-// an entry, by DMA). Elsewhere it is GetMany. Errors: ErrClosed,
-// ErrOutOfMemory (no room for the device copy of the control bytes; the
+// an entry, by DMA). Elsewhere it is GetMany. Errors: vmem.ErrClosed,
+// vmem.ErrOutOfMemory (no room for the device copy of the control bytes; the
 // map is unchanged), vmem.ErrDeviceLost.
 //
 // GetBatch is a read: it may run together with other reads.
@@ -220,7 +220,7 @@ func (m *Map[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 		return m.sh.GetBatch(keys, vals, found)
 	}
 	if m.closed {
-		return ErrClosed
+		return vmem.ErrClosed
 	}
 	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
 		return fmt.Errorf("collections: GetBatch: %d keys, %d values, %d found flags: %w", len(keys), len(vals), len(found), vmem.ErrRange)

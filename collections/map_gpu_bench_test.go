@@ -192,7 +192,7 @@ func BenchmarkMapGetBatch(b *testing.B) {
 			}
 			b.Run("getmany", func(b *testing.B) {
 				for range b.N {
-					s.m.GetMany(ks, vs, found)
+					s.m.getMany(ks, vs, found)
 				}
 				mapGPUReport(b, batch)
 				check(b)
@@ -249,7 +249,7 @@ func BenchmarkMapPutBatch(b *testing.B) {
 			})
 			b.Run("putmany", func(b *testing.B) {
 				for range b.N {
-					if err := s.m.PutMany(ks, vs); err != nil {
+					if err := s.m.putMany(ks, vs); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -297,7 +297,7 @@ func BenchmarkMapPutBatch(b *testing.B) {
 			run(b, func(m *Map[uint64, uint64]) error { return m.PutBatch(ks, vs) })
 		})
 		b.Run("putmany", func(b *testing.B) {
-			run(b, func(m *Map[uint64, uint64]) error { return m.PutMany(ks, vs) })
+			run(b, func(m *Map[uint64, uint64]) error { return m.putMany(ks, vs) })
 		})
 		b.Run("gomap-1", func(b *testing.B) {
 			var busy time.Duration

@@ -27,7 +27,7 @@ import (
 // sets the same control bytes on the host from the kernel's answer. Two
 // round trips per two million keys. Elsewhere it is PutMany.
 //
-// Errors: ErrClosed; ErrOutOfMemory when the table must grow and cannot,
+// Errors: vmem.ErrClosed; vmem.ErrOutOfMemory when the table must grow and cannot,
 // or there is no room for the device copy of the control bytes: the keys
 // not yet stored are then unchanged (a batch of up to two million keys is
 // stored all or nothing); vmem.ErrDeviceLost (the map's contents are then
@@ -37,7 +37,7 @@ func (m *Map[K, V]) PutBatch(keys []K, vals []V) error {
 		return m.sh.PutBatch(keys, vals)
 	}
 	if m.closed {
-		return ErrClosed
+		return vmem.ErrClosed
 	}
 	if len(vals) < len(keys) {
 		return fmt.Errorf("collections: PutBatch: %d keys but %d values: %w", len(keys), len(vals), vmem.ErrRange)
@@ -47,7 +47,7 @@ func (m *Map[K, V]) PutBatch(keys []K, vals []V) error {
 	}
 	hmode, ok := m.gpuMode()
 	if !ok || len(keys) == 0 {
-		return m.PutMany(keys, vals)
+		return m.putMany(keys, vals)
 	}
 	m.writing = true
 	err := func() error {
@@ -59,7 +59,7 @@ func (m *Map[K, V]) PutBatch(keys []K, vals []V) error {
 		return m.gpuPut(hmode, keys, vals)
 	}()
 	if errors.Is(err, kern.ErrNoKernels) {
-		return m.PutMany(keys, vals)
+		return m.putMany(keys, vals)
 	}
 	m.putBatchDone()
 	if buildconst.Invariants {

@@ -283,10 +283,10 @@ func TestMapBatchErrors(t *testing.T) {
 			t.Fatal(err, m.Len())
 		}
 		m.Close()
-		if err := m.GetBatch(nil, nil, nil); !errors.Is(err, ErrClosed) {
+		if err := m.GetBatch(nil, nil, nil); !errors.Is(err, vmem.ErrClosed) {
 			t.Fatalf("GetBatch after Close: %v", err)
 		}
-		if err := m.PutBatch(nil, nil); !errors.Is(err, ErrClosed) {
+		if err := m.PutBatch(nil, nil); !errors.Is(err, vmem.ErrClosed) {
 			t.Fatalf("PutBatch after Close: %v", err)
 		}
 	})
@@ -294,7 +294,7 @@ func TestMapBatchErrors(t *testing.T) {
 
 // TestMapBatchOOM: an allocation failing at any point of a PutBatch that
 // must grow the map (or of the first GetBatch, which copies the control
-// bytes to the device) gives ErrOutOfMemory and leaves the map unchanged.
+// bytes to the device) gives vmem.ErrOutOfMemory and leaves the map unchanged.
 func TestMapBatchOOM(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		for nth := int64(1); nth <= 6; nth++ {

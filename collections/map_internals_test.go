@@ -19,17 +19,17 @@ import (
 
 func TestMapTypesRefused(t *testing.T) {
 	d := vmemtest.Open(t, vmem.BackendHost, vmem.Options{})
-	if _, err := NewMap[*int, int](d); !errors.Is(err, ErrPointerType) {
+	if _, err := NewMap[*int, int](d); !errors.Is(err, vmem.ErrPointerType) {
 		t.Errorf("pointer keys: %v", err)
 	}
-	if _, err := NewMap[int, []int](d); !errors.Is(err, ErrPointerType) {
+	if _, err := NewMap[int, []int](d); !errors.Is(err, vmem.ErrPointerType) {
 		t.Errorf("slice values: %v", err)
 	}
 	type withStr struct {
 		A int
 		S string
 	}
-	if _, err := NewMap[withStr, int](d); !errors.Is(err, ErrPointerType) || !strings.Contains(err.Error(), "S") {
+	if _, err := NewMap[withStr, int](d); !errors.Is(err, vmem.ErrPointerType) || !strings.Contains(err.Error(), "S") {
 		t.Errorf("a string inside a key struct: %v", err)
 	}
 	if _, err := NewMap[int, int](d, WithHasher(func(s string) uint64 { return 0 })); err == nil {
@@ -121,7 +121,7 @@ func TestMapHeap(t *testing.T) {
 				ks[j] = fmt.Sprintf("user:%010d", i+j)
 				vs[j] = uint64(i + j)
 			}
-			if err := m.PutMany(ks, vs); err != nil {
+			if err := m.putMany(ks, vs); err != nil {
 				t.Fatal(err)
 			}
 		}

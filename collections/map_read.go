@@ -12,7 +12,7 @@ import (
 
 // Get returns the value stored for k and whether there is one. It panics if
 // the map is closed or a write is in progress, and once the device is lost
-// (an error matching ErrDeviceLost: see GetBatch for the form that returns
+// (an error matching vmem.ErrDeviceLost: see GetBatch for the form that returns
 // it), rather than report absent a key that may be there.
 func (m *Map[K, V]) Get(k K) (V, bool) {
 	if m.t == nil || m.writing {

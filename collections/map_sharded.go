@@ -19,7 +19,7 @@ package collections
 //     put back in the batch's order.
 //   - Shards never move keys between devices: a table grows on its own
 //     device, and a shard whose device is full fails its Put with
-//     ErrOutOfMemory even when another device has room (hashing spreads
+//     vmem.ErrOutOfMemory even when another device has room (hashing spreads
 //     keys evenly, so the devices fill together).
 
 import (
@@ -239,11 +239,11 @@ func (s *shardedMap[K, V]) Get(k K) (V, bool) {
 }
 
 // Put stores v for k, replacing any value k had. It fails as Map.Put does
-// (ErrClosed, ErrOutOfMemory when k's shard must grow and its device has
+// (vmem.ErrClosed, vmem.ErrOutOfMemory when k's shard must grow and its device has
 // no room: the map is then unchanged).
 func (s *shardedMap[K, V]) Put(k K, v V) error {
 	if s.closed {
-		return ErrClosed
+		return vmem.ErrClosed
 	}
 	err := s.shards[s.shardOf(&k)].Put(k, v)
 	if buildconst.Invariants {
@@ -263,18 +263,24 @@ func (s *shardedMap[K, V]) Delete(k K) bool {
 	return ok
 }
 
-// Clear removes every entry and keeps the tables' memory. It panics if the
-// map is closed.
-func (s *shardedMap[K, V]) Clear() {
+// Clear removes every entry and keeps the tables' memory. It returns
+// ErrClosed after Close.
+func (s *shardedMap[K, V]) Clear() error {
+	if s.closed {
+		return fmt.Errorf("collections: Map.Clear: %w", vmem.ErrClosed)
+	}
 	s.live()
 	for _, m := range s.shards {
-		m.Clear()
+		if err := m.Clear(); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // Close frees every shard's memory. It is idempotent; the map is invalid
-// afterwards (as a closed Map: Get, Delete, Clear, GetMany and iteration
-// panic, Put, PutMany, GetBatch and PutBatch return ErrClosed, Len returns
+// afterwards (as a closed Map: Get, Delete and iteration panic, Put,
+// GetBatch, PutBatch and Clear return vmem.ErrClosed, Len returns
 // 0).
 func (s *shardedMap[K, V]) Close() error {
 	if s.closed {
@@ -340,16 +346,16 @@ func (s *shardedMap[K, V]) plan(keys []K, sc *shScratch[K, V]) *shPlan {
 // value if absent) and, when found is not nil, found[i] whether it is
 // there. It returns the number found. vals and found must be at least as
 // long as keys: GetMany panics if they are shorter (it has no error
-// result; GetBatch returns an error matching ErrRange). The keys are split by shard and every shard looks up its
-// part at once (Map.GetMany: streaming loads on all cores). It panics if
+// result; GetBatch returns an error matching vmem.ErrRange). The keys are split by shard and every shard looks up its
+// part at once (Map.getMany: streaming loads on all cores). It panics if
 // the map is closed or a write is in progress.
-func (s *shardedMap[K, V]) GetMany(keys []K, vals []V, found []bool) int {
+func (s *shardedMap[K, V]) getMany(keys []K, vals []V, found []bool) int {
 	s.live()
 	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
-		panic(fmt.Sprintf("collections: Map.GetMany: %d keys, %d values, %d found flags", len(keys), len(vals), len(found)))
+		panic(fmt.Sprintf("collections: Map.getMany: %d keys, %d values, %d found flags", len(keys), len(vals), len(found)))
 	}
 	if s.nd == 1 {
-		return s.shards[0].GetMany(keys, vals, found)
+		return s.shards[0].getMany(keys, vals, found)
 	}
 	if len(keys) < shSmallBatch {
 		total := 0
@@ -372,7 +378,7 @@ func (s *shardedMap[K, V]) GetMany(keys []K, vals []V, found []bool) int {
 	counts := make([]int, len(s.shards))
 	shRun(ds, func(d int) error {
 		lo, hi := pl.run(d)
-		counts[d] = s.shards[d].GetMany(sc.keys[lo:hi], sc.vals[lo:hi], sc.found[lo:hi])
+		counts[d] = s.shards[d].getMany(sc.keys[lo:hi], sc.vals[lo:hi], sc.found[lo:hi])
 		return nil
 	})
 	shUngroupAnswers(pl, sc.vals, vals[:len(keys)], sc.found, found)
@@ -406,24 +412,24 @@ func (s *shardedMap[K, V]) shardFill(keys []K) func(lo, hi int, sid []uint8, cnt
 // PutMany stores vals[i] for keys[i], in order (a key given twice keeps its
 // later value); vals must be at least as long as keys. The keys are split
 // by shard, keeping their order, and every shard stores its part at once
-// (Map.PutMany). On error every key holds its old or its new value; a
+// (Map.putMany). On error every key holds its old or its new value; a
 // shard that ran out of memory left its keys not yet stored unchanged.
-func (s *shardedMap[K, V]) PutMany(keys []K, vals []V) error {
-	return s.putBatch("PutMany", keys, vals, (*Map[K, V]).PutMany)
+func (s *shardedMap[K, V]) putMany(keys []K, vals []V) error {
+	return s.putBatch("PutMany", keys, vals, (*Map[K, V]).putMany)
 }
 
 // PutBatch stores vals[i] for keys[i] with PutMany's semantics, with
 // Map.PutBatch on each shard: on GPUs, every device's kernels store its
-// shard's keys at the same time. Errors: ErrClosed, a length error matching
+// shard's keys at the same time. Errors: vmem.ErrClosed, a length error matching
 // vmem.ErrRange, and the shards' errors, joined; a shard that failed with
-// ErrOutOfMemory is unchanged, the others stored their keys.
+// vmem.ErrOutOfMemory is unchanged, the others stored their keys.
 func (s *shardedMap[K, V]) PutBatch(keys []K, vals []V) error {
 	return s.putBatch("PutBatch", keys, vals, (*Map[K, V]).PutBatch)
 }
 
 func (s *shardedMap[K, V]) putBatch(op string, keys []K, vals []V, put func(*Map[K, V], []K, []V) error) error {
 	if s.closed {
-		return ErrClosed
+		return vmem.ErrClosed
 	}
 	if len(vals) < len(keys) {
 		return fmt.Errorf("collections: Map.%s: %d keys but %d values: %w", op, len(keys), len(vals), vmem.ErrRange)

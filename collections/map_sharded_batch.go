@@ -21,12 +21,12 @@ import (
 // GetBatch looks up every key as GetMany does, with Map.GetBatch on each
 // shard: on GPUs, every device's kernel probes its shard's keys at the
 // same time, so a batch over D GPUs takes about 1/D of the time on one,
-// plus the split (one pass over the keys on all cores). Errors: ErrClosed,
+// plus the split (one pass over the keys on all cores). Errors: vmem.ErrClosed,
 // a length error matching vmem.ErrRange, and the shards' errors, joined.
 // GetBatch is a read: it may run together with other reads.
 func (s *shardedMap[K, V]) GetBatch(keys []K, vals []V, found []bool) error {
 	if s.closed {
-		return ErrClosed
+		return vmem.ErrClosed
 	}
 	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
 		return fmt.Errorf("collections: Map.GetBatch: %d keys, %d values, %d found flags: %w", len(keys), len(vals), len(found), vmem.ErrRange)

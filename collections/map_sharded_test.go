@@ -172,7 +172,7 @@ func (d *shMapRun[K, V]) putMany(op int) {
 	}
 	var err error
 	if op == 4 {
-		err = d.s.PutMany(ks, vs)
+		err = d.s.putMany(ks, vs)
 	} else {
 		err = d.s.PutBatch(ks, vs)
 	}
@@ -192,7 +192,7 @@ func (d *shMapRun[K, V]) getMany(step, op int) {
 	vs := make([]V, len(ks))
 	found := make([]bool, len(ks))
 	if op == 6 {
-		n := s.GetMany(ks, vs, found)
+		n := s.getMany(ks, vs, found)
 		d.checkGet(step, "GetMany", ks, vs, found, n)
 	} else {
 		if err := s.GetBatch(ks, vs, found); err != nil {
@@ -240,7 +240,7 @@ func TestShardedMapModel(t *testing.T) {
 }
 
 // TestShardedMapFaults makes one shard's device fail its allocations: a
-// Put or batch that needs room there fails with ErrOutOfMemory and that
+// Put or batch that needs room there fails with vmem.ErrOutOfMemory and that
 // shard is unchanged; the map stays usable.
 func TestShardedMapFaults(t *testing.T) {
 	// On Vulkan a table that does not fit the mapped tier retries in the
@@ -281,7 +281,7 @@ func TestShardedMapFaults(t *testing.T) {
 				continue
 			}
 			if !errors.Is(err, vmem.ErrOutOfMemory) {
-				t.Fatalf("Put with a failing allocation: %v, want ErrOutOfMemory", err)
+				t.Fatalf("Put with a failing allocation: %v, want vmem.ErrOutOfMemory", err)
 			}
 			failed = true
 			if _, ok := s.Get(k); ok || !slices.Equal(s.sh.shardLens(), before) {
@@ -313,11 +313,11 @@ func TestShardedMapFaults(t *testing.T) {
 		}
 		err = s.PutBatch(keys, vals)
 		if err != nil && !errors.Is(err, vmem.ErrOutOfMemory) || err == nil && p.Device(0).Backend() == vmem.BackendHost {
-			t.Fatalf("PutBatch with a failing device: %v, want ErrOutOfMemory", err)
+			t.Fatalf("PutBatch with a failing device: %v, want vmem.ErrOutOfMemory", err)
 		}
 		got := make([]uint64, len(keys))
 		found := make([]bool, len(keys))
-		s.GetMany(keys, got, found)
+		s.getMany(keys, got, found)
 		for i, k := range keys {
 			old, had := model[k]
 			if !(found[i] && got[i] == vals[i]) && !(found[i] == had && got[i] == old) {
@@ -339,7 +339,7 @@ func TestShardedMapFaults(t *testing.T) {
 
 func TestShardedMapClose(t *testing.T) {
 	p := shOpenPool(t, shPoolKinds()[0], vmem.Options{})
-	if _, err := NewMap[*int, int](p); !errors.Is(err, ErrPointerType) {
+	if _, err := NewMap[*int, int](p); !errors.Is(err, vmem.ErrPointerType) {
 		t.Errorf("NewMap[*int]: %v", err)
 	}
 	if _, err := NewMap[int, int](p, WithHasher(func(string) uint64 { return 0 })); err == nil {
@@ -359,16 +359,16 @@ func TestShardedMapClose(t *testing.T) {
 	if s.Len() != 0 {
 		t.Error("Len after Close")
 	}
-	if err := s.Put(1, 1); !errors.Is(err, ErrClosed) {
+	if err := s.Put(1, 1); !errors.Is(err, vmem.ErrClosed) {
 		t.Errorf("Put after Close: %v", err)
 	}
-	if err := s.GetBatch([]int{1}, make([]int, 1), nil); !errors.Is(err, ErrClosed) {
+	if err := s.GetBatch([]int{1}, make([]int, 1), nil); !errors.Is(err, vmem.ErrClosed) {
 		t.Errorf("GetBatch after Close: %v", err)
 	}
 	if _, panicked := vmemtest.Panics(func() { s.Get(1) }); !panicked {
 		t.Error("Get after Close did not panic")
 	}
-	if err := s.GetBatch([]int{1, 2}, make([]int, 1), nil); !errors.Is(err, ErrClosed) {
+	if err := s.GetBatch([]int{1, 2}, make([]int, 1), nil); !errors.Is(err, vmem.ErrClosed) {
 		t.Errorf("GetBatch with short vals after Close: %v", err)
 	}
 }
@@ -402,7 +402,7 @@ func TestShardedMapConcurrentReads(t *testing.T) {
 		for i := range keys {
 			keys[i] = uint64(i) * 977
 		}
-		if err := s.PutMany(keys, keys); err != nil {
+		if err := s.putMany(keys, keys); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.GetBatch(keys, make([]uint64, len(keys)), nil); err != nil {
@@ -415,7 +415,7 @@ func TestShardedMapConcurrentReads(t *testing.T) {
 				vs := make([]uint64, len(keys))
 				for range 2 {
 					if g%2 == 0 {
-						s.GetMany(keys, vs, nil)
+						s.getMany(keys, vs, nil)
 					} else if err := s.GetBatch(keys, vs, nil); err != nil {
 						errs <- err
 						return

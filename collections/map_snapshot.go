@@ -33,7 +33,7 @@ func (m *Map[K, V]) Save(w io.Writer) error {
 		return m.sh.Save(w)
 	}
 	if m.closed {
-		return ErrClosed
+		return vmem.ErrClosed
 	}
 	defer runtime.KeepAlive(m) // w runs while m's memory is read
 	if err := m.mapSave(w); err != nil {
@@ -54,9 +54,9 @@ func (m *Map[K, V]) mapSave(w io.Writer) (err error) {
 // device or a pool (opts as for NewMap): a map saved on one device loads
 // over a pool of any size, and back. Everything is checked before it is
 // believed: the header's checksum, that the snapshot holds a Map with K's
-// and V's layouts (ErrTypeMismatch otherwise), every block's CRC-32C,
+// and V's layouts (vmem.ErrTypeMismatch otherwise), every block's CRC-32C,
 // every length, the entry count (duplicate keys are corruption) and the
-// trailer; damage gives an error matching ErrCorrupt. The table grows as
+// trailer; damage gives an error matching vmem.ErrCorrupt. The table grows as
 // entries arrive, so a forged count costs nothing. On any error the new
 // map is closed.
 func LoadMap[K comparable, V any](mem vmem.Memory, r io.Reader, opts ...MapOption) (*Map[K, V], error) {
@@ -116,7 +116,7 @@ func mapLoad[K comparable, V any](dev *vmem.Device, r io.Reader, opts []MapOptio
 func (m *Map[K, V]) mapLoadBody(sr *snapfmt.Reader, count int) error {
 	done := 0
 	err := snapLoadEntries(sr, count, func(keys []K, vals []V) error {
-		if err := m.PutMany(keys, vals); err != nil {
+		if err := m.putMany(keys, vals); err != nil {
 			return err
 		}
 		done += len(keys)

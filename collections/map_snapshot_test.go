@@ -28,13 +28,13 @@ func snapStr(i int) string {
 }
 
 // snapDamage cuts data at every length and flips every bit of it (every
-// stride-th bit for long data): each load must fail with ErrCorrupt and
+// stride-th bit for long data): each load must fail with vmem.ErrCorrupt and
 // return nothing. load must close what it gets on success.
 func snapDamage(t *testing.T, data []byte, load func(r io.Reader) error) {
 	t.Helper()
 	for cut := 0; cut < len(data); cut++ {
-		if err := load(bytes.NewReader(data[:cut])); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("cut at %d of %d: %v, want ErrCorrupt", cut, len(data), err)
+		if err := load(bytes.NewReader(data[:cut])); !errors.Is(err, vmem.ErrCorrupt) {
+			t.Fatalf("cut at %d of %d: %v, want vmem.ErrCorrupt", cut, len(data), err)
 		}
 	}
 	stride := 1
@@ -44,8 +44,8 @@ func snapDamage(t *testing.T, data []byte, load func(r io.Reader) error) {
 	flip := bytes.Clone(data)
 	for bit := 0; bit < 8*len(data); bit += stride {
 		flip[bit/8] ^= 1 << (bit % 8)
-		if err := load(bytes.NewReader(flip)); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("bit %d of %d flipped: %v, want ErrCorrupt", bit, 8*len(data), err)
+		if err := load(bytes.NewReader(flip)); !errors.Is(err, vmem.ErrCorrupt) {
+			t.Fatalf("bit %d of %d flipped: %v, want vmem.ErrCorrupt", bit, 8*len(data), err)
 		}
 		flip[bit/8] ^= 1 << (bit % 8)
 	}
@@ -145,14 +145,14 @@ func TestMapSnapshotErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.Close()
-		if err := m.Save(io.Discard); !errors.Is(err, ErrClosed) {
+		if err := m.Save(io.Discard); !errors.Is(err, vmem.ErrClosed) {
 			t.Errorf("Save after Close: %v", err)
 		}
 		data := buf.Bytes()
 		mismatch := func(name string, err error) {
 			t.Helper()
-			if !errors.Is(err, ErrTypeMismatch) {
-				t.Errorf("load as %s: %v, want ErrTypeMismatch", name, err)
+			if !errors.Is(err, vmem.ErrTypeMismatch) {
+				t.Errorf("load as %s: %v, want vmem.ErrTypeMismatch", name, err)
 			}
 		}
 		_, err = LoadMap[uint64, uint64](d, bytes.NewReader(data))
@@ -181,8 +181,8 @@ func TestMapSnapshotErrors(t *testing.T) {
 			if err == nil {
 				l.Close()
 			}
-			if !errors.Is(err, ErrCorrupt) {
-				t.Errorf("%s: %v, want ErrCorrupt", name, err)
+			if !errors.Is(err, vmem.ErrCorrupt) {
+				t.Errorf("%s: %v, want vmem.ErrCorrupt", name, err)
 			}
 		}
 		for _, c := range []uint64{1 << 60, 1<<64 - 1, 1 << 40} {
@@ -199,13 +199,13 @@ func TestMapSnapshotErrors(t *testing.T) {
 		sfp := mapSnapFingerprint[uint64, string]()
 		long := binary.AppendUvarint(binary.LittleEndian.AppendUint64(nil, 1), 1<<40)
 		_, err = LoadMap[uint64, string](d, bytes.NewReader(snapForge(snapfmt.Header{Kind: snapfmt.KindMap, Fingerprint: sfp, Count: 1}, long)))
-		if !errors.Is(err, ErrCorrupt) {
-			t.Errorf("huge string: %v, want ErrCorrupt", err)
+		if !errors.Is(err, vmem.ErrCorrupt) {
+			t.Errorf("huge string: %v, want vmem.ErrCorrupt", err)
 		}
 		long = binary.AppendUvarint(binary.LittleEndian.AppendUint64(nil, 1), 200<<20)
 		_, err = LoadMap[uint64, string](d, bytes.NewReader(snapForge(snapfmt.Header{Kind: snapfmt.KindMap, Fingerprint: sfp, Count: 1}, long)))
-		if !errors.Is(err, ErrCorrupt) {
-			t.Errorf("200 MiB string in a short stream: %v, want ErrCorrupt", err)
+		if !errors.Is(err, vmem.ErrCorrupt) {
+			t.Errorf("200 MiB string in a short stream: %v, want vmem.ErrCorrupt", err)
 		}
 	})
 }
@@ -222,7 +222,7 @@ func snapFuzzDevice(f *testing.F) *vmem.Device {
 
 func snapFuzzErr(t *testing.T, d *vmem.Device, err error) {
 	t.Helper()
-	if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTypeMismatch) && !errors.Is(err, ErrOutOfMemory) {
+	if err != nil && !errors.Is(err, vmem.ErrCorrupt) && !errors.Is(err, vmem.ErrTypeMismatch) && !errors.Is(err, vmem.ErrOutOfMemory) {
 		t.Fatalf("unexpected error kind: %v", err)
 	}
 	for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {

@@ -40,7 +40,7 @@ func BenchmarkMapStrGetBatch(b *testing.B) {
 			for i := range vals {
 				vals[i] = uint64(i)
 			}
-			if err := m.PutMany(keys, vals); err != nil {
+			if err := m.putMany(keys, vals); err != nil {
 				b.Fatal(err)
 			}
 			vals = nil

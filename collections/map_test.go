@@ -77,7 +77,7 @@ func (x *mapDiff[K, V]) putMany(n int) {
 		}
 		vs[i] = x.genV(x.r)
 	}
-	if err := x.m.PutMany(ks, vs); err != nil {
+	if err := x.m.putMany(ks, vs); err != nil {
 		x.t.Fatalf("PutMany(%d): %v", n, err)
 	}
 	for i := range ks {
@@ -93,7 +93,7 @@ func (x *mapDiff[K, V]) getMany(n int) {
 	}
 	vs := make([]V, n)
 	found := make([]bool, n)
-	cnt := x.m.GetMany(ks, vs, found)
+	cnt := x.m.getMany(ks, vs, found)
 	want := 0
 	for i, k := range ks {
 		w, ok := x.model[k]
@@ -443,7 +443,7 @@ func TestMapSpill(t *testing.T) {
 }
 
 // TestMapOOM makes each allocation of a growth fail in turn: Put reports
-// ErrOutOfMemory and the map is unchanged, then works on.
+// vmem.ErrOutOfMemory and the map is unchanged, then works on.
 func TestMapOOM(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		for _, strs := range []bool{false, true} {
@@ -480,7 +480,7 @@ func mapOOMRun[K comparable, V comparable](t *testing.T, x *mapDiff[K, V], nth i
 		err := x.m.Put(k, v)
 		kdev(x.m.dev).InjectFaults(kern.Faults{})
 		switch {
-		case errors.Is(err, ErrOutOfMemory):
+		case errors.Is(err, vmem.ErrOutOfMemory):
 			failed = true
 			if x.m.t != before {
 				t.Fatal("a failed growth replaced the table")
@@ -662,7 +662,7 @@ func TestMapConcurrentReaders(t *testing.T) {
 						}
 						vs := make([]uint64, len(ks))
 						fs := make([]bool, len(ks))
-						m.GetMany(ks, vs, fs)
+						m.getMany(ks, vs, fs)
 						for i, k := range ks {
 							if fs[i] != (k < base+1000) || (fs[i] && vs[i] != k+1) {
 								t.Errorf("GetMany(%d) = %d, %v", k, vs[i], fs[i])
@@ -695,10 +695,10 @@ func TestMapClosed(t *testing.T) {
 		if err := m.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Put("a", "b"); !errors.Is(err, ErrClosed) {
+		if err := m.Put("a", "b"); !errors.Is(err, vmem.ErrClosed) {
 			t.Fatalf("Put after Close: %v", err)
 		}
-		if err := m.PutMany([]string{"a"}, []string{"b"}); !errors.Is(err, ErrClosed) {
+		if err := m.putMany([]string{"a"}, []string{"b"}); !errors.Is(err, vmem.ErrClosed) {
 			t.Fatalf("PutMany after Close: %v", err)
 		}
 		if m.Len() != 0 {
@@ -706,7 +706,7 @@ func TestMapClosed(t *testing.T) {
 		}
 		for name, f := range map[string]func(){
 			"Get":     func() { m.Get("a") },
-			"GetMany": func() { m.GetMany([]string{"a"}, make([]string, 1), nil) },
+			"GetMany": func() { m.getMany([]string{"a"}, make([]string, 1), nil) },
 			"Delete":  func() { m.Delete("a") },
 			"Clear":   func() { m.Clear() },
 			"All": func() {

@@ -333,7 +333,7 @@ func tierBenchBuildStr(b *testing.B, n int) *tierBenchStrSet {
 		for i := range vs {
 			vs[i] = uint64(i)
 		}
-		if err := m.PutMany(s.keys, vs); err != nil {
+		if err := m.putMany(s.keys, vs); err != nil {
 			b.Fatal(err)
 		}
 		return m

@@ -189,7 +189,7 @@ func TestMapTierDefault(t *testing.T) {
 				m.Get(uint64(i))
 			}
 		}
-		if err := m.PutMany(ks, ks); err != nil {
+		if err := m.putMany(ks, ks); err != nil {
 			t.Fatal(err)
 		}
 		st := m.Stats()
@@ -361,7 +361,7 @@ func TestMapTierScanResistant(t *testing.T) {
 		for i := range ks {
 			ks[i] = uint64(i)
 		}
-		m.PutMany(ks, ks)
+		m.putMany(ks, ks)
 		hot := 64 * tierWays / 4
 		for range 20 {
 			for i := range hot {

@@ -20,7 +20,7 @@ import (
 // A Put is recorded only while the table has room for every recorded pair
 // as a new key, so applying them needs no growth: a Put that needs one
 // takes the direct path, which grows the table or fails with
-// ErrOutOfMemory, leaving the map unchanged, as before.
+// vmem.ErrOutOfMemory, leaving the map unchanged, as before.
 
 // mapWBBytes bounds the buffer's keys and values; mapWBMax its pairs.
 // Fewer than mapWBDirect pairs (a read right after a few Puts) are stored

@@ -93,8 +93,8 @@ func (m *Map[K, V]) store(t *mapTable, l mapLoc, off uintptr, data []byte) error
 // Put stores v for k, replacing any value k had. A key equal to a stored
 // one keeps the stored key's bits: Put(-0.0, v) after Put(+0.0, u) leaves
 // key +0.0 with value v (Go's map would keep -0.0; only keys that compare
-// equal with other bits, as floating-point zeros, can tell). It fails with ErrClosed,
-// with ErrOutOfMemory when the table must grow and the device has no room
+// equal with other bits, as floating-point zeros, can tell). It fails with vmem.ErrClosed,
+// with vmem.ErrOutOfMemory when the table must grow and the device has no room
 // (the map is then unchanged), or with an error matching vmem.ErrTooLarge
 // for a string longer than 256 MiB.
 func (m *Map[K, V]) Put(k K, v V) error {

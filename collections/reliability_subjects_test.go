@@ -134,13 +134,13 @@ func relMapScript[K comparable, V comparable](m *Map[K, V], key func(int) K, val
 		ks[i], vs[i] = key(20+i), val(1000+i)
 	}
 	steps = append(steps, relStep{name: "PutMany(120)",
-		do: func() error { return m.PutMany(ks, vs) },
+		do: func() error { return m.putMany(ks, vs) },
 		model: func() {
 			for i := range ks {
 				model[key(20+i)] = vs[i]
 			}
 		},
-		// PutMany's documented effect on ErrOutOfMemory: the keys before
+		// PutMany's documented effect on vmem.ErrOutOfMemory: the keys before
 		// the one that failed are stored, the rest are unchanged.
 		partial: func() error {
 			for j := 0; j <= len(ks); j++ {

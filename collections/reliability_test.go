@@ -8,11 +8,11 @@ package collections
 // steps. The sweeps run the script once for every allocation (FailAlloc =
 // 1..N) and every submission (FailSubmit = 1..N) it makes, N counted by a
 // fault-free run, and check:
-//   - out of memory: the step returns ErrOutOfMemory, the container still
+//   - out of memory: the step returns vmem.ErrOutOfMemory, the container still
 //     equals the model as it was before the step, and with the fault
 //     disarmed the same step and the rest of the script succeed;
-//   - device lost: the step returns ErrDeviceLost, every later step with an
-//     error result returns ErrDeviceLost, reads return the loss or panic
+//   - device lost: the step returns vmem.ErrDeviceLost, every later step with an
+//     error result returns vmem.ErrDeviceLost, reads return the loss or panic
 //     with it (lost.go), and Close frees everything.
 // Construction is part of the sweep: a constructor that fails leaves no
 // block behind.
@@ -144,7 +144,7 @@ func relOOMRun(t *testing.T, d *vmem.Device, k relKind, n int64) {
 	s, err := k.build(d)
 	if err != nil {
 		if !relInjected(err, vmem.ErrOutOfMemory) {
-			t.Fatalf("FailAlloc %d: constructor: %v, want the injected ErrOutOfMemory", n, err)
+			t.Fatalf("FailAlloc %d: constructor: %v, want the injected vmem.ErrOutOfMemory", n, err)
 		}
 		if err := vmemtest.Leaks(d); err != nil {
 			t.Fatalf("FailAlloc %d: the failed constructor left blocks behind: %v", n, err)
@@ -159,7 +159,7 @@ func relOOMRun(t *testing.T, d *vmem.Device, k relKind, n int64) {
 			continue
 		}
 		if fired || !relInjected(err, vmem.ErrOutOfMemory) {
-			t.Fatalf("FailAlloc %d: step %d (%s): %v, want the injected ErrOutOfMemory", n, i, st.name, err)
+			t.Fatalf("FailAlloc %d: step %d (%s): %v, want the injected vmem.ErrOutOfMemory", n, i, st.name, err)
 		}
 		fired = true
 		if st.partial != nil {
@@ -319,7 +319,7 @@ func relLostRun(t *testing.T, d *vmem.Device, k relKind, f kern.Faults, loseAt i
 	s, err := k.build(d)
 	if err != nil {
 		if !errors.Is(err, vmem.ErrDeviceLost) {
-			t.Fatalf("%s: constructor: %v, want ErrDeviceLost", what, err)
+			t.Fatalf("%s: constructor: %v, want vmem.ErrDeviceLost", what, err)
 		}
 		if err := vmemtest.Leaks(d); err != nil {
 			t.Fatalf("%s: the failed constructor left blocks behind: %v", what, err)
@@ -344,14 +344,14 @@ func relLostRun(t *testing.T, d *vmem.Device, k relKind, f kern.Faults, loseAt i
 			// No error result: nothing to check but that it did not crash.
 		case lost:
 			if !errors.Is(err, vmem.ErrDeviceLost) {
-				t.Fatalf("%s: step %d (%s) after the loss: %v, want ErrDeviceLost", what, i, st.name, err)
+				t.Fatalf("%s: step %d (%s) after the loss: %v, want vmem.ErrDeviceLost", what, i, st.name, err)
 			}
 		case err == nil:
 			st.model()
 		case errors.Is(err, vmem.ErrDeviceLost):
 			lost = true
 		default:
-			t.Fatalf("%s: step %d (%s): %v, want nil or ErrDeviceLost", what, i, st.name, err)
+			t.Fatalf("%s: step %d (%s): %v, want nil or vmem.ErrDeviceLost", what, i, st.name, err)
 		}
 		if !lost && errors.Is(d.Err(), vmem.ErrDeviceLost) {
 			// A method without an error result met the loss.
@@ -386,7 +386,7 @@ func relLostRun(t *testing.T, d *vmem.Device, k relKind, f kern.Faults, loseAt i
 }
 
 // relLostPanic runs f, accepting a panic only as a read on a lost device
-// raises it (an error matching ErrDeviceLost), which it returns.
+// raises it (an error matching vmem.ErrDeviceLost), which it returns.
 func relLostPanic(t *testing.T, what, name string, f func() error) (err error) {
 	t.Helper()
 	defer func() {

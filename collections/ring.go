@@ -216,7 +216,7 @@ const ringTSO = runtime.GOARCH == "amd64" || runtime.GOARCH == "386"
 // the front. When full, a push either fails with ErrFull or drops the oldest
 // element, as chosen by WithPolicy.
 //
-// T must hold no pointers (ErrPointerType). Push and Pop move single
+// T must hold no pointers (vmem.ErrPointerType). Push and Pop move single
 // elements (whole-line stores and streaming loads); PushBatch, PopBatch and
 // All move runs (NT stores in, DMA out) and are the fast paths.
 //
@@ -230,7 +230,7 @@ const ringTSO = runtime.GOARCH == "amd64" || runtime.GOARCH == "386"
 //   - alone: Clear, Close; several producers, or several consumers, need the caller's lock around their side
 //
 // Device loss: Peek, Pop and All panic with an error matching
-// ErrDeviceLost, consuming nothing; PopBatch and Save return the loss.
+// vmem.ErrDeviceLost, consuming nothing; PopBatch and Save return the loss.
 type Ring[T any] struct {
 	// Set by NewRing, then only read (Close sets closed and segs, with no
 	// other call running).
@@ -304,8 +304,8 @@ type ringConsumer struct {
 }
 
 // NewRing makes an empty ring that holds capacity elements of T, in the
-// device's mapped tier. It fails with ErrPointerType when T holds pointers,
-// with ErrOutOfMemory (nothing allocated) when the memory is not there, and
+// device's mapped tier. It fails with vmem.ErrPointerType when T holds pointers,
+// with vmem.ErrOutOfMemory (nothing allocated) when the memory is not there, and
 // with vmem.ErrRange for a capacity below 1.
 func NewRing[T any](dev *vmem.Device, capacity int, opts ...RingOption) (*Ring[T], error) {
 	if err := layout.Check[T](); err != nil {
@@ -426,7 +426,7 @@ func (r *Ring[T]) dropFloor(t uint64) uint64 {
 }
 
 // Clear empties the ring. It must not overlap any other call. It returns
-// ErrClosed after Close, as every container's Clear does.
+// vmem.ErrClosed after Close, as every container's Clear does.
 func (r *Ring[T]) Clear() error {
 	if r.dev == nil {
 		zeroUse("Ring")
@@ -448,7 +448,7 @@ func (r *Ring[T]) Clear() error {
 
 // Close frees the ring's memory. It is idempotent, and must not overlap any
 // other call. The ring is invalid afterwards: Push, PushBatch, PopBatch
-// and Clear return ErrClosed, Pop and Peek panic, Len returns 0.
+// and Clear return vmem.ErrClosed, Pop and Peek panic, Len returns 0.
 func (r *Ring[T]) Close() error {
 	if r.closed || r.dev == nil {
 		return nil

@@ -93,7 +93,7 @@ func ExampleNewRing() {
 	fmt.Println(r.Len(), r.Cap(), e.Code)
 
 	_, err = collections.NewRing[[]byte](dev, 10) // no pointers in device memory
-	fmt.Println(errors.Is(err, collections.ErrPointerType))
+	fmt.Println(errors.Is(err, vmem.ErrPointerType))
 	// Output:
 	// 2 1000 200
 	// true

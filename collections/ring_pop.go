@@ -19,7 +19,7 @@ import (
 // Pop removes and returns the oldest element; ok is false when the ring is
 // empty. It reads from a window of lines filled by streaming loads, so
 // consecutive pops of small elements share one load. It panics after Close,
-// and once the device is lost (an error matching ErrDeviceLost; PopBatch
+// and once the device is lost (an error matching vmem.ErrDeviceLost; PopBatch
 // returns it instead).
 func (r *Ring[T]) Pop() (v T, ok bool) {
 	r.mustOpen()
@@ -60,8 +60,8 @@ func (r *Ring[T]) Peek() (v T, ok bool) {
 // PopBatch removes up to len(dst) of the oldest elements into dst, oldest
 // first, and returns how many. Long runs are read by DMA straight into dst:
 // at the link's full speed when dst lies in a vmem.Host
-// block, through a staging copy otherwise. On error (ErrDeviceLost) nothing
-// is removed. After Close it returns ErrClosed.
+// block, through a staging copy otherwise. On error (vmem.ErrDeviceLost) nothing
+// is removed. After Close it returns vmem.ErrClosed.
 func (r *Ring[T]) PopBatch(dst []T) (int, error) {
 	if err := r.ringUsable(); err != nil {
 		return 0, err
@@ -107,7 +107,7 @@ func (r *Ring[T]) All() iter.Seq2[int, T] {
 		c := &r.c
 		c.err = nil
 		if r.closed {
-			c.err = ErrClosed
+			c.err = vmem.ErrClosed
 			return
 		}
 		r.readCheck("All")

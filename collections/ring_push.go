@@ -14,7 +14,7 @@ import (
 
 // Push adds v at the back. With ErrorWhenFull it returns ErrFull when the
 // ring is full (nothing changes); with OverwriteOldest it drops the oldest
-// element instead. After Close it returns ErrClosed.
+// element instead. After Close it returns vmem.ErrClosed.
 //
 // v is visible to the consumer (Pop, PopBatch, Peek, All, Len) when Push
 // returns: the index moves with a release store after v's bytes are in
@@ -84,7 +84,7 @@ func (r *Ring[T]) publishTail() {
 // Flush returns. It is a producer call; it writes nothing to device memory
 // (published elements still in host staging are read from there). Call it
 // when the producer stops pushing for a while, as with a bufio.Writer. After
-// Close it returns ErrClosed.
+// Close it returns vmem.ErrClosed.
 func (r *Ring[T]) Flush() error {
 	if err := r.ringUsable(); err != nil {
 		return err
@@ -134,7 +134,7 @@ func (r *Ring[T]) pushLarge(v *T) error {
 // room. Whole lines go from vs to VRAM with non-temporal stores (from
 // several goroutines for runs over 512 KiB), the fast way to fill a ring.
 // PushBatch publishes: what it added, and every earlier Push, is visible to
-// the consumer when it returns. After Close it returns ErrClosed.
+// the consumer when it returns. After Close it returns vmem.ErrClosed.
 func (r *Ring[T]) PushBatch(vs []T) (int, error) {
 	if err := r.ringUsable(); err != nil {
 		return 0, err

@@ -28,7 +28,7 @@ func ringSnapFingerprint[T any]() uint64 {
 // it makes it fail.
 func (r *Ring[T]) Save(w io.Writer) error {
 	if r.closed {
-		return ErrClosed
+		return vmem.ErrClosed
 	}
 	defer runtime.KeepAlive(r) // w runs while r's memory is read
 	if err := r.ringSave(w); err != nil {
@@ -76,9 +76,9 @@ func (r *Ring[T]) ringSave(w io.Writer) error {
 // LoadRing reads a snapshot written by Ring.Save into a new ring on dev
 // with the saved capacity and policy (opts, as for NewRing, come after and
 // may change the policy). It checks the header's checksum, that the
-// snapshot holds a Ring of T's layout (ErrTypeMismatch otherwise), that
+// snapshot holds a Ring of T's layout (vmem.ErrTypeMismatch otherwise), that
 // the capacity fits the device and holds the count, every block's
-// CRC-32C and the trailer; damage gives an error matching ErrCorrupt. The
+// CRC-32C and the trailer; damage gives an error matching vmem.ErrCorrupt. The
 // ring's memory is allocated once the first 16 MiB of elements (for
 // smaller rings: the whole snapshot) have been read and checked, so a
 // forged capacity costs nothing unless the stream checks out. On any

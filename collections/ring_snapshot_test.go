@@ -97,15 +97,15 @@ func TestRingSnapshotErrors(t *testing.T) {
 		}
 		data := snapSaveBytes(t, r.Save)
 		r.Close()
-		if err := r.Save(io.Discard); !errors.Is(err, ErrClosed) {
+		if err := r.Save(io.Discard); !errors.Is(err, vmem.ErrClosed) {
 			t.Errorf("Save after Close: %v", err)
 		}
 		_, err = LoadRing[uint64](d, bytes.NewReader(data))
-		if !errors.Is(err, ErrTypeMismatch) {
+		if !errors.Is(err, vmem.ErrTypeMismatch) {
 			t.Errorf("load as Ring[uint64]: %v", err)
 		}
 		_, err = LoadRing[int32](d, bytes.NewReader(data))
-		if !errors.Is(err, ErrTypeMismatch) {
+		if !errors.Is(err, vmem.ErrTypeMismatch) {
 			t.Errorf("load as Ring[int32]: %v", err)
 		}
 		snapDamage(t, data, func(src io.Reader) error {
@@ -126,8 +126,8 @@ func TestRingSnapshotErrors(t *testing.T) {
 		} {
 			h.Kind, h.Fingerprint = snapfmt.KindRing, fp
 			_, err := LoadRing[uint32](d, bytes.NewReader(snapForge(h, []byte{1, 2, 3, 4})))
-			if !errors.Is(err, ErrCorrupt) {
-				t.Errorf("%s: %v, want ErrCorrupt", name, err)
+			if !errors.Is(err, vmem.ErrCorrupt) {
+				t.Errorf("%s: %v, want vmem.ErrCorrupt", name, err)
 			}
 		}
 	})

@@ -450,8 +450,8 @@ func TestRingFaults(t *testing.T) {
 		for _, fail := range []int64{1, 3} {
 			kdev(d).InjectFaults(kern.Faults{FailAlloc: fail})
 			_, err := NewRing[uint64](d, 1000, ringWithSegmentLines(16))
-			if !errors.Is(err, ErrOutOfMemory) {
-				t.Fatalf("FailAlloc %d: NewRing: %v, want ErrOutOfMemory", fail, err)
+			if !errors.Is(err, vmem.ErrOutOfMemory) {
+				t.Fatalf("FailAlloc %d: NewRing: %v, want vmem.ErrOutOfMemory", fail, err)
 			}
 			vmemtest.CheckNoLeaks(t, d)
 		}
@@ -470,7 +470,7 @@ func TestRingFaults(t *testing.T) {
 		}
 		kdev(d).InjectFaults(kern.Faults{FailSubmit: 1})
 		dst := make([]uint64, 4096)
-		if n, err := r.PopBatch(dst); n != 0 || !errors.Is(err, ErrDeviceLost) {
+		if n, err := r.PopBatch(dst); n != 0 || !errors.Is(err, vmem.ErrDeviceLost) {
 			t.Fatalf("PopBatch under a lost device: %d, %v", n, err)
 		}
 		if r.Len() != 4096 {
@@ -483,7 +483,7 @@ func TestRingFaults(t *testing.T) {
 			t.Fatalf("Len %d after a Pop on a lost device", r.Len())
 		}
 		// Loss is sticky for calls with an error result (docs/reliability.md).
-		if err := r.Push(7); !errors.Is(err, ErrDeviceLost) {
+		if err := r.Push(7); !errors.Is(err, vmem.ErrDeviceLost) {
 			t.Fatalf("Push after device loss: %v", err)
 		}
 		if err := r.check(); err != nil {
@@ -497,10 +497,10 @@ func TestRingErrors(t *testing.T) {
 }
 
 func ringErrors(t *testing.T, d *vmem.Device) {
-	if _, err := NewRing[*int](d, 4); !errors.Is(err, ErrPointerType) {
+	if _, err := NewRing[*int](d, 4); !errors.Is(err, vmem.ErrPointerType) {
 		t.Errorf("NewRing[*int]: %v", err)
 	}
-	if _, err := NewRing[struct{ S string }](d, 4); !errors.Is(err, ErrPointerType) {
+	if _, err := NewRing[struct{ S string }](d, 4); !errors.Is(err, vmem.ErrPointerType) {
 		t.Errorf("NewRing[string field]: %v", err)
 	}
 	if _, err := NewRing[uint64](d, 0); !errors.Is(err, vmem.ErrRange) {
@@ -530,19 +530,19 @@ func ringErrors(t *testing.T, d *vmem.Device) {
 	if err := r.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if err := r.Push(1); !errors.Is(err, ErrClosed) {
+	if err := r.Push(1); !errors.Is(err, vmem.ErrClosed) {
 		t.Errorf("Push after Close: %v", err)
 	}
-	if _, err := r.PushBatch([]uint32{1}); !errors.Is(err, ErrClosed) {
+	if _, err := r.PushBatch([]uint32{1}); !errors.Is(err, vmem.ErrClosed) {
 		t.Errorf("PushBatch after Close: %v", err)
 	}
-	if _, err := r.PopBatch(make([]uint32, 1)); !errors.Is(err, ErrClosed) {
+	if _, err := r.PopBatch(make([]uint32, 1)); !errors.Is(err, vmem.ErrClosed) {
 		t.Errorf("PopBatch after Close: %v", err)
 	}
 	for range r.All() {
 		t.Error("All after Close yielded")
 	}
-	if !errors.Is(r.Err(), ErrClosed) {
+	if !errors.Is(r.Err(), vmem.ErrClosed) {
 		t.Errorf("Err after All after Close: %v", r.Err())
 	}
 	if r.Len() != 0 {

@@ -24,7 +24,7 @@ import (
 // readers, not alongside a write.
 func (s *shardedMap[K, V]) Save(w io.Writer) error {
 	if s.closed {
-		return ErrClosed
+		return vmem.ErrClosed
 	}
 	defer runtime.KeepAlive(s) // w runs while the shards' memory is read
 	h := snapfmt.Header{Kind: snapfmt.KindMap, Fingerprint: mapSnapFingerprint[K, V]()}
@@ -77,7 +77,7 @@ func shMapLoad[K comparable, V any](pool *vmem.Pool, r io.Reader, opts []MapOpti
 	if err != nil {
 		return nil, err
 	}
-	err = snapLoadEntries(sr, count, s.PutMany)
+	err = snapLoadEntries(sr, count, s.putMany)
 	if err == nil && s.Len() != count {
 		err = fmt.Errorf("%w: %d entries declared, %d distinct keys", snapfmt.ErrCorrupt, count, s.Len())
 	}
@@ -92,7 +92,7 @@ func shMapLoad[K comparable, V any](pool *vmem.Pool, r io.Reader, opts []MapOpti
 // order, in the format of a tree on one device.
 func (t *shardedBTree[K, V]) Save(w io.Writer) error {
 	if t.closed {
-		return ErrClosed
+		return vmem.ErrClosed
 	}
 	defer runtime.KeepAlive(t) // w runs while the shards' memory is read
 	h := snapfmt.Header{Kind: snapfmt.KindBTree, Fingerprint: btSnapFingerprint[K, V]()}

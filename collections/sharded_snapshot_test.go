@@ -14,7 +14,7 @@ import (
 // TestShardedSnapshots: snapshots of a Map and a BTree on a pool
 // round-trip, load as a Map or BTree on one device and back (the formats
 // are the same), spread a tree's entries evenly when no splits are given, and
-// report damage and other types as ErrCorrupt and ErrTypeMismatch.
+// report damage and other types as vmem.ErrCorrupt and vmem.ErrTypeMismatch.
 func TestShardedSnapshots(t *testing.T) {
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
 		for _, n := range []int{0, 1, 5000, 3*snapBatch + 17} {
@@ -46,7 +46,7 @@ func TestShardedSnapshots(t *testing.T) {
 			t.Fatal(err)
 		}
 		sm.Close()
-		if err := sm.Save(&bytes.Buffer{}); !errors.Is(err, ErrClosed) {
+		if err := sm.Save(&bytes.Buffer{}); !errors.Is(err, vmem.ErrClosed) {
 			t.Fatalf("Save after Close: %v", err)
 		}
 	})
@@ -106,7 +106,7 @@ func (d *shSnapData) checkTree(what string, gotK func(func(int64) bool), gotV fu
 // through a map on the pool, a map on one device and back.
 func (d *shSnapData) mapRoundTrips(sm *Map[string, int]) {
 	t, p := d.t, d.p
-	if err := sm.PutMany(d.keys, d.vals); err != nil {
+	if err := sm.putMany(d.keys, d.vals); err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
@@ -199,19 +199,19 @@ func (d *shSnapData) treeRoundTrips(st *BTree[int64, int]) []byte {
 	return snap
 }
 
-// damaged checks that damaged snapshots load as ErrCorrupt and other types
-// as ErrTypeMismatch; snap is the tree's snapshot.
+// damaged checks that damaged snapshots load as vmem.ErrCorrupt and other types
+// as vmem.ErrTypeMismatch; snap is the tree's snapshot.
 func (d *shSnapData) damaged(sm *Map[string, int], snap []byte) {
 	t, p := d.t, d.p
 	bad := bytes.Clone(snap)
 	bad[len(bad)/2] ^= 1
-	if _, err := LoadBTreeOrdered[int64, int](p, bytes.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
+	if _, err := LoadBTreeOrdered[int64, int](p, bytes.NewReader(bad)); !errors.Is(err, vmem.ErrCorrupt) {
 		t.Fatalf("LoadBTree on a pool of a damaged snapshot: %v", err)
 	}
-	if _, err := LoadBTreeOrdered[int64, int64](p, bytes.NewReader(snap)); !errors.Is(err, ErrTypeMismatch) {
+	if _, err := LoadBTreeOrdered[int64, int64](p, bytes.NewReader(snap)); !errors.Is(err, vmem.ErrTypeMismatch) {
 		t.Fatalf("LoadBTree on a pool of other types: %v", err)
 	}
-	if _, err := LoadMap[int64, int](p, bytes.NewReader(snap)); !errors.Is(err, ErrTypeMismatch) {
+	if _, err := LoadMap[int64, int](p, bytes.NewReader(snap)); !errors.Is(err, vmem.ErrTypeMismatch) {
 		t.Fatalf("LoadMap on a pool of a tree's snapshot: %v", err)
 	}
 	var b bytes.Buffer
@@ -220,7 +220,7 @@ func (d *shSnapData) damaged(sm *Map[string, int], snap []byte) {
 	}
 	bad = bytes.Clone(b.Bytes())
 	bad[len(bad)/2] ^= 1
-	if _, err := LoadMap[string, int](p, bytes.NewReader(bad)); !errors.Is(err, ErrCorrupt) {
+	if _, err := LoadMap[string, int](p, bytes.NewReader(bad)); !errors.Is(err, vmem.ErrCorrupt) {
 		t.Fatalf("LoadMap on a pool of a damaged snapshot: %v", err)
 	}
 }

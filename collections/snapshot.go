@@ -29,7 +29,7 @@ const (
 	snapFlush = 1 << 20
 )
 
-func snapErr(err error) error { return snapfmt.Wrap(err, ErrCorrupt, ErrTypeMismatch) }
+func snapErr(err error) error { return snapfmt.Wrap(err, vmem.ErrCorrupt, vmem.ErrTypeMismatch) }
 
 // snapCodec encodes values of one type: strings with a length, everything
 // else as its bytes (in the machine's byte order, which the type

@@ -38,7 +38,7 @@ type config struct {
 	n        int          // URLs to insert, duplicates included
 	universe int          // distinct URLs the generator can produce (0: n)
 	zipf     float64      // Zipf exponent s > 1 of URL popularity
-	batch    int          // URLs per GetMany/PutMany batch; 1: one Get and Put each
+	batch    int          // URLs per GetBatch/PutBatch batch; 1: one Get and Put each
 	gomap    bool         // also build a map[string]uint64 and compare
 	seed     uint64
 	dev      *vmem.Device // an open device to use instead of opening one (tests)
@@ -50,7 +50,7 @@ func main() {
 	flag.IntVar(&cfg.n, "n", 1_000_000, "URLs to insert, duplicates included")
 	flag.IntVar(&cfg.universe, "universe", 0, "distinct URLs the generator draws from (0: n)")
 	flag.Float64Var(&cfg.zipf, "zipf", 1.1, "Zipf exponent of URL popularity (> 1)")
-	flag.IntVar(&cfg.batch, "batch", 4096, "URLs per GetMany/PutMany batch (1: Get and Put one at a time)")
+	flag.IntVar(&cfg.batch, "batch", 4096, "URLs per GetBatch/PutBatch batch (1: Get and Put one at a time)")
 	flag.BoolVar(&cfg.gomap, "gomap", true, "also index the URLs in a map[string]uint64 and compare")
 	flag.Uint64Var(&cfg.seed, "seed", 1, "random seed")
 	flag.Parse()
@@ -150,7 +150,7 @@ func run(cfg config, w io.Writer) error {
 }
 
 // indexGovram gives each new URL of the stream the next id. With batches,
-// one GetMany finds the URLs already indexed, and one PutMany stores the new
+// one GetBatch finds the URLs already indexed, and one PutBatch stores the new
 // ones: the fast path on a GPU, where it spreads over every core and writes
 // one sorted batch.
 func indexGovram(m *collections.Map[string, uint64], cfg config) error {
@@ -179,7 +179,9 @@ func indexGovram(m *collections.Map[string, uint64], cfg config) error {
 		for ; len(keys) < cfg.batch && done < cfg.n; done++ {
 			keys = append(keys, gen.next())
 		}
-		m.GetMany(keys, ids, found)
+		if err := m.GetBatch(keys, ids, found); err != nil {
+			return err
+		}
 		newKeys, newIDs = newKeys[:0], newIDs[:0]
 		clear(inBatch)
 		for i, u := range keys {
@@ -194,7 +196,7 @@ func indexGovram(m *collections.Map[string, uint64], cfg config) error {
 			newIDs = append(newIDs, next)
 			next++
 		}
-		if err := m.PutMany(newKeys, newIDs); err != nil {
+		if err := m.PutBatch(newKeys, newIDs); err != nil {
 			return err
 		}
 	}
