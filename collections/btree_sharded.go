@@ -170,13 +170,6 @@ func (t *shardedBTree[K, V]) usable() error {
 	return nil
 }
 
-// splitKeys returns the boundaries between shards (none until WithSplits
-// or a BulkLoad chose them).
-func (t *shardedBTree[K, V]) splitKeys() []K { return slices.Clone(t.splits) }
-
-// shardLens returns the number of entries of each shard.
-func (t *shardedBTree[K, V]) shardLens() []int { return shLens(t.shards, t.closed) }
-
 // Len returns the number of entries (0 after Close).
 func (t *shardedBTree[K, V]) Len() int { return shLen(t.shards, t.closed) }
 

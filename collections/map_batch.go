@@ -3,7 +3,6 @@ package collections
 import (
 	"fmt"
 	"math/bits"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -38,75 +37,6 @@ type mapLines struct {
 	b [mapGroupKeys][layout.LineSize]byte
 	g [mapGroupKeys * layout.LineSize]byte
 }
-
-// GetMany looks up every key: vals[i] gets the value of keys[i] (the zero
-// value if absent) and, when found is not nil, found[i] whether it is
-// there. It returns the number found. vals and found must be at least as
-// long as keys: GetMany panics if they are shorter (it has no error
-// result; GetBatch returns an error matching vmem.ErrRange). It panics if the
-// map is closed or a write is in progress.
-//
-// It picks its path as GetBatch does: on a GPU, a batch large enough to
-// pay for a round (or one whose keys would cost the CPU DMA round trips,
-// in private VRAM) is looked up by a kernel, in a round shared with
-// concurrent callers; otherwise, and wherever the kernels cannot run,
-// by line loads on the CPU, large batches spread over GOMAXPROCS
-// goroutines. A GPU failure leaves the batch to the CPU path; a lost
-// device panics, as in Get (GetBatch returns it).
-func (m *Map[K, V]) getMany(keys []K, vals []V, found []bool) int {
-	if m.sh != nil {
-		return m.sh.getMany(keys, vals, found)
-	}
-	if m.pending.Load() {
-		m.flushForRead()
-	}
-	t := m.t
-	if t == nil || m.writing {
-		m.badRead()
-	}
-	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
-		panic(fmt.Sprintf("collections: GetMany: %d keys, %d values, %d found flags", len(keys), len(vals), len(found)))
-	}
-	m.readCheck("GetMany")
-	// A loss met on the way (the flush above, the kernel, a DMA) ends the
-	// call as one met before it.
-	defer m.readCheck("GetMany")
-	if hmode, ok := m.batchGPU(t, len(keys)); ok {
-		f := found
-		var fp *[]bool
-		if f == nil {
-			// The count needs the flags.
-			fp = mapFoundPool.Get().(*[]bool)
-			if cap(*fp) < len(keys) {
-				*fp = make([]bool, len(keys))
-			}
-			f = (*fp)[:len(keys)]
-		}
-		err := m.combGet(t, hmode, keys, vals, f)
-		n := 0
-		if err == nil {
-			for _, ok := range f[:len(keys)] {
-				if ok {
-					n++
-				}
-			}
-		}
-		if fp != nil {
-			mapFoundPool.Put(fp)
-		}
-		if err == nil {
-			m.gpu.stats.gpuPath.Add(1)
-			return n
-		}
-		if errIsDeviceLost(err) {
-			m.readLost("GetMany")
-		}
-	}
-	m.gpu.stats.cpuPath.Add(1)
-	return m.getManyCPU(t, keys, vals, found)
-}
-
-var mapFoundPool = sync.Pool{New: func() any { return new([]bool) }}
 
 // getManyCPU is GetMany by CPU line loads.
 func (m *Map[K, V]) getManyCPU(t *mapTable, keys []K, vals []V, found []bool) int {

@@ -193,9 +193,6 @@ func (s *shardedMap[K, V]) live() {
 	}
 }
 
-// shardLens returns the number of entries of each shard.
-func (s *shardedMap[K, V]) shardLens() []int { return shLens(s.shards, s.closed) }
-
 // Stats returns the shards' memory and hot tiers added up: every field of
 // MapStats and of its CacheStats is the sum over the shards (the Cache's
 // hit rate is then the whole map's), and Shards holds each shard's own.
@@ -340,53 +337,6 @@ func (s *shardedMap[K, V]) plan(keys []K, sc *shScratch[K, V]) *shPlan {
 	pl := shPlanRanges(len(keys), len(s.shards), sc.sid, s.shardFill(keys))
 	shGroup(pl, keys, sc.keys)
 	return pl
-}
-
-// GetMany looks up every key: vals[i] gets the value of keys[i] (the zero
-// value if absent) and, when found is not nil, found[i] whether it is
-// there. It returns the number found. vals and found must be at least as
-// long as keys: GetMany panics if they are shorter (it has no error
-// result; GetBatch returns an error matching vmem.ErrRange). The keys are split by shard and every shard looks up its
-// part at once (Map.getMany: streaming loads on all cores). It panics if
-// the map is closed or a write is in progress.
-func (s *shardedMap[K, V]) getMany(keys []K, vals []V, found []bool) int {
-	s.live()
-	if len(vals) < len(keys) || (found != nil && len(found) < len(keys)) {
-		panic(fmt.Sprintf("collections: Map.getMany: %d keys, %d values, %d found flags", len(keys), len(vals), len(found)))
-	}
-	if s.nd == 1 {
-		return s.shards[0].getMany(keys, vals, found)
-	}
-	if len(keys) < shSmallBatch {
-		total := 0
-		for i := range keys {
-			v, ok := s.Get(keys[i])
-			vals[i] = v
-			if found != nil {
-				found[i] = ok
-			}
-			if ok {
-				total++
-			}
-		}
-		return total
-	}
-	sc := s.getScratch(len(keys))
-	defer sc.release(&s.scratch, s.strs)
-	pl := s.plan(keys, sc)
-	ds := pl.active()
-	counts := make([]int, len(s.shards))
-	shRun(ds, func(d int) error {
-		lo, hi := pl.run(d)
-		counts[d] = s.shards[d].getMany(sc.keys[lo:hi], sc.vals[lo:hi], sc.found[lo:hi])
-		return nil
-	})
-	shUngroupAnswers(pl, sc.vals, vals[:len(keys)], sc.found, found)
-	total := 0
-	for _, c := range counts {
-		total += c
-	}
-	return total
 }
 
 // shardFill returns the shard-finding loop of shPlanRanges for keys: the

@@ -59,18 +59,6 @@ func (p Placement) String() string {
 	return fmt.Sprintf("Placement(%d)", int(p))
 }
 
-// parsePlacement reads "stripe" or "fill-first" (also "fillfirst"), as in
-// the benchmarks' VMEM_POOL_PLACEMENT.
-func parsePlacement(s string) (Placement, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "stripe", "":
-		return Stripe, nil
-	case "fill-first", "fillfirst", "fill":
-		return FillFirst, nil
-	}
-	return Stripe, fmt.Errorf("vmem: unknown placement %q (want stripe or fill-first)", s)
-}
-
 // poolMaxDevices bounds a pool: batch operations record a device number in
 // one byte per element.
 const poolMaxDevices = 256

@@ -1,5 +1,10 @@
 package vmem
 
+import (
+	"fmt"
+	"strings"
+)
+
 // What the tests of package vmem_test see of a Slice on a pool.
 
 // WithStripe is withStripe: small stripes spread small test arrays over
@@ -32,3 +37,23 @@ func SetPlacement(p *Pool, pl Placement) { p.placement.Store(int32(pl)) }
 // GetManyCPU is getMany: the batch read by interleaved line loads, which
 // panics where GetBatch returns an error.
 func (s *Slice[T]) GetManyCPU(idx []int, dst []T) { s.getMany(idx, dst) }
+
+// parsePlacement reads "stripe" or "fill-first" (also "fillfirst"), as in
+// the benchmarks' VMEM_POOL_PLACEMENT.
+func parsePlacement(s string) (Placement, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "stripe", "":
+		return Stripe, nil
+	case "fill-first", "fillfirst", "fill":
+		return FillFirst, nil
+	}
+	return Stripe, fmt.Errorf("vmem: unknown placement %q (want stripe or fill-first)", s)
+}
+
+// withStripe sets a striped pool Slice's stripe to n elements (rounded up
+// to a power of two; ignored on a Device). Default: 16 MiB of elements.
+// Small stripes spread small arrays over every device (tests use them);
+// large ones make bulk copies larger transfers.
+func withStripe(n int) SliceOption {
+	return func(c *sliceConfig) { c.stripe = n }
+}

@@ -75,14 +75,6 @@ func WithPlacement(p Placement) SliceOption {
 	return func(c *sliceConfig) { c.placement = p }
 }
 
-// withStripe sets a striped pool Slice's stripe to n elements (rounded up
-// to a power of two; ignored on a Device). Default: 16 MiB of elements.
-// Small stripes spread small arrays over every device (tests use them);
-// large ones make bulk copies larger transfers.
-func withStripe(n int) SliceOption {
-	return func(c *sliceConfig) { c.stripe = n }
-}
-
 // poolStripeBytes is the default stripe: one DMA of 16 MiB runs at more
 // than half the link's best speed (docs/physics.md), and a copy of several
 // stripes pipelines them.
