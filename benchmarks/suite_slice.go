@@ -17,7 +17,7 @@ func sliceSuite() *suite {
 			"(a mapped block of the same device used as a []uint64 with plain Go loads and stores). " +
 			"One operation is one element.",
 		Ops: []opDoc{
-			{"get", "read the element at a random index (govram: Get; govram/batch: GetMany of 256 indices, loads interleaved)"},
+			{"get", "read the element at a random index (govram: Get; govram/batch: GetBatch of 256 indices, loads interleaved)"},
 			{"set", "write the element at a random index (govram: Set, store and fence; govram/batch: a Writer, sorted whole-line stores, flushed at the end)"},
 			{"append", "append one element, from empty up to the size, then start again (govram/batch: Append of 1024 elements at a time)"},
 			{"copy-in", "bulk copy from a Go []uint64 into the container in 8 MiB pieces (CopyFrom; naive: copy())"},

@@ -269,7 +269,7 @@ func btNewOrderedOn[K cmp.Ordered, V any](dev *vmem.Device, opts []BTreeOption) 
 // btMake makes a tree on mem with mk, the constructor of a tree on one
 // device: on a device directly, on a pool once per device.
 func btMake[K, V any](mem vmem.Memory, less func(a, b K) bool, mk func(*vmem.Device, []BTreeOption) (*BTree[K, V], error), opts []BTreeOption) (*BTree[K, V], error) {
-	dev, pool, err := btMemory(mem)
+	dev, pool, err := memoryOf(mem)
 	if err != nil {
 		return nil, fmt.Errorf("collections: NewBTree: %w", err)
 	}
@@ -285,24 +285,6 @@ func btMake[K, V any](mem vmem.Memory, less func(a, b K) bool, mk func(*vmem.Dev
 		return nil, err
 	}
 	return &BTree[K, V]{sh: sh}, nil
-}
-
-// btMemory tells a device from a pool; a nil Memory, or a nil pointer in
-// one, is an error matching vmem.ErrNoDevice rather than a later panic.
-func btMemory(mem vmem.Memory) (*vmem.Device, *vmem.Pool, error) {
-	switch m := mem.(type) {
-	case *vmem.Device:
-		if m != nil {
-			return m, nil, nil
-		}
-		return nil, nil, fmt.Errorf("nil device: %w", vmem.ErrNoDevice)
-	case *vmem.Pool:
-		if m != nil {
-			return nil, m, nil
-		}
-		return nil, nil, fmt.Errorf("nil pool: %w", vmem.ErrNoDevice)
-	}
-	return nil, nil, fmt.Errorf("nil memory: %w", vmem.ErrNoDevice)
 }
 
 func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opts []BTreeOption) (*BTree[K, V], error) {

@@ -77,7 +77,7 @@ func LoadBTreeOrdered[K cmp.Ordered, V any](mem vmem.Memory, r io.Reader, opts .
 
 // btLoadOn is LoadBTree with mk, the constructor of a tree on one device.
 func btLoadOn[K, V any](mem vmem.Memory, r io.Reader, less func(a, b K) bool, mk func(*vmem.Device, []BTreeOption) (*BTree[K, V], error), opts []BTreeOption) (*BTree[K, V], error) {
-	dev, pool, err := btMemory(mem)
+	dev, pool, err := memoryOf(mem)
 	if err != nil {
 		return nil, fmt.Errorf("collections: LoadBTree: %w", err)
 	}

@@ -2,7 +2,7 @@ package collections
 
 // Reads on a lost device.
 //
-// A read without an error result (Get, Has, GetMany, Min, Max, Peek, Pop,
+// A read without an error result (Get, Has, Min, Max, Peek, Pop,
 // iteration) cannot say that it failed, and "absent" would pass for an
 // answer. Once the container's device is lost it panics instead, as Go
 // does for a nil map write, with an error for which

@@ -30,7 +30,7 @@ package collections
 //   - Stores go through a lines.Batcher: merged by line, sorted by
 //     address, written as whole lines where possible. Pending stores are
 //     flushed by the first read that follows them (or at the end of a
-//     PutMany), so a single Put costs no round trip.
+//     PutBatch), so a single Put costs no round trip.
 //   - Growth allocates the new table, reads the old slots in large chunks
 //     by DMA into pinned host memory (far faster than CPU loads:
 //     docs/physics.md), rehashes in host memory into a window of the new
@@ -89,8 +89,8 @@ import (
 // puts each key on the device its hash picks; its methods and semantics
 // are the same, so moving a program from one GPU to all of them is a
 // change of the value passed, not of the code. A single Get, Put or Delete
-// costs one hash more and touches one device. Batches (GetBatch, PutBatch,
-// GetMany, PutMany) are split by shard and run one goroutine per device,
+// costs one hash more and touches one device. Batches (GetBatch, PutBatch)
+// are split by shard and run one goroutine per device,
 // so every GPU works at once; their errors are joined (errors.Is finds
 // each), and a shard that failed is unchanged as a map on one device is
 // after that error, while the others have done their part: after a failed
@@ -101,7 +101,7 @@ import (
 // WithHostCache's bytes are each device's hot tier. Stats adds the shards
 // up and lists each in MapStats.Shards; All yields shard after shard.
 //
-// Device loss: reads without an error result (Get, Has, GetMany, All, Keys,
+// Device loss: reads without an error result (Get, Has, All, Keys,
 // Values) panic with an error matching vmem.ErrDeviceLost rather than report a
 // key absent; GetBatch and Save return the loss instead. On a pool this
 // holds shard by shard.
@@ -182,7 +182,7 @@ func WithCapacity(n int) MapOption { return func(c *mapConfig) { c.capacity = n 
 // WithHasher replaces the built-in hash of keys with h. The map mixes h's
 // result further, so a fast hash of modest quality is enough; it must be
 // deterministic, equal for equal keys, and safe to call from several
-// goroutines at once (GetMany and PutMany do). K must be the map's key
+// goroutines at once (GetBatch and PutBatch do). K must be the map's key
 // type, or NewMap fails.
 func WithHasher[K comparable](h func(K) uint64) MapOption {
 	return func(c *mapConfig) {
@@ -203,9 +203,9 @@ var mapEagerLoad = false
 // may be a string type. It fails with vmem.ErrOutOfMemory when the first table
 // does not fit.
 func NewMap[K comparable, V any](mem vmem.Memory, opts ...MapOption) (*Map[K, V], error) {
-	dev, pool, err := mapMemory("NewMap", mem)
+	dev, pool, err := memoryOf(mem)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("collections: NewMap: %w", err)
 	}
 	if pool != nil {
 		s, err := newShardedMap[K, V](pool, opts...)
@@ -217,20 +217,21 @@ func NewMap[K comparable, V any](mem vmem.Memory, opts ...MapOption) (*Map[K, V]
 	return newMap[K, V](dev, opts...)
 }
 
-// mapMemory returns the device or the pool mem is, or an error matching
-// vmem.ErrNoDevice for a nil one (typed or not).
-func mapMemory(call string, mem vmem.Memory) (*vmem.Device, *vmem.Pool, error) {
-	switch mem := mem.(type) {
+// memoryOf tells a device from a pool, for every constructor and loader of
+// the package; a nil Memory, or a nil pointer in one, is an error matching
+// vmem.ErrNoDevice rather than a later panic.
+func memoryOf(mem vmem.Memory) (*vmem.Device, *vmem.Pool, error) {
+	switch m := mem.(type) {
 	case *vmem.Device:
-		if mem != nil {
-			return mem, nil, nil
+		if m != nil {
+			return m, nil, nil
 		}
 	case *vmem.Pool:
-		if mem != nil {
-			return nil, mem, nil
+		if m != nil {
+			return nil, m, nil
 		}
 	}
-	return nil, nil, fmt.Errorf("collections: %s: nil device or pool: %w", call, vmem.ErrNoDevice)
+	return nil, nil, fmt.Errorf("nil device or pool: %w", vmem.ErrNoDevice)
 }
 
 // newMap returns an empty map on dev (NewMap).

@@ -27,7 +27,7 @@ import (
 const (
 	mapGroupKeys = 16   // keys whose lines one Gather loads
 	mapParMin    = 2048 // keys per goroutine worth its start-up
-	mapPutBatch  = 8192 // keys PutMany resolves and applies at a time
+	mapPutBatch  = 8192 // keys putMany resolves and applies at a time
 )
 
 // mapLines holds the home lines of one group of keys: b[x] the copy of key
@@ -136,7 +136,7 @@ func (m *Map[K, V]) matchHome(p *mapProbe, k *K) int {
 	return -1
 }
 
-// getBlock is GetMany for one goroutine.
+// getBlock is getMany for one goroutine.
 func (m *Map[K, V]) getBlock(t *mapTable, keys []K, vals []V, found []bool) int {
 	var ps [mapGroupKeys]mapProbe
 	var lines mapLines
@@ -170,7 +170,7 @@ func (m *Map[K, V]) getBlock(t *mapTable, keys []K, vals []V, found []bool) int 
 	return n
 }
 
-// PutMany stores vals[i] for keys[i], in order (a key given twice keeps
+// putMany stores vals[i] for keys[i], in order (a key given twice keeps
 // its later value). vals must be at least as long as keys. Where existing
 // keys are overwritten, their slots are found first by all goroutines at
 // once with batched line loads; then the stores are applied and written
@@ -185,7 +185,7 @@ func (m *Map[K, V]) putMany(keys []K, vals []V) error {
 		return err
 	}
 	if len(vals) < len(keys) {
-		return fmt.Errorf("collections: PutMany: %d keys but %d values: %w", len(keys), len(vals), vmem.ErrRange)
+		return fmt.Errorf("collections: PutBatch: %d keys but %d values: %w", len(keys), len(vals), vmem.ErrRange)
 	}
 	if m.writing {
 		m.badWrite()
@@ -212,7 +212,7 @@ func (m *Map[K, V]) putMany(keys []K, vals []V) error {
 	return err
 }
 
-// putBatch applies one piece of a PutMany.
+// putBatch applies one piece of a putMany.
 func (m *Map[K, V]) putBatch(keys []K, vals []V, hs, res []uint64) error {
 	t, fresh := m.locate(keys, hs, res)
 	if t.growthLeft < fresh {

@@ -86,7 +86,7 @@ func init() {
 
 // mapBatchStats counts how batch lookups were answered, for Stats.
 type mapBatchStats struct {
-	rounds   atomic.Uint64 // GPU rounds of GetBatch and GetMany (each a submission and a wait)
+	rounds   atomic.Uint64 // GPU rounds of GetBatch (each a submission and a wait)
 	keys     atomic.Uint64 // keys those rounds looked up
 	combined atomic.Uint64 // calls answered by a round shared with other calls
 	cpuPath  atomic.Uint64 // calls answered by CPU line loads

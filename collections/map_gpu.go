@@ -28,8 +28,8 @@ package collections
 // the CPU and the hashes sent with the keys. Keys are compared as bytes,
 // so only types whose == is byte equality run on the GPU (no floats, no
 // padding); string values, and records whose key, value or stride is
-// not a whole number of 4-byte words, take the CPU paths (GetMany,
-// PutMany). String keys run on the GPU for lookups only (getMode): the
+// not a whole number of 4-byte words, take the CPU paths (getMany,
+// putMany). String keys run on the GPU for lookups only (getMode): the
 // CPU hashes them and sends record images (putKeys).
 
 import (
@@ -200,7 +200,7 @@ func (m *Map[K, V]) gpuSegs(t *mapTable, p unsafe.Pointer) {
 	}
 }
 
-// GetBatch looks up every key, as GetMany does: vals[i] gets the value of
+// GetBatch looks up every key: vals[i] gets the value of
 // keys[i] (the zero value if absent) and, when found is not nil, found[i]
 // whether it is there. vals and found must be at least as long as keys
 // (else an error matching vmem.ErrRange).
@@ -210,7 +210,8 @@ func (m *Map[K, V]) gpuSegs(t *mapTable, p unsafe.Pointer) {
 // writes the answers back, and the CPU copies them out: one round trip per
 // two million keys. The first batch after single writes (Put, Delete,
 // Clear) first copies the control bytes to the device (about 1.1-2 bytes
-// an entry, by DMA). Elsewhere it is GetMany. Errors: vmem.ErrClosed,
+// an entry, by DMA). Small batches, and every batch elsewhere, are answered
+// by line loads overlapped over GOMAXPROCS goroutines. Errors: vmem.ErrClosed,
 // vmem.ErrOutOfMemory (no room for the device copy of the control bytes; the
 // map is unchanged), vmem.ErrDeviceLost.
 //

@@ -15,7 +15,7 @@ import (
 	"github.com/govram/govram/vmem"
 )
 
-// PutBatch stores vals[i] for keys[i], with PutMany's semantics: in order,
+// PutBatch stores vals[i] for keys[i], in order,
 // so a key given twice keeps its later value. vals must be at least as
 // long as keys (else an error matching vmem.ErrRange).
 //
@@ -25,7 +25,9 @@ import (
 // kernel overwrites the values of the keys found and inserts the others,
 // claiming slots in the device copy of the control bytes, and the CPU
 // sets the same control bytes on the host from the kernel's answer. Two
-// round trips per two million keys. Elsewhere it is PutMany.
+// round trips per two million keys. Elsewhere the existing keys are found
+// by batched line loads on all cores and the stores written in one sorted
+// batch.
 //
 // Errors: vmem.ErrClosed; vmem.ErrOutOfMemory when the table must grow and cannot,
 // or there is no room for the device copy of the control bytes: the keys

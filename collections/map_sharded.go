@@ -13,7 +13,7 @@ package collections
 //     leave most of every shard's table empty.
 //   - A single Get, Put or Delete costs one hash more than on one device
 //     (a few nanoseconds) and touches one device.
-//   - Batches (GetBatch, PutBatch, GetMany, PutMany) are split by shard
+//   - Batches (GetBatch, PutBatch) are split by shard
 //     (batch_sharded.go) and every shard's part runs in its own goroutine,
 //     so every GPU runs its batch kernel at the same time; the results are
 //     put back in the batch's order.
@@ -359,7 +359,7 @@ func (s *shardedMap[K, V]) shardFill(keys []K) func(lo, hi int, sid []uint8, cnt
 	}
 }
 
-// PutMany stores vals[i] for keys[i], in order (a key given twice keeps its
+// putMany stores vals[i] for keys[i], in order (a key given twice keeps its
 // later value); vals must be at least as long as keys. The keys are split
 // by shard, keeping their order, and every shard stores its part at once
 // (Map.putMany). On error every key holds its old or its new value; a
@@ -368,7 +368,7 @@ func (s *shardedMap[K, V]) putMany(keys []K, vals []V) error {
 	return s.putBatch("PutMany", keys, vals, (*Map[K, V]).putMany)
 }
 
-// PutBatch stores vals[i] for keys[i] with PutMany's semantics, with
+// PutBatch stores vals[i] for keys[i] with putMany's semantics, with
 // Map.PutBatch on each shard: on GPUs, every device's kernels store its
 // shard's keys at the same time. Errors: vmem.ErrClosed, a length error matching
 // vmem.ErrRange, and the shards' errors, joined; a shard that failed with

@@ -18,7 +18,7 @@ import (
 	"github.com/govram/govram/vmem"
 )
 
-// GetBatch looks up every key as GetMany does, with Map.GetBatch on each
+// GetBatch looks up every key as Map.GetBatch does, with Map.GetBatch on each
 // shard: on GPUs, every device's kernel probes its shard's keys at the
 // same time, so a batch over D GPUs takes about 1/D of the time on one,
 // plus the split (one pass over the keys on all cores). Errors: vmem.ErrClosed,

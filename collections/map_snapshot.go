@@ -6,7 +6,7 @@ package collections
 // iteration order, each the key then the value, fixed-size types as their
 // bytes and string types as a uvarint length and the bytes. The table is
 // read by All (DMA of 1 MiB chunks into pinned memory), and a load rebuilds
-// the table with PutMany in batches, so the hash seed and table size of the
+// the table with putMany in batches, so the hash seed and table size of the
 // new map are its own (see internal/snapfmt for the framing, checksums and
 // bounds).
 
@@ -60,9 +60,9 @@ func (m *Map[K, V]) mapSave(w io.Writer) (err error) {
 // entries arrive, so a forged count costs nothing. On any error the new
 // map is closed.
 func LoadMap[K comparable, V any](mem vmem.Memory, r io.Reader, opts ...MapOption) (*Map[K, V], error) {
-	dev, pool, err := mapMemory("LoadMap", mem)
+	dev, pool, err := memoryOf(mem)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("collections: LoadMap: %w", err)
 	}
 	if pool != nil {
 		return mapLoadPool[K, V](pool, r, opts)

@@ -437,7 +437,7 @@ type MapStats struct {
 	// Puts' buffer and the hot tier (Cache.Bytes).
 	HostBytes uint64
 	Cache     CacheStats
-	// Batch counts how GetBatch and GetMany calls were answered.
+	// Batch counts how GetBatch calls were answered.
 	Batch BatchStats
 	// CombinedGets counts the Gets that missed the tier while other
 	// goroutines were in Get, and were looked up together with theirs in
@@ -450,7 +450,7 @@ type MapStats struct {
 	Shards []MapStats
 }
 
-// BatchStats counts how a map's batch lookups (GetBatch, GetMany) were
+// BatchStats counts how a map's batch lookups (GetBatch) were
 // answered: each call picks CPU line loads or GPU rounds by its size and
 // where the table lives, and these counts show which path a program's
 // batches take.

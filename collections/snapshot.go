@@ -22,7 +22,7 @@ import (
 const (
 	// snapMaxString bounds a string in a snapshot: the Map's own limit.
 	snapMaxString = 256 << 20
-	// snapBatch is how many entries a load gathers per PutMany, BulkLoad
+	// snapBatch is how many entries a load gathers per putMany, BulkLoad
 	// or PushBatch.
 	snapBatch = 4096
 	// snapFlush is how much encoded data Save collects before writing.
