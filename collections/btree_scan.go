@@ -747,29 +747,56 @@ func (t *BTree[K, V]) DescendGreaterThan(pivot K, fn func(key K, value V) bool) 
 // is reported by Err, and a lost device panics (see Get), as it does in
 // every scan.
 func (t *BTree[K, V]) All() iter.Seq2[K, V] {
-	if t.sk != nil {
-		return t.sk.ascendSeq("All", nil, nil)
-	}
-	return t.ascendSeq("All", nil, nil)
+	return func(yield func(K, V) bool) { t.ascendPush("All", nil, nil, yield) }
 }
 
-// ascendSeq is the sequence of the entries in [lo, hi) (nil: open). It is
-// small enough for the compiler to inline with the loop body, which then
-// runs in a plain loop over each leaf's run.
-func (t *BTree[K, V]) ascendSeq(op string, lo, hi *K) iter.Seq2[K, V] {
-	return func(yield func(K, V) bool) {
-		r := t.ascend(op, lo, hi)
-		for {
-			keys, vals := r.next()
-			if keys == nil {
+// ascendPush calls yield with the entries in [lo, hi) until it returns
+// false. A push iterator ends inside this call, also when yield panics: its
+// walk lives in the call and the deferred stop ends it (the reads in
+// flight waited for, the buffers given back), where a pull walk (ascend)
+// is kept on the heap with a cleanup for callers that drop it unfinished.
+func (t *BTree[K, V]) ascendPush(op string, lo, hi *K, yield func(K, V) bool) {
+	if t.sk != nil {
+		t.sk.ascendPush(op, lo, hi, yield)
+		return
+	}
+	if t.sh != nil {
+		t.ascendPull(op, lo, hi, yield)
+		return
+	}
+	var w btWalk[K, V]
+	r := btRuns[K, V]{first: true, w: &w}
+	if !w.start(t, op, false, lo, hi) {
+		return
+	}
+	defer r.stop()
+	for {
+		keys, vals := r.next()
+		if keys == nil {
+			return
+		}
+		vals = vals[:len(keys)]
+		for i, k := range keys {
+			if !yield(k, vals[i]) {
 				return
 			}
-			vals = vals[:len(keys)]
-			for i, k := range keys {
-				if !yield(k, vals[i]) {
-					r.stop()
-					return
-				}
+		}
+	}
+}
+
+// ascendPull is ascendPush's loop over a pull walk (a tree on a pool).
+func (t *BTree[K, V]) ascendPull(op string, lo, hi *K, yield func(K, V) bool) {
+	r := t.ascend(op, lo, hi)
+	defer r.stop() // also when yield panics: the shards' walks end before a Close
+	for {
+		keys, vals := r.next()
+		if keys == nil {
+			return
+		}
+		vals = vals[:len(keys)]
+		for i, k := range keys {
+			if !yield(k, vals[i]) {
+				return
 			}
 		}
 	}
@@ -782,8 +809,7 @@ func (t *BTree[K, V]) Backward() iter.Seq2[K, V] {
 
 // Range returns the entries with lo <= key < hi in ascending order.
 func (t *BTree[K, V]) Range(lo, hi K) iter.Seq2[K, V] {
-	if t.sk != nil {
-		return t.sk.ascendSeq("Range", &lo, &hi)
-	}
-	return t.ascendSeq("Range", &lo, &hi)
+	// One closure, small enough to inline: the loop body's closure then
+	// stays on the caller's stack.
+	return func(yield func(K, V) bool) { t.ascendPush("Range", &lo, &hi, yield) }
 }

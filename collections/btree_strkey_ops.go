@@ -7,7 +7,6 @@ package collections
 
 import (
 	"fmt"
-	"iter"
 
 	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/vmem"
@@ -203,18 +202,11 @@ func (s *btSK[K, V]) scan(op string, desc bool, lo, hi *K, yield func(K, V) bool
 	s.in.scan(op, desc, rl, rh, func(k btSKey, v V) bool { return yield(s.key(k), v) })
 }
 
-// ascendSeq is BTree.ascendSeq (All, Range): the bounds are taken when
-// the sequence runs.
-func (s *btSK[K, V]) ascendSeq(op string, lo, hi *K) iter.Seq2[K, V] {
-	return func(yield func(K, V) bool) {
-		rl, rh, release := s.bounds(lo, hi)
-		defer release()
-		for k, v := range s.in.ascendSeq(op, rl, rh) {
-			if !yield(s.key(k), v) {
-				return
-			}
-		}
-	}
+// ascendPush is BTree.ascendPush (All, Range).
+func (s *btSK[K, V]) ascendPush(op string, lo, hi *K, yield func(K, V) bool) {
+	rl, rh, release := s.bounds(lo, hi)
+	defer release()
+	s.in.ascendPush(op, rl, rh, func(k btSKey, v V) bool { return yield(s.key(k), v) })
 }
 
 // runs is BTree.scanRuns (AscendRuns, AscendRangeRuns): each run's keys

@@ -299,7 +299,7 @@ type ringConsumer struct {
 	wanted   uint64 // the last want stored
 	winStart uint64 // stream byte offset of win[0]
 	winEnd   uint64 // stream byte offset just past the window's valid bytes
-	err      error  // what stopped the last All
+	err      error  // the first error that stopped an All (Err)
 	win      [ringWinLines * ringLine / 8]uint64
 }
 

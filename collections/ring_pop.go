@@ -105,9 +105,8 @@ func (r *Ring[T]) All() iter.Seq2[int, T] {
 	return func(yield func(int, T) bool) {
 		defer runtime.KeepAlive(r) // the ring's memory is read until the end
 		c := &r.c
-		c.err = nil
 		if r.closed {
-			c.err = vmem.ErrClosed
+			r.noteErr(vmem.ErrClosed)
 			return
 		}
 		r.readCheck("All")
@@ -125,7 +124,7 @@ func (r *Ring[T]) All() iter.Seq2[int, T] {
 			k := min(per, t-i)
 			if r.size != 0 {
 				if err := r.readElems(buf[:k], i); err != nil {
-					c.err = err
+					r.noteErr(err)
 					r.readCheck("All") // a lost device did not run out of elements
 					return
 				}
@@ -148,9 +147,18 @@ func (r *Ring[T]) All() iter.Seq2[int, T] {
 	}
 }
 
-// Err returns the error that stopped the last All (nil if it ran to the
-// end or was stopped by its caller). Like All, it is a consumer call.
+// Err returns the first error that stopped an All, the ring's one method
+// without an error result that meets the device (nil if none did), as a
+// Map's and a BTree's Err return the first error their methods without an
+// error result met; Clear forgets it. Like All, it is a consumer call.
 func (r *Ring[T]) Err() error { return r.c.err }
+
+// noteErr keeps err for Err unless an earlier error is kept.
+func (r *Ring[T]) noteErr(err error) {
+	if r.c.err == nil {
+		r.c.err = err
+	}
+}
 
 // allBuffer returns a buffer for n elements: pinned host memory when reads
 // that long go by DMA (no staging copy), else the Go heap.
