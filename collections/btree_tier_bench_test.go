@@ -2,6 +2,7 @@ package collections
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -205,4 +206,80 @@ func btTierBenchImpls(b *testing.B, s *btTierBenchSet, stream []uint32, dist str
 			}
 		})
 	}
+}
+
+// BenchmarkBTreeRangeParallel measures Range(100) from many goroutines at
+// once, each drawing its start keys from its own stream (uniform or Zipf
+// 1.1), on the tree with its default tier and on google/btree (read
+// concurrently, which it allows). Reported: ranges a second in all.
+//
+// Sizes: VMEM_BENCH_BTREE_SIZES (default 1e6); goroutines:
+// VMEM_BENCH_GOROUTINES (default 1,16). VMEM_BENCH_WARM warms each row
+// first, as BenchmarkBTreeTier does.
+func BenchmarkBTreeRangeParallel(b *testing.B) {
+	gs := mapBenchInts(b, "VMEM_BENCH_GOROUTINES", 1, 16)
+	for _, n := range vmemtest.BenchSizesFrom(b, "VMEM_BENCH_BTREE_SIZES", 1e6) {
+		for _, dist := range []string{"uniform", "zipf1.1"} {
+			for _, g := range gs {
+				for _, impl := range []string{"gbtree", "govram"} {
+					b.Run(fmt.Sprintf("%s/%s/g=%d/%s", vmemtest.SizeName(n), dist, g, impl), func(b *testing.B) {
+						s := btTierBenchBuild(b, n)
+						btRangeParallel(b, s, dist, g, impl == "gbtree")
+					})
+				}
+			}
+		}
+	}
+}
+
+// btRangeParallel runs b.N Ranges of 100 entries over g goroutines.
+func btRangeParallel(b *testing.B, s *btTierBenchSet, dist string, g int, gb bool) {
+	n := len(s.sorted)
+	one := func(r uint64) uint64 {
+		p := int(s.pos[r])
+		lo, hi := s.sorted[p], ^uint64(0)
+		if p+100 < n {
+			hi = s.sorted[p+100]
+		}
+		var acc uint64
+		if gb {
+			s.g.AscendRange(btItem{k: lo}, btItem{k: hi}, func(it btItem) bool {
+				acc += it.v
+				return true
+			})
+			return acc
+		}
+		for _, v := range s.t.Range(lo, hi) {
+			acc += v
+		}
+		return acc
+	}
+	if !gb {
+		s.t.etInvalidate()
+		s.t.lv.invalidate()
+	}
+	tierBenchWarm(b, n, dist, tierBenchWarmCount(b)/10, func(r uint64) { one(r) })
+	sampler := tierBenchSampler(n, dist)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	b.ResetTimer()
+	for w := range g {
+		count := b.N / g
+		if w < b.N%g {
+			count++
+		}
+		wg.Go(func() {
+			next := sampler(rand.New(rand.NewPCG(5, uint64(w)+1)))
+			var acc uint64
+			for range count {
+				acc += one(next())
+			}
+			mu.Lock()
+			mapBenchSink += acc
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mranges/s")
 }
