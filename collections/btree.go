@@ -155,8 +155,7 @@ type BTree[K, V any] struct {
 	errMu sync.Mutex
 	err   error // first error met by a method without an error result
 
-	poolMu sync.Mutex
-	pool   []*btScan // scan states with pinned buffers, reused
+	scans btScans // scan states with pinned buffers, reused
 
 	img    [3][]uint64 // writer scratch: leaf images (only when not in place)
 	closed bool
@@ -520,12 +519,7 @@ func (t *BTree[K, V]) clear() {
 	t.routeDrop()
 	t.n = 0
 	t.dirty.Store(false)
-	t.poolMu.Lock()
-	for _, s := range t.pool {
-		s.release(t.mem)
-	}
-	t.pool = nil
-	t.poolMu.Unlock()
+	t.scans.drain(t.mem, false)
 	if buildconst.Invariants {
 		t.check()
 	}
@@ -547,6 +541,7 @@ func (t *BTree[K, V]) Close() error {
 		t.unreg()
 	}
 	t.clear()
+	t.scans.drain(t.mem, true) // states put back later (a walk's cleanup) are released
 	t.lv.hot, t.et = nil, nil
 	t.mem.FreeAll()
 	t.closed = true

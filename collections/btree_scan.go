@@ -3,7 +3,10 @@ package collections
 import (
 	"iter"
 	"math/bits"
+	"math/rand/v2"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/govram/govram/internal/access"
@@ -49,30 +52,90 @@ func (s *btScan) release(h *owner) {
 // btFirstWindow is how many leaves an open-ended scan reads first.
 const btFirstWindow = 2
 
-// btScanPool bounds the scan states a tree keeps for reuse.
-const btScanPool = 4
+// btScanPool bounds the scan states a tree keeps for reuse, in all.
+const btScanPool = 8
 
-func (t *BTree[K, V]) getScan() *btScan {
-	t.poolMu.Lock()
-	defer t.poolMu.Unlock()
-	if n := len(t.pool); n > 0 {
-		s := t.pool[n-1]
-		t.pool = t.pool[:n-1]
-		return s
+// btScanShards: the kept scan states are spread over this many lists,
+// each with its own lock, so that scans from many goroutines do not queue
+// on one lock for every window (they did: a profile of 16 goroutines'
+// Ranges spent a fifth of its time there).
+const btScanShards = 8
+
+// btScans keeps scan states (and their pinned buffers) for reuse.
+type btScans struct {
+	kept   atomic.Int32 // states kept, over every list (at most btScanPool)
+	closed bool         // set by drain under every list's lock: nothing is kept after
+	lists  [btScanShards]struct {
+		mu sync.Mutex
+		s  []*btScan
+		_  [24]byte // one line per list
+	}
+}
+
+// get returns a kept state, or a new one.
+func (p *btScans) get() *btScan {
+	if p.kept.Load() == 0 {
+		return &btScan{}
+	}
+	i0 := rand.Uint32()
+	for i := range uint32(btScanShards) {
+		l := &p.lists[(i0+i)%btScanShards]
+		if !l.mu.TryLock() {
+			continue
+		}
+		if n := len(l.s); n > 0 {
+			s := l.s[n-1]
+			l.s = l.s[:n-1]
+			p.kept.Add(-1)
+			l.mu.Unlock()
+			return s
+		}
+		l.mu.Unlock()
 	}
 	return &btScan{}
 }
 
-func (t *BTree[K, V]) putScan(s *btScan) {
+// put keeps s for reuse, or releases its buffer to h when enough are kept
+// or the pool was drained (the tree is closing).
+func (p *btScans) put(s *btScan, h *owner) {
 	s.win = s.win[:0]
-	t.poolMu.Lock()
-	defer t.poolMu.Unlock()
-	if len(t.pool) < btScanPool && !t.closed {
-		t.pool = append(t.pool, s)
-		return
+	if p.kept.Add(1) <= btScanPool {
+		l := &p.lists[rand.Uint32()%btScanShards]
+		l.mu.Lock()
+		if !p.closed {
+			l.s = append(l.s, s)
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
 	}
-	s.release(t.mem)
+	p.kept.Add(-1)
+	s.release(h)
 }
+
+// drain releases every kept state's buffer to h; with close, states put
+// afterwards are released at once (Close).
+func (p *btScans) drain(h *owner, close bool) {
+	for i := range p.lists {
+		p.lists[i].mu.Lock()
+	}
+	p.closed = p.closed || close
+	for i := range p.lists {
+		l := &p.lists[i]
+		for _, s := range l.s {
+			s.release(h)
+			p.kept.Add(-1)
+		}
+		l.s = nil
+	}
+	for i := range p.lists {
+		p.lists[i].mu.Unlock()
+	}
+}
+
+func (t *BTree[K, V]) getScan() *btScan { return t.scans.get() }
+
+func (t *BTree[K, V]) putScan(s *btScan) { t.scans.put(s, t.mem) }
 
 // buffer returns the scan's host buffer, at least need bytes (a power of
 // two from 64 KiB up to a whole extent, kept for later windows). It is
