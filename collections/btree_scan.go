@@ -72,14 +72,20 @@ type btScans struct {
 	}
 }
 
-// get returns a kept state, or a new one.
+// get returns a kept state, or a new one. The first list is tried first,
+// by get and put alike: one goroutine's scans then reuse the state (and the
+// buffer lines) they used last, as one list did; concurrent scans that find
+// it locked go on to the others from a random one.
 func (p *btScans) get() *btScan {
 	if p.kept.Load() == 0 {
 		return &btScan{}
 	}
 	i0 := rand.Uint32()
-	for i := range uint32(btScanShards) {
-		l := &p.lists[(i0+i)%btScanShards]
+	for i := range uint32(btScanShards + 1) {
+		l := &p.lists[0]
+		if i > 0 {
+			l = &p.lists[(i0+i)%btScanShards]
+		}
 		if !l.mu.TryLock() {
 			continue
 		}
@@ -100,8 +106,11 @@ func (p *btScans) get() *btScan {
 func (p *btScans) put(s *btScan, h *owner) {
 	s.win = s.win[:0]
 	if p.kept.Add(1) <= btScanPool {
-		l := &p.lists[rand.Uint32()%btScanShards]
-		l.mu.Lock()
+		l := &p.lists[0]
+		if !l.mu.TryLock() {
+			l = &p.lists[rand.Uint32()%btScanShards]
+			l.mu.Lock()
+		}
 		if !p.closed {
 			l.s = append(l.s, s)
 			l.mu.Unlock()
