@@ -832,46 +832,16 @@ func (t *BTree[K, V]) ascendPush(op string, lo, hi *K, yield func(K, V) bool) {
 		t.sk.ascendPush(op, lo, hi, yield)
 		return
 	}
-	if t.sh != nil {
-		t.ascendPull(op, lo, hi, yield)
-		return
-	}
 	var w btWalk[K, V]
-	r := btRuns[K, V]{first: true, w: &w}
-	if !w.start(t, op, false, lo, hi) {
+	rs := btRuns[K, V]{first: true, w: &w}
+	r := &rs
+	if t.sh != nil {
+		r = t.ascend(op, lo, hi) // a tree on a pool: a walk over its shards' walks
+	} else if !w.start(t, op, false, lo, hi) {
 		return
 	}
-	defer r.stop()
-	for {
-		keys, vals := r.next()
-		if keys == nil {
-			return
-		}
-		vals = vals[:len(keys)]
-		for i, k := range keys {
-			if !yield(k, vals[i]) {
-				return
-			}
-		}
-	}
-}
-
-// ascendPull is ascendPush's loop over a pull walk (a tree on a pool).
-func (t *BTree[K, V]) ascendPull(op string, lo, hi *K, yield func(K, V) bool) {
-	r := t.ascend(op, lo, hi)
-	defer r.stop() // also when yield panics: the shards' walks end before a Close
-	for {
-		keys, vals := r.next()
-		if keys == nil {
-			return
-		}
-		vals = vals[:len(keys)]
-		for i, k := range keys {
-			if !yield(k, vals[i]) {
-				return
-			}
-		}
-	}
+	defer r.stop() // also when yield panics: a pool's shard walks end before a Close
+	r.seq(yield)
 }
 
 // Backward returns every entry in descending key order.
