@@ -98,28 +98,28 @@ var ErrUnsorted = errors.New("collections: keys not strictly ascending")
 
 // BTree is an ordered map from K to V with its leaves in device memory and
 // its index in host memory, with the vocabulary of google/btree's BTreeG
-// adapted to keys and values. K and V must hold no pointers; either may
-// also be a string type, whose bytes are kept in device memory (keys: see
-// btree_strkey.go and docs/btree.md).
+// adapted to keys and values, and Go iterators for its scans (All,
+// Backward, Range, Ascend, Descend). K and V must hold no pointers;
+// either may also be a string type, whose bytes are kept in device memory
+// (keys: see btree_strkey.go and docs/btree.md).
 //
 // Concurrency: any number of goroutines may read at once; a method that
-// changes the tree must not overlap with any other call. An iteration
-// callback must not change the tree: a write in the body of a scan (All,
-// Range, Ascend, ...) panics at the scan's next step (the write itself
-// is kept). The zero value is not usable: make a tree with NewBTree.
+// changes the tree must not overlap with any other call. The body of a
+// loop over a scan (All, Range, Ascend, ...) must not change the tree: a
+// write there panics at the scan's next step (the write itself is kept).
+// The zero value is not usable: make a tree with NewBTree.
 //
 // Concurrency, as in the table of docs/guide.md:
-//   - at the same time: Get, Has, GetBatch, Min, Max, Len, All, Keys, Values, Backward, Range, Ascend, AscendRange, AscendGreaterOrEqual, AscendLessThan, AscendRuns, AscendRangeRuns, Descend, DescendRange, DescendGreaterThan, DescendLessOrEqual, Stats, Err, Save
+//   - at the same time: Get, Has, GetBatch, Min, Max, Len, All, Keys, Values, Backward, Range, Ascend, Descend, Stats, Err, Save
 //   - alone: ReplaceOrInsert, Delete, DeleteMin, DeleteMax, BulkLoad, Clear, Close
 //
 // A BTree is invalid after Close: methods with an error result return
 // vmem.ErrClosed, the others panic.
 //
 // Device loss: reads without an error result (Get, Has, Min, Max, All,
-// Keys, Values, Backward, Range and the Ascend and Descend families)
-// panic with an error matching vmem.ErrDeviceLost rather than report a key
-// absent or end early; GetBatch, DeleteMin, DeleteMax and Save return the
-// loss instead.
+// Keys, Values, Backward, Range, Ascend and Descend) panic with an error
+// matching vmem.ErrDeviceLost rather than report a key absent or end
+// early; GetBatch, DeleteMin, DeleteMax and Save return the loss instead.
 //
 // # Pools
 //

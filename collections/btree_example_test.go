@@ -33,10 +33,9 @@ func ExampleBTree() {
 	v, ok := t.Get(25)
 	fmt.Println("get 25:", v, ok)
 
-	t.AscendRange(20, 40, func(k uint64, v float64) bool {
+	for k, v := range t.Range(20, 40) {
 		fmt.Println("range", k, v)
-		return true
-	})
+	}
 	for k, v := range t.Backward() {
 		fmt.Println("backward", k, v)
 		if k <= 30 {
@@ -85,10 +84,9 @@ func ExampleNewBTree() {
 	t.ReplaceOrInsert(key{1, 200}, 3.5)
 	t.ReplaceOrInsert(key{3, 50}, 4.5)
 	// User 1's events: from (1, min) up to but excluding (2, min).
-	t.AscendRange(key{1, math.MinInt64}, key{2, math.MinInt64}, func(k key, v float32) bool {
+	for k, v := range t.Range(key{1, math.MinInt64}, key{2, math.MinInt64}) {
 		fmt.Println(k, v)
-		return true
-	})
+	}
 	// Output:
 	// {1 200} 3.5
 	// {1 300} 2.5
@@ -209,4 +207,78 @@ func ExampleBTree_All() {
 	// backward 3
 	// backward 2
 	// backward -1
+}
+
+func ExampleBTree_Ascend() {
+	dev, err := vmem.Open(vmem.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer dev.Close()
+
+	t, err := collections.NewBTreeOrdered[uint32, string](dev)
+	if err != nil {
+		panic(err)
+	}
+	defer t.Close()
+	for i, s := range []string{"a", "b", "c", "d", "e"} {
+		t.ReplaceOrInsert(uint32(10*i), s)
+	}
+	// The entries from 15 on (google/btree's AscendGreaterOrEqual); 15
+	// itself is absent.
+	for k, v := range t.Ascend(15) {
+		fmt.Println("ascend", k, v)
+	}
+	// google/btree's AscendLessThan(30): All, breaking at the first key
+	// >= 30 (a callback's false return is a break).
+	for k, v := range t.All() {
+		if k >= 30 {
+			break
+		}
+		fmt.Println("less than 30", k, v)
+	}
+	// Output:
+	// ascend 20 c
+	// ascend 30 d
+	// ascend 40 e
+	// less than 30 0 a
+	// less than 30 10 b
+	// less than 30 20 c
+}
+
+func ExampleBTree_Descend() {
+	dev, err := vmem.Open(vmem.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer dev.Close()
+
+	t, err := collections.NewBTreeOrdered[uint32, string](dev)
+	if err != nil {
+		panic(err)
+	}
+	defer t.Close()
+	for i, s := range []string{"a", "b", "c", "d", "e"} {
+		t.ReplaceOrInsert(uint32(10*i), s)
+	}
+	// The entries up to 30, descending (google/btree's
+	// DescendLessOrEqual).
+	for k, v := range t.Descend(30) {
+		fmt.Println("descend", k, v)
+	}
+	// google/btree's DescendRange(30, 10): Descend(30), breaking at the
+	// first key <= 10.
+	for k := range t.Descend(30) {
+		if k <= 10 {
+			break
+		}
+		fmt.Println("range", k)
+	}
+	// Output:
+	// descend 30 d
+	// descend 20 c
+	// descend 10 b
+	// descend 0 a
+	// range 30
+	// range 20
 }

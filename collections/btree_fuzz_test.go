@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -300,78 +301,75 @@ func btRunBulkLoad[K, V any](c btCodec[K, V], tr *BTree[K, V], m *btree.BTreeG[b
 	}
 }
 
-// btCompareScan runs one iteration method on both and compares the
-// sequences. limit < 0 is unbounded; bounds a, b are model keys.
+// btCompareScan runs one scan on both and compares the sequences: each of
+// google/btree's callbacks against its govram form (a break in the loop
+// where the callback returns false). limit < 0 is unbounded; bounds a, b
+// are model keys.
 func btCompareScan[K, V any](t testing.TB, c btCodec[K, V], tr *BTree[K, V], m *btree.BTreeG[btItem], which byte, a, b uint64, limit int, fail func(string, ...any)) {
 	var got, want []btItem
-	take := func(dst *[]btItem) func(K, V) bool {
-		return func(k K, v V) bool {
-			*dst = append(*dst, btItem{c.kOf(k), c.vOf(v)})
-			return limit < 0 || len(*dst) < limit
+	// take collects seq's entries, breaking out of the loop before the
+	// first key for which until (if not nil) holds and after limit
+	// entries, as the model's callback stops.
+	take := func(seq iter.Seq2[K, V], until func(k uint64) bool) {
+		for k, v := range seq {
+			mk := c.kOf(k)
+			if until != nil && until(mk) {
+				break
+			}
+			got = append(got, btItem{mk, c.vOf(v)})
+			if limit >= 0 && len(got) >= limit {
+				break
+			}
 		}
 	}
 	mt := func(it btItem) bool {
 		want = append(want, it)
 		return limit < 0 || len(want) < limit
 	}
-	// runs collects the runs form's entries, stopping at limit as the
-	// entry-by-entry forms do; it checks that runs are non-empty and that
-	// keys and values pair up.
-	var gotRuns []btItem
-	runs := func(keys []K, vals []V) bool {
-		if len(keys) == 0 || len(keys) != len(vals) {
-			fail("a run of %d keys and %d values", len(keys), len(vals))
-			return false
-		}
-		for i := range keys {
-			gotRuns = append(gotRuns, btItem{c.kOf(keys[i]), c.vOf(vals[i])})
-			if limit >= 0 && len(gotRuns) >= limit {
-				return false
-			}
-		}
-		return true
-	}
+	atOrAbove := func(p uint64) func(uint64) bool { return func(k uint64) bool { return k >= p } }
+	atOrBelow := func(p uint64) func(uint64) bool { return func(k uint64) bool { return k <= p } }
 	ka, kb := c.key(a), c.key(b)
 	name := ""
+	var runs []btItem
 	switch which {
 	case 0:
-		name = "Ascend"
-		tr.Ascend(take(&got))
+		name = "All"
+		take(tr.All(), nil)
 		m.Ascend(mt)
-		tr.AscendRuns(runs)
+		runs = btRunsOf(c, tr, nil, nil, limit, fail)
 	case 1:
-		name = "AscendRange"
-		tr.AscendRange(ka, kb, take(&got))
+		name = "Range"
+		take(tr.Range(ka, kb), nil)
 		m.AscendRange(btItem{k: a}, btItem{k: b}, mt)
-		tr.AscendRangeRuns(ka, kb, runs)
+		runs = btRunsOf(c, tr, &ka, &kb, limit, fail)
 	case 2:
-		name = "AscendGreaterOrEqual"
-		tr.AscendGreaterOrEqual(ka, take(&got))
+		name = "Ascend"
+		take(tr.Ascend(ka), nil)
 		m.AscendGreaterOrEqual(btItem{k: a}, mt)
 	case 3:
-		name = "AscendLessThan"
-		tr.AscendLessThan(kb, take(&got))
+		name = "All until b" // AscendLessThan
+		take(tr.All(), atOrAbove(b))
 		m.AscendLessThan(btItem{k: b}, mt)
 	case 4:
-		name = "Descend"
-		tr.Descend(take(&got))
+		name = "Backward"
+		take(tr.Backward(), nil)
 		m.Descend(mt)
 	case 5:
-		name = "DescendRange"
-		tr.DescendRange(kb, ka, take(&got))
+		name = "Descend until a" // DescendRange
+		take(tr.Descend(kb), atOrBelow(a))
 		m.DescendRange(btItem{k: b}, btItem{k: a}, mt)
 	case 6:
-		name = "DescendLessOrEqual"
-		tr.DescendLessOrEqual(kb, take(&got))
+		name = "Descend"
+		take(tr.Descend(kb), nil)
 		m.DescendLessOrEqual(btItem{k: b}, mt)
 	case 7:
-		name = "DescendGreaterThan/Range/All/Backward"
-		tr.DescendGreaterThan(ka, take(&got))
+		name = "Backward until a/Range/All/Backward/Ascend/Descend" // DescendGreaterThan
+		take(tr.Backward(), atOrBelow(a))
 		m.DescendGreaterThan(btItem{k: a}, mt)
 		btCompareSeqs(c, tr, m, a, b, ka, kb, limit, fail)
 	}
-	if which <= 1 && !slices.Equal(gotRuns, want) {
-		fail("%s runs(%d, %d, limit %d): %d items, model %d", name, a, b, limit, len(gotRuns), len(want))
+	if which <= 1 && !slices.Equal(runs, want) {
+		fail("%s runs(%d, %d, limit %d): %d items, model %d", name, a, b, limit, len(runs), len(want))
 	}
 	if !slices.Equal(got, want) {
 		i := 0
@@ -389,8 +387,33 @@ func btCompareScan[K, V any](t testing.TB, c btCodec[K, V], tr *BTree[K, V], m *
 	}
 }
 
-// btCompareSeqs runs the iter.Seq2 forms (Range, Backward, All) on both
-// and compares them; ka and kb are the tree's forms of a and b.
+// btRunsOf collects the runs that All (lo, hi nil) and Range hand their
+// loop bodies, stopping at limit as the sequences do; it checks that runs
+// are non-empty and that keys and values pair up.
+func btRunsOf[K, V any](c btCodec[K, V], tr *BTree[K, V], lo, hi *K, limit int, fail func(string, ...any)) []btItem {
+	var out []btItem
+	next, stop, _ := tr.runsOf("Range", lo, hi)
+	defer stop()
+	for {
+		keys, vals := next()
+		if keys == nil {
+			return out
+		}
+		if len(keys) == 0 || len(keys) != len(vals) {
+			fail("a run of %d keys and %d values", len(keys), len(vals))
+		}
+		for i := range keys {
+			out = append(out, btItem{c.kOf(keys[i]), c.vOf(vals[i])})
+			if limit >= 0 && len(out) >= limit {
+				return out
+			}
+		}
+	}
+}
+
+// btCompareSeqs runs the sequences (Range, Backward, All, Ascend, Descend)
+// on both and compares them, the ascending ones stopped after limit items
+// only when it is odd; ka and kb are the tree's forms of a and b.
 func btCompareSeqs[K, V any](c btCodec[K, V], tr *BTree[K, V], m *btree.BTreeG[btItem], a, b uint64, ka, kb K, limit int, fail func(string, ...any)) {
 	// The iter.Seq2 forms against the same model sequences; All and
 	// Range stop after limit items when it is odd.
@@ -431,6 +454,28 @@ func btCompareSeqs[K, V any](c btCodec[K, V], tr *BTree[K, V], m *btree.BTreeG[b
 	m.Ascend(func(it btItem) bool { mr = append(mr, it); return lim < 0 || len(mr) < lim })
 	if !slices.Equal(r, mr) {
 		fail("All: %d items, model %d", len(r), len(mr))
+	}
+	r, mr = r[:0], mr[:0]
+	for k, v := range tr.Ascend(ka) {
+		r = append(r, btItem{c.kOf(k), c.vOf(v)})
+		if lim >= 0 && len(r) >= lim {
+			break
+		}
+	}
+	m.AscendGreaterOrEqual(btItem{k: a}, func(it btItem) bool { mr = append(mr, it); return lim < 0 || len(mr) < lim })
+	if !slices.Equal(r, mr) {
+		fail("Ascend(%d): %d items, model %d", a, len(r), len(mr))
+	}
+	r, mr = r[:0], mr[:0]
+	for k, v := range tr.Descend(kb) {
+		r = append(r, btItem{c.kOf(k), c.vOf(v)})
+		if limit >= 0 && len(r) >= limit {
+			break
+		}
+	}
+	m.DescendLessOrEqual(btItem{k: b}, func(it btItem) bool { mr = append(mr, it); return limit < 0 || len(mr) < limit })
+	if !slices.Equal(r, mr) {
+		fail("Descend(%d): %d items, model %d", b, len(r), len(mr))
 	}
 }
 

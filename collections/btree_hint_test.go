@@ -191,23 +191,29 @@ func TestBTreeScanWindows(t *testing.T) {
 				if r%3 == 0 {
 					stop = n + 1
 				}
-				var got, want []btItem
-				tr.AscendRange(a, b, func(k, v uint64) bool { got = append(got, btItem{k, v}); return len(got) < stop })
+				var want []btItem
+				got := btTake(tr.Range(a, b), nil, stop)
 				m.AscendRange(btItem{k: a}, btItem{k: b}, func(it btItem) bool { want = append(want, it); return len(want) < stop })
 				if !slices.Equal(got, want) {
-					t.Fatalf("AscendRange(%d, %d) stop %d: %d items, model %d", a, b, stop, len(got), len(want))
+					t.Fatalf("Range(%d, %d) stop %d: %d items, model %d", a, b, stop, len(got), len(want))
 				}
-				got, want = got[:0], want[:0]
-				tr.DescendRange(b, a, func(k, v uint64) bool { got = append(got, btItem{k, v}); return len(got) < stop })
+				want = want[:0]
+				got = btTake(tr.Descend(b), func(k uint64) bool { return k <= a }, stop)
 				m.DescendRange(btItem{k: b}, btItem{k: a}, func(it btItem) bool { want = append(want, it); return len(want) < stop })
 				if !slices.Equal(got, want) {
-					t.Fatalf("DescendRange(%d, %d) stop %d: %d items, model %d", b, a, stop, len(got), len(want))
+					t.Fatalf("Descend(%d) until %d stop %d: %d items, model %d", b, a, stop, len(got), len(want))
 				}
-				got, want = got[:0], want[:0]
-				tr.AscendGreaterOrEqual(a, func(k, v uint64) bool { got = append(got, btItem{k, v}); return len(got) < stop })
+				want = want[:0]
+				got = btTake(tr.Ascend(a), nil, stop)
 				m.AscendGreaterOrEqual(btItem{k: a}, func(it btItem) bool { want = append(want, it); return len(want) < stop })
 				if !slices.Equal(got, want) {
-					t.Fatalf("AscendGreaterOrEqual(%d) stop %d: %d items, model %d", a, stop, len(got), len(want))
+					t.Fatalf("Ascend(%d) stop %d: %d items, model %d", a, stop, len(got), len(want))
+				}
+				want = want[:0]
+				got = btTake(tr.Descend(b), nil, stop)
+				m.DescendLessOrEqual(btItem{k: b}, func(it btItem) bool { want = append(want, it); return len(want) < stop })
+				if !slices.Equal(got, want) {
+					t.Fatalf("Descend(%d) stop %d: %d items, model %d", b, stop, len(got), len(want))
 				}
 			}
 			if err := tr.Err(); err != nil {

@@ -321,35 +321,35 @@ func (t *BTree[K, V]) window(desc bool, s *btScan, cur *btCursor, far *K, limit 
 	return false
 }
 
-// scan yields, ascending, the entries with lo <= key < hi, or, descending,
-// those with hi >= key > lo; a nil bound is open. While one window's
-// entries are handed to yield, the next window's DMA runs in another
-// goroutine.
-func (t *BTree[K, V]) scan(op string, desc bool, lo, hi *K, yield func(K, V) bool) {
+// descendPush calls yield with the entries with hi >= key > lo,
+// descending (a nil bound is open), until it returns false. op names the
+// public method in the panic of a lost device. Ascending scans go by
+// ascendPush, a leaf's run at a time.
+func (t *BTree[K, V]) descendPush(op string, lo, hi *K, yield func(K, V) bool) {
 	if t.sh != nil {
-		t.sh.scan(op, desc, lo, hi, yield)
+		t.sh.descendPush(op, lo, hi, yield)
 		runtime.KeepAlive(t) // the caller's tree stays reachable for the scan, as on one device
 		return
 	}
 	if t.sk != nil {
-		t.sk.scan(op, desc, lo, hi, yield)
+		t.sk.descendPush(op, lo, hi, yield)
 		return
 	}
-	t.scanWith(op, desc, lo, hi, func(s *btScan, first bool, near, far *K) bool {
-		return t.emit(desc, s, first, near, far, yield)
-	})
+	t.descendOne(op, lo, hi, yield)
 }
 
-// scanWith is scan with the window's consumer given: emit hands entries
-// one by one, emitRuns a leaf's run at a time. op names the public method
-// in the panic of a lost device.
-func (t *BTree[K, V]) scanWith(op string, desc bool, lo, hi *K, emit func(s *btScan, first bool, near, far *K) bool) {
-	// The caller's function may read runs in place (AscendRuns): the tree
-	// must stay reachable, so that its backstop frees nothing, until the
-	// scan ends.
+// descendOne is descendPush on one device with keys as they are stored:
+// what a string-keyed tree's inner tree and a pool's shards run. It calls
+// nothing that leads back to descendPush, so that the compiler sees no
+// recursion and yield (the loop body) stays on the caller's stack. While
+// one window's entries are handed to yield, the next windows' DMA runs
+// in other goroutines.
+func (t *BTree[K, V]) descendOne(op string, lo, hi *K, yield func(K, V) bool) {
+	// The entries are read from the tree's buffers: the tree must stay
+	// reachable, so that its backstop frees nothing, until the scan ends.
 	defer runtime.KeepAlive(t)
 	var w btWalk[K, V]
-	if !w.start(t, op, desc, lo, hi) {
+	if !w.start(t, op, true, lo, hi) {
 		return
 	}
 	// Every exit gives the windows back, a panic in the caller's function
@@ -360,7 +360,7 @@ func (t *BTree[K, V]) scanWith(op string, desc bool, lo, hi *K, emit func(s *btS
 		if s == nil {
 			return
 		}
-		if !emit(s, first, w.near, w.far) {
+		if !t.emit(s, first, w.near, w.far, yield) {
 			return
 		}
 	}
@@ -454,7 +454,7 @@ func (w *btWalk[K, V]) window() *btScan {
 	if t.writes != w.writes {
 		// The windows queued hold leaves as they were; a write may have
 		// split, merged or freed them.
-		panic("collections: BTree changed during an iteration of it (a write in the body of an All, Range, Ascend or Descend loop)")
+		panic("collections: BTree changed during an iteration of it (a write in the body of a loop over All, Backward, Range, Ascend or Descend)")
 	}
 	if w.head {
 		w.head = false
@@ -533,40 +533,15 @@ func (t *BTree[K, V]) fetchByDMA(s *btScan) bool {
 	return layout.DefaultPlanner().Plan(lines, int(span), lines*layout.LineSize == int(span)) != layout.Stream
 }
 
-// emit yields the window's entries in scan order. near bounds the first
+// emit yields the window's entries, descending. near bounds the first
 // leaf (inclusive), far the leaves not marked full (exclusive). It
 // reports whether the scan goes on.
-func (t *BTree[K, V]) emit(desc bool, s *btScan, first bool, near, far *K, yield func(K, V) bool) bool {
+func (t *BTree[K, V]) emit(s *btScan, first bool, near, far *K, yield func(K, V) bool) bool {
 	g := &t.g
 	for _, w := range s.win {
 		leaf := s.leaf(g, w.id)
 		n := int(w.cnt)
 		keys := unsafe.Slice((*K)(unsafe.Add(leaf, g.keyOff)), n)
-		if !desc {
-			j := 0
-			if first && near != nil {
-				j, _ = t.lower(unsafe.Add(leaf, g.keyOff), n, *near)
-			}
-			first = false
-			if g.vdense && w.full && !t.strV {
-				vals := unsafe.Slice((*V)(unsafe.Add(leaf, g.valOff)), n)
-				for ; j < n; j++ {
-					if !yield(keys[j], vals[j]) {
-						return false
-					}
-				}
-				continue
-			}
-			for ; j < n; j++ {
-				if !w.full && !t.less(keys[j], *far) {
-					return false
-				}
-				if !yield(keys[j], t.vOut(unsafe.Add(leaf, g.valAt(j)))) {
-					return false
-				}
-			}
-			continue
-		}
 		j := n - 1
 		if first && near != nil {
 			j = t.upper(unsafe.Add(leaf, g.keyOff), n, *near) - 1
@@ -588,22 +563,6 @@ func (t *BTree[K, V]) emit(desc bool, s *btScan, first bool, near, far *K, yield
 			if !yield(keys[j], t.vOut(unsafe.Add(leaf, g.valAt(j)))) {
 				return false
 			}
-		}
-	}
-	return true
-}
-
-// emitRuns hands the window's entries to fn a leaf at a time, ascending.
-// near and far as in emit.
-func (t *BTree[K, V]) emitRuns(s *btScan, first bool, near, far *K, vbuf *[]V, fn func([]K, []V) bool) bool {
-	for _, w := range s.win {
-		keys, vals, more := t.leafRun(s, w, first, near, far, vbuf)
-		first = false
-		if len(keys) > 0 && !fn(keys, vals) {
-			return false
-		}
-		if !more {
-			return false
 		}
 	}
 	return true
@@ -642,8 +601,8 @@ func (t *BTree[K, V]) leafRun(s *btScan, w btWin, first bool, near, far *K, vbuf
 }
 
 // btRuns is an ascending scan handed out a leaf's run at a time by next,
-// for the sequences (All, Range) that the compiler inlines with their loop
-// body: the body then runs in a plain loop over each run.
+// for the sequences (All, Range, Ascend) that the compiler inlines with
+// their loop body: the body then runs in a plain loop over each run.
 //
 // A sequence with a defer is not inlined, so these cannot stop their walk
 // in a deferred call when the loop body panics. The walk lives apart from
@@ -737,83 +696,6 @@ func (t *BTree[K, V]) ascend(op string, lo, hi *K) *btRuns[K, V] {
 	return r
 }
 
-// AscendRuns calls fn with every entry in ascending key order, a run of
-// consecutive entries at a time (keys[i] holds vals[i]; a run is what one
-// leaf holds), until fn returns false. It is the bulk form of Ascend: the
-// leaves are read by DMA as for Ascend, and fn sees them in place, with
-// no call per entry. The slices are valid only during the call, and fn
-// must not modify them or the tree (copy what is kept).
-func (t *BTree[K, V]) AscendRuns(fn func(keys []K, vals []V) bool) {
-	t.scanRuns("AscendRuns", nil, nil, fn)
-}
-
-// AscendRangeRuns is AscendRuns over the entries with greaterOrEqual <= key
-// < lessThan.
-func (t *BTree[K, V]) AscendRangeRuns(greaterOrEqual, lessThan K, fn func(keys []K, vals []V) bool) {
-	t.scanRuns("AscendRangeRuns", &greaterOrEqual, &lessThan, fn)
-}
-
-// scanRuns is the ascending scan of [lo, hi) a leaf's run at a time.
-func (t *BTree[K, V]) scanRuns(op string, lo, hi *K, fn func(keys []K, vals []V) bool) {
-	if t.sh != nil {
-		t.sh.scanRuns(op, lo, hi, fn)
-		runtime.KeepAlive(t) // the caller's tree stays reachable for the scan, as on one device
-		return
-	}
-	if t.sk != nil {
-		t.sk.runs(op, lo, hi, fn)
-		return
-	}
-	var vbuf []V
-	t.scanWith(op, false, lo, hi, func(s *btScan, first bool, near, far *K) bool {
-		return t.emitRuns(s, first, near, far, &vbuf, fn)
-	})
-}
-
-// Ascend calls fn for every entry in ascending key order until fn returns
-// false.
-func (t *BTree[K, V]) Ascend(fn func(key K, value V) bool) { t.scan("Ascend", false, nil, nil, fn) }
-
-// AscendRange calls fn for the entries with greaterOrEqual <= key <
-// lessThan, ascending, until fn returns false.
-func (t *BTree[K, V]) AscendRange(greaterOrEqual, lessThan K, fn func(key K, value V) bool) {
-	t.scan("AscendRange", false, &greaterOrEqual, &lessThan, fn)
-}
-
-// AscendGreaterOrEqual calls fn for the entries with key >= pivot,
-// ascending, until fn returns false.
-func (t *BTree[K, V]) AscendGreaterOrEqual(pivot K, fn func(key K, value V) bool) {
-	t.scan("AscendGreaterOrEqual", false, &pivot, nil, fn)
-}
-
-// AscendLessThan calls fn for the entries with key < pivot, ascending,
-// until fn returns false.
-func (t *BTree[K, V]) AscendLessThan(pivot K, fn func(key K, value V) bool) {
-	t.scan("AscendLessThan", false, nil, &pivot, fn)
-}
-
-// Descend calls fn for every entry in descending key order until fn
-// returns false.
-func (t *BTree[K, V]) Descend(fn func(key K, value V) bool) { t.scan("Descend", true, nil, nil, fn) }
-
-// DescendRange calls fn for the entries with lessOrEqual >= key >
-// greaterThan, descending, until fn returns false.
-func (t *BTree[K, V]) DescendRange(lessOrEqual, greaterThan K, fn func(key K, value V) bool) {
-	t.scan("DescendRange", true, &greaterThan, &lessOrEqual, fn)
-}
-
-// DescendLessOrEqual calls fn for the entries with key <= pivot,
-// descending, until fn returns false.
-func (t *BTree[K, V]) DescendLessOrEqual(pivot K, fn func(key K, value V) bool) {
-	t.scan("DescendLessOrEqual", true, nil, &pivot, fn)
-}
-
-// DescendGreaterThan calls fn for the entries with key > pivot,
-// descending, until fn returns false.
-func (t *BTree[K, V]) DescendGreaterThan(pivot K, fn func(key K, value V) bool) {
-	t.scan("DescendGreaterThan", true, &pivot, nil, fn)
-}
-
 // All returns every entry in ascending key order. Leaves are read in bulk
 // (see the type's comment); a transfer error ends the sequence early and
 // is reported by Err, and a lost device panics (see Get), as it does in
@@ -846,7 +728,7 @@ func (t *BTree[K, V]) ascendPush(op string, lo, hi *K, yield func(K, V) bool) {
 
 // Backward returns every entry in descending key order.
 func (t *BTree[K, V]) Backward() iter.Seq2[K, V] {
-	return func(yield func(K, V) bool) { t.scan("Backward", true, nil, nil, yield) }
+	return func(yield func(K, V) bool) { t.descendPush("Backward", nil, nil, yield) }
 }
 
 // Range returns the entries with lo <= key < hi in ascending order.
@@ -854,4 +736,36 @@ func (t *BTree[K, V]) Range(lo, hi K) iter.Seq2[K, V] {
 	// One closure, small enough to inline: the loop body's closure then
 	// stays on the caller's stack.
 	return func(yield func(K, V) bool) { t.ascendPush("Range", &lo, &hi, yield) }
+}
+
+// Ascend returns the entries with key >= from in ascending order (what
+// google/btree's AscendGreaterOrEqual and tidwall/btree's Ascend with a
+// pivot call fn with). Like All and Range it reads leaves in bulk, ends
+// early on a transfer error (see Err) and panics on a lost device.
+//
+// google/btree's callbacks map onto the sequences, a false return of fn
+// becoming a break in the loop body:
+//
+//	Ascend(fn)                   for k, v := range t.All()
+//	AscendGreaterOrEqual(p, fn)  for k, v := range t.Ascend(p)
+//	AscendRange(ge, lt, fn)      for k, v := range t.Range(ge, lt)
+//	AscendLessThan(p, fn)        for k, v := range t.All(), breaking at the first k >= p
+func (t *BTree[K, V]) Ascend(from K) iter.Seq2[K, V] {
+	// As Range: one closure, small enough to inline.
+	return func(yield func(K, V) bool) { t.ascendPush("Ascend", &from, nil, yield) }
+}
+
+// Descend returns the entries with key <= from in descending order (what
+// google/btree's DescendLessOrEqual calls fn with). It reads and fails as
+// Backward does.
+//
+// google/btree's descending callbacks map onto the sequences, a false
+// return of fn becoming a break in the loop body:
+//
+//	Descend(fn)                  for k, v := range t.Backward()
+//	DescendLessOrEqual(p, fn)    for k, v := range t.Descend(p)
+//	DescendRange(le, gt, fn)     for k, v := range t.Descend(le), breaking at the first k <= gt
+//	DescendGreaterThan(p, fn)    for k, v := range t.Backward(), breaking at the first k <= p
+func (t *BTree[K, V]) Descend(from K) iter.Seq2[K, V] {
+	return func(yield func(K, V) bool) { t.descendPush("Descend", nil, &from, yield) }
 }

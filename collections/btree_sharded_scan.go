@@ -1,18 +1,18 @@
 package collections
 
 // Scans of a BTree on a pool: the shards' scans in key order, only those
-// the range overlaps. The callback forms (the Ascend and Descend families,
-// Backward, the runs forms) reach shardedBTree.scan and scanRuns through
-// BTree.scan and scanRuns; the sequences that the compiler inlines with
-// their loop body (All, Range) reach it through BTree.ascend, whose runs
-// then come from each shard's runs in turn (btShRuns), so that neither
-// path adds a call to a method that is inlined on one device.
+// the range overlaps. The descending sequences (Backward, Descend) reach
+// shardedBTree.descendPush through BTree.descendPush; the ascending ones,
+// which the compiler inlines with their loop body (All, Range, Ascend),
+// reach it through BTree.ascend, whose runs then come from each shard's
+// runs in turn (btShRuns), so that neither path adds a call to a method
+// that is inlined on one device.
 
 import "runtime"
 
 // span returns the shards a scan of (lo, hi) visits, first to last in
 // its direction, and false if the range is empty. lo and hi are the
-// bounds as BTree.scan takes them (nil: open; lo the lower one, whether
+// bounds as BTree.descendPush and BTree.ascend take them (nil: open; lo the lower one, whether
 // the scan ascends or descends).
 func (t *shardedBTree[K, V]) span(desc bool, lo, hi *K) (from, to int, ok bool) {
 	if lo != nil && hi != nil && !t.less(*lo, *hi) {
@@ -49,34 +49,26 @@ func (t *shardedBTree[K, V]) each(from, to int, scan func(b *BTree[K, V]) (stopp
 	}
 }
 
-// scan is BTree.scan over the shards: fn gets the entries one by one.
-func (t *shardedBTree[K, V]) scan(op string, desc bool, lo, hi *K, fn func(K, V) bool) {
+// descendPush is BTree.descendPush over the shards, from the last the
+// range overlaps to the first (each shard's scan by descendOne, not
+// BTree.descendPush, which would make the calls recursive: see
+// descendOne).
+func (t *shardedBTree[K, V]) descendPush(op string, lo, hi *K, fn func(K, V) bool) {
 	t.live()
-	from, to, ok := t.span(desc, lo, hi)
+	from, to, ok := t.span(true, lo, hi)
 	if !ok {
 		return
 	}
 	t.each(from, to, func(b *BTree[K, V]) (stopped bool) {
-		b.scan(op, desc, lo, hi, func(k K, v V) bool {
+		body := func(k K, v V) bool {
 			stopped = !fn(k, v)
 			return !stopped
-		})
-		return stopped
-	})
-}
-
-// scanRuns is BTree.scanRuns over the shards: fn gets a run at a time.
-func (t *shardedBTree[K, V]) scanRuns(op string, lo, hi *K, fn func(keys []K, vals []V) bool) {
-	t.live()
-	from, to, ok := t.span(false, lo, hi)
-	if !ok {
-		return
-	}
-	t.each(from, to, func(b *BTree[K, V]) (stopped bool) {
-		b.scanRuns(op, lo, hi, func(k []K, v []V) bool {
-			stopped = !fn(k, v)
-			return !stopped
-		})
+		}
+		if b.sk != nil {
+			b.sk.descendPush(op, lo, hi, body)
+		} else {
+			b.descendOne(op, lo, hi, body)
+		}
 		return stopped
 	})
 }
@@ -171,7 +163,7 @@ func (t *BTree[K, V]) runsOf(op string, lo, hi *K) (next func() ([]K, []V), stop
 }
 
 // runsOf is BTree.runsOf for string keys: each run's keys are converted
-// into one buffer, reused from run to run (as in runs).
+// into one buffer, reused from run to run.
 func (s *btSK[K, V]) runsOf(op string, lo, hi *K) (next func() ([]K, []V), stop, release func()) {
 	rl, rh, rel := s.bounds(lo, hi)
 	r := s.in.ascend(op, rl, rh)

@@ -2,6 +2,7 @@ package collections
 
 import (
 	"errors"
+	"iter"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -17,33 +18,22 @@ type shBTModel map[int64]uint64
 
 func (m shBTModel) sorted() []int64 { return slices.Sorted(maps.Keys(m)) }
 
-// shBTCollect runs a callback scan and returns what it produced, stopping
-// after limit entries (-1: all).
-func shBTCollect(limit int, scan func(fn func(int64, uint64) bool)) (ks []int64, vs []uint64) {
-	scan(func(k int64, v uint64) bool {
+// shBTCollect returns the keys and values seq yields, breaking out of the
+// loop before the first key for which until (if not nil) holds and after
+// limit entries (-1: all), as a google/btree callback that returns false
+// would stop.
+func shBTCollect(limit int, seq iter.Seq2[int64, uint64], until func(int64) bool) (ks []int64, vs []uint64) {
+	for k, v := range seq {
+		if until != nil && until(k) {
+			break
+		}
 		if limit >= 0 && len(ks) == limit {
-			return false
+			break
 		}
 		ks = append(ks, k)
 		vs = append(vs, v)
-		return true
-	})
-	return ks, vs
-}
-
-// shBTRunsOf turns a runs scan into an entry-by-entry one, for
-// shBTCollect.
-func shBTRunsOf(scan func(fn func([]int64, []uint64) bool)) func(fn func(int64, uint64) bool) {
-	return func(fn func(int64, uint64) bool) {
-		scan(func(ks []int64, vs []uint64) bool {
-			for i := range ks {
-				if !fn(ks[i], vs[i]) {
-					return false
-				}
-			}
-			return true
-		})
 	}
+	return ks, vs
 }
 
 // shBTDiff runs random operations on a ShardedBTree and on a model.
@@ -87,7 +77,7 @@ func shBTDiff(t *testing.T, s *BTree[int64, uint64], steps int, seed uint64) {
 				continue
 			}
 			shBTDeleteEnd(t, s, r, model, step)
-		case 6: // ranged callback scans, with early stops
+		case 6: // ranged scans, with early stops
 			shBTScans(t, s, r, model, step)
 		case 7: // GetBatch
 			shBTGetBatch(t, s, r, model, step)
@@ -158,7 +148,9 @@ func shBTDeleteEnd(t *testing.T, s *BTree[int64, uint64], r *rand.Rand, model sh
 	delete(model, k)
 }
 
-// shBTScans runs the ranged callback scans, with early stops, against the model.
+// shBTScans runs the scans, ranged and with early stops, against the
+// model: each sequence, and each of google/btree's callbacks in its
+// govram form (a break where the callback returned false).
 func shBTScans(t *testing.T, s *BTree[int64, uint64], r *rand.Rand, model shBTModel, step int) {
 	const minK, maxK = int64(-1 << 62), int64(1 << 62)
 	want := func(lo, hi int64, desc bool, limit int) []int64 { return shBTWant(model, lo, hi, desc, limit) }
@@ -175,26 +167,24 @@ func shBTScans(t *testing.T, s *BTree[int64, uint64], r *rand.Rand, model shBTMo
 			t.Fatalf("step %d: %s(%d, %d, limit %d): %d entries, want %d", step, name, a, b, limit, len(got), len(w))
 		}
 	}
-	g, _ := shBTCollect(limit, func(fn func(int64, uint64) bool) { s.AscendRange(a, b, fn) })
-	check("AscendRange", g, want(a, b, false, limit))
-	g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.AscendGreaterOrEqual(a, fn) })
-	check("AscendGreaterOrEqual", g, want(a, maxK, false, limit))
-	g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.AscendLessThan(b, fn) })
-	check("AscendLessThan", g, want(minK, b, false, limit))
-	g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.DescendRange(b, a, fn) })
-	check("DescendRange", g, want(a, b, true, limit))
-	g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.DescendLessOrEqual(b, fn) })
-	check("DescendLessOrEqual", g, want(minK, b, true, limit))
-	g, _ = shBTCollect(limit, func(fn func(int64, uint64) bool) { s.DescendGreaterThan(a, fn) })
-	check("DescendGreaterThan", g, want(a, maxK, true, limit))
-	g, _ = shBTCollect(limit, s.Ascend)
-	check("Ascend", g, want(minK, maxK, false, limit))
-	g, _ = shBTCollect(limit, shBTRunsOf(s.AscendRuns))
-	check("AscendRuns", g, want(minK, maxK, false, limit))
-	g, _ = shBTCollect(limit, shBTRunsOf(func(f func([]int64, []uint64) bool) { s.AscendRangeRuns(a, b, f) }))
-	check("AscendRangeRuns", g, want(a, b, false, limit))
-	g, _ = shBTCollect(limit, s.Descend)
-	check("Descend", g, want(minK, maxK, true, limit))
+	atOrAbove := func(p int64) func(int64) bool { return func(k int64) bool { return k >= p } }
+	atOrBelow := func(p int64) func(int64) bool { return func(k int64) bool { return k <= p } }
+	g, _ := shBTCollect(limit, s.Range(a, b), nil) // AscendRange(a, b)
+	check("Range", g, want(a, b, false, limit))
+	g, _ = shBTCollect(limit, s.Ascend(a), nil) // AscendGreaterOrEqual(a)
+	check("Ascend", g, want(a, maxK, false, limit))
+	g, _ = shBTCollect(limit, s.All(), atOrAbove(b)) // AscendLessThan(b)
+	check("All until b", g, want(minK, b, false, limit))
+	g, _ = shBTCollect(limit, s.Descend(b), atOrBelow(a)) // DescendRange(b, a)
+	check("Descend until a", g, want(a, b, true, limit))
+	g, _ = shBTCollect(limit, s.Descend(b), nil) // DescendLessOrEqual(b)
+	check("Descend", g, want(minK, b, true, limit))
+	g, _ = shBTCollect(limit, s.Backward(), atOrBelow(a)) // DescendGreaterThan(a)
+	check("Backward until a", g, want(a, maxK, true, limit))
+	g, _ = shBTCollect(limit, s.All(), nil)
+	check("All", g, want(minK, maxK, false, limit))
+	g, _ = shBTCollect(limit, s.Backward(), nil)
+	check("Backward", g, want(minK, maxK, true, limit))
 	var rg []int64
 	for k, v := range s.Range(a, b) {
 		if v != model[k] {
@@ -203,6 +193,13 @@ func shBTScans(t *testing.T, s *BTree[int64, uint64], r *rand.Rand, model shBTMo
 		rg = append(rg, k)
 	}
 	check("Range", rg, want(a, b, false, -1))
+	for name, seq := range map[string]iter.Seq2[int64, uint64]{"Ascend": s.Ascend(a), "Descend": s.Descend(b)} {
+		for k, v := range seq {
+			if v != model[k] {
+				t.Fatalf("step %d: %s gave %d=%d, want %d", step, name, k, v, model[k])
+			}
+		}
+	}
 }
 
 // shBTGetBatch looks up a random batch of keys and checks it against the model.

@@ -195,31 +195,16 @@ func (s *btSK[K, V]) bounds(lo, hi *K) (rl, rh *btSKey, release func()) {
 	return rl, rh, func() { s.pr.put(sl); s.pr.put(sh) }
 }
 
-// scan is BTree.scan: the Ascend and Descend families and Backward.
-func (s *btSK[K, V]) scan(op string, desc bool, lo, hi *K, yield func(K, V) bool) {
+// descendPush is BTree.descendPush (Backward, Descend).
+func (s *btSK[K, V]) descendPush(op string, lo, hi *K, yield func(K, V) bool) {
 	rl, rh, release := s.bounds(lo, hi)
 	defer release()
-	s.in.scan(op, desc, rl, rh, func(k btSKey, v V) bool { return yield(s.key(k), v) })
+	s.in.descendOne(op, rl, rh, func(k btSKey, v V) bool { return yield(s.key(k), v) })
 }
 
-// ascendPush is BTree.ascendPush (All, Range).
+// ascendPush is BTree.ascendPush (All, Range, Ascend).
 func (s *btSK[K, V]) ascendPush(op string, lo, hi *K, yield func(K, V) bool) {
 	rl, rh, release := s.bounds(lo, hi)
 	defer release()
 	s.in.ascendPush(op, rl, rh, func(k btSKey, v V) bool { return yield(s.key(k), v) })
-}
-
-// runs is BTree.scanRuns (AscendRuns, AscendRangeRuns): each run's keys
-// are converted into one buffer, reused from run to run.
-func (s *btSK[K, V]) runs(op string, lo, hi *K, fn func(keys []K, vals []V) bool) {
-	rl, rh, release := s.bounds(lo, hi)
-	defer release()
-	var kb []K
-	s.in.scanRuns(op, rl, rh, func(keys []btSKey, vals []V) bool {
-		kb = kb[:0]
-		for _, k := range keys {
-			kb = append(kb, s.key(k))
-		}
-		return fn(kb, vals)
-	})
 }

@@ -3,6 +3,7 @@ package collections
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -59,6 +60,23 @@ func btDevName(d *vmem.Device) string {
 	return d.Backend().String()
 }
 
+// btTake returns seq's entries, breaking out of the loop before the first
+// key for which until (if not nil) holds and after limit entries (limit
+// < 0: all), where a google/btree callback would return false.
+func btTake(seq iter.Seq2[uint64, uint64], until func(uint64) bool, limit int) []btItem {
+	var out []btItem
+	for k, v := range seq {
+		if until != nil && until(k) {
+			break
+		}
+		out = append(out, btItem{k, v})
+		if limit >= 0 && len(out) >= limit {
+			break
+		}
+	}
+	return out
+}
+
 // btModelEqual compares the whole tree with the model.
 func btModelEqual(t *testing.T, tr *BTree[uint64, uint64], m *btree.BTreeG[btItem]) {
 	t.Helper()
@@ -105,11 +123,11 @@ func TestBTreeLarge(t *testing.T) {
 		}
 		for range 200 {
 			a := rng.Uint64N(uint64(4 * n))
-			var got, want []btItem
-			tr.AscendRange(a, a+500, func(k, v uint64) bool { got = append(got, btItem{k, v}); return true })
+			var want []btItem
+			got := btTake(tr.Range(a, a+500), nil, -1)
 			m.AscendRange(btItem{k: a}, btItem{k: a + 500}, func(it btItem) bool { want = append(want, it); return true })
 			if !slices.Equal(got, want) {
-				t.Fatalf("AscendRange(%d): %d items, model %d", a, len(got), len(want))
+				t.Fatalf("Range(%d): %d items, model %d", a, len(got), len(want))
 			}
 		}
 		for i := range n {
@@ -438,9 +456,10 @@ func TestBTreeClosed(t *testing.T) {
 			t.Errorf("Len after Close: %d", tr.Len())
 		}
 		for name, f := range map[string]func(){
-			"Get":    func() { tr.Get(1) },
-			"Min":    func() { tr.Min() },
-			"Ascend": func() { tr.Ascend(func(uint64, uint64) bool { return true }) },
+			"Get":     func() { tr.Get(1) },
+			"Min":     func() { tr.Min() },
+			"Ascend":  func() { btTake(tr.Ascend(0), nil, -1) },
+			"Descend": func() { btTake(tr.Descend(9), nil, -1) },
 		} {
 			func() {
 				defer func() {

@@ -215,6 +215,8 @@ func TestNoDataLeaksNewContainers(t *testing.T) {
 		if tr.Len() != 0 {
 			t.Fatal("new BTree not empty")
 		}
-		tr.Ascend(func(uint64, dlRec) bool { t.Fatal("a new BTree yields an entry"); return false })
+		for range tr.Ascend(0) {
+			t.Fatal("a new BTree yields an entry")
+		}
 	})
 }

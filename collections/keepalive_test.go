@@ -143,18 +143,19 @@ func TestBTreeKeptAlive(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"AscendRuns", false, func(t *testing.T, bt B) {
-			n := 0
-			bt.AscendRuns(func(k, _ []uint64) bool { n += len(k); return true })
-			if n != kaN {
-				t.Fatalf("AscendRuns gave %d entries, want %d", n, kaN)
+		{"Range", false, func(t *testing.T, bt B) {
+			if n := kaCount(bt.Range(keys[10], keys[kaN-10])); n != kaN-20 {
+				t.Fatalf("Range gave %d entries, want %d", n, kaN-20)
 			}
 		}},
-		{"AscendRange", false, func(t *testing.T, bt B) {
-			n := 0
-			bt.AscendRange(keys[10], keys[kaN-10], func(uint64, uint64) bool { n++; return true })
-			if n != kaN-20 {
-				t.Fatalf("AscendRange gave %d entries, want %d", n, kaN-20)
+		{"Ascend", false, func(t *testing.T, bt B) {
+			if n := kaCount(bt.Ascend(keys[10])); n != kaN-10 {
+				t.Fatalf("Ascend gave %d entries, want %d", n, kaN-10)
+			}
+		}},
+		{"Descend", false, func(t *testing.T, bt B) {
+			if n := kaCount(bt.Descend(keys[kaN-11])); n != kaN-10 {
+				t.Fatalf("Descend gave %d entries, want %d", n, kaN-10)
 			}
 		}},
 		{"All", false, func(t *testing.T, bt B) {
@@ -286,10 +287,13 @@ func TestShardedKeptAlive(t *testing.T) {
 			}
 		}},
 		{"Ascend", false, func(t *testing.T, bt SB) {
-			n := 0
-			bt.Ascend(func(uint64, uint64) bool { n++; return true })
-			if n != kaN {
+			if n := kaCount(bt.Ascend(keys[0])); n != kaN {
 				t.Fatalf("Ascend gave %d entries, want %d", n, kaN)
+			}
+		}},
+		{"Descend", false, func(t *testing.T, bt SB) {
+			if n := kaCount(bt.Descend(keys[kaN-1])); n != kaN {
+				t.Fatalf("Descend gave %d entries, want %d", n, kaN)
 			}
 		}},
 	}

@@ -224,16 +224,8 @@ type lostTestTree interface {
 	Range(lo, hi uint64) iter.Seq2[uint64, uint64]
 	Keys() iter.Seq[uint64]
 	Values() iter.Seq[uint64]
-	Ascend(func(uint64, uint64) bool)
-	AscendRange(uint64, uint64, func(uint64, uint64) bool)
-	AscendGreaterOrEqual(uint64, func(uint64, uint64) bool)
-	AscendLessThan(uint64, func(uint64, uint64) bool)
-	Descend(func(uint64, uint64) bool)
-	DescendRange(uint64, uint64, func(uint64, uint64) bool)
-	DescendLessOrEqual(uint64, func(uint64, uint64) bool)
-	DescendGreaterThan(uint64, func(uint64, uint64) bool)
-	AscendRuns(func([]uint64, []uint64) bool)
-	AscendRangeRuns(uint64, uint64, func([]uint64, []uint64) bool)
+	Ascend(from uint64) iter.Seq2[uint64, uint64]
+	Descend(from uint64) iter.Seq2[uint64, uint64]
 }
 
 // lostTreeReads appends to reads the reads of fx's two trees.
@@ -241,8 +233,6 @@ func lostTreeReads(reads []lostCase, fx *lostFixture) []lostCase {
 	type read = lostCase
 	drain2 := drainSeq2[uint64, uint64]
 	drain1 := drainSeq[uint64]
-	visit := func(uint64, uint64) bool { return true }
-	runs := func([]uint64, []uint64) bool { return true }
 	for name, tr := range map[string]lostTestTree{"BTree": fx.bt, "BTree on a pool": fx.sb} {
 		reads = append(reads,
 			read{name + ".Get", func() { tr.Get(5) }},
@@ -255,16 +245,10 @@ func lostTreeReads(reads []lostCase, fx *lostFixture) []lostCase {
 			read{name + ".Range", drain2(tr.Range(10, 20))},
 			read{name + ".Keys", drain1(tr.Keys())},
 			read{name + ".Values", drain1(tr.Values())},
-			read{name + ".Ascend", func() { tr.Ascend(visit) }},
-			read{name + ".AscendRange", func() { tr.AscendRange(10, 20, visit) }},
-			read{name + ".AscendGreaterOrEqual", func() { tr.AscendGreaterOrEqual(10, visit) }},
-			read{name + ".AscendLessThan", func() { tr.AscendLessThan(10, visit) }},
-			read{name + ".Descend", func() { tr.Descend(visit) }},
-			read{name + ".DescendRange", func() { tr.DescendRange(20, 10, visit) }},
-			read{name + ".DescendLessOrEqual", func() { tr.DescendLessOrEqual(10, visit) }},
-			read{name + ".DescendGreaterThan", func() { tr.DescendGreaterThan(10, visit) }},
-			read{name + ".AscendRuns", func() { tr.AscendRuns(runs) }},
-			read{name + ".AscendRangeRuns", func() { tr.AscendRangeRuns(10, 20, runs) }})
+			read{name + ".Ascend", drain2(tr.Ascend(10))},
+			read{name + ".Ascend(above the maximum)", drain2(tr.Ascend(1 << 40))},
+			read{name + ".Descend", drain2(tr.Descend(20))},
+			read{name + ".Descend(the minimum)", drain2(tr.Descend(0))})
 	}
 	return reads
 }

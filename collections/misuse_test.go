@@ -82,9 +82,16 @@ func TestBTreeWriteInIteration(t *testing.T) {
 					write()
 				}
 			},
-			"Ascend":     func() { bt.Ascend(func(uint64, uint64) bool { write(); return true }) },
-			"Descend":    func() { bt.Descend(func(uint64, uint64) bool { write(); return true }) },
-			"AscendRuns": func() { bt.AscendRuns(func([]uint64, []uint64) bool { write(); return true }) },
+			"Ascend": func() {
+				for range bt.Ascend(0) {
+					write()
+				}
+			},
+			"Descend": func() {
+				for range bt.Descend(2 * n) {
+					write()
+				}
+			},
 			"Delete": func() {
 				for k := range bt.All() {
 					if _, _, err := bt.Delete(k); err != nil {

@@ -294,19 +294,18 @@ func relBTreeEq[V comparable](t *BTree[uint64, V], model map[uint64]V) error {
 	want := slices.Sorted(maps.Keys(model))
 	i := 0
 	var bad error
-	t.Ascend(func(k uint64, v V) bool {
+	for k, v := range t.All() {
 		if i >= len(want) || k != want[i] || v != model[k] {
-			bad = fmt.Errorf("Ascend entry %d is %d: %v, model %v", i, k, v, model[k])
-			return false
+			bad = fmt.Errorf("All entry %d is %d: %v, model %v", i, k, v, model[k])
+			break
 		}
 		i++
-		return true
-	})
+	}
 	if bad != nil {
 		return bad
 	}
 	if i != len(want) {
-		return fmt.Errorf("Ascend yields %d entries, model %d (Err %v)", i, len(want), t.Err())
+		return fmt.Errorf("All yields %d entries, model %d (Err %v)", i, len(want), t.Err())
 	}
 	for _, k := range want[:min(len(want), 20)] {
 		if v, ok := t.Get(k); !ok || v != model[k] {

@@ -54,7 +54,7 @@ var verbs = []verb{
 	{"Delete", []string{"Delete", "DeleteMin", "DeleteMax", "Pop"}},
 	{"Clear", []string{"Clear"}},
 	{"All/Keys/Values", []string{"All", "Keys", "Values", "Backward", "Chunks"}},
-	{"Range", []string{"Range"}},
+	{"Range", []string{"Range", "Ascend", "Descend"}},
 	{"GetBatch/PutBatch", []string{"GetBatch", "PutBatch", "BulkLoad", "PopBatch", "PushBatch"}},
 	{"Stats", []string{"Stats"}},
 	{"Save/Load", []string{"Save", "Load"}},
