@@ -203,8 +203,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cfg.backendSet {
 		// The flag is the more specific request: it wins over VMEM_BACKEND,
 		// which vmem.Open would otherwise obey.
-		if v := os.Getenv(vmem.EnvBackend); v != "" && v != cfg.backend.String() {
-			os.Setenv(vmem.EnvBackend, cfg.backend.String())
+		if v := os.Getenv("VMEM_BACKEND"); v != "" && v != cfg.backend.String() {
+			os.Setenv("VMEM_BACKEND", cfg.backend.String())
 		}
 	}
 	dev, err := vmem.Open(vmem.Options{Backend: cfg.backend})

@@ -40,7 +40,7 @@ func TestShortRun(t *testing.T) {
 				d.Close()
 			}
 			// run sets VMEM_BACKEND to its -backend; restore it after.
-			t.Setenv(vmem.EnvBackend, os.Getenv(vmem.EnvBackend))
+			t.Setenv("VMEM_BACKEND", os.Getenv("VMEM_BACKEND"))
 			dir := t.TempDir()
 			args := []string{"-short", "-backend", b.String(), "-out", dir, "-sizes", sizeName(smokeSize)}
 			if buildconst.Race || buildconst.Invariants {
@@ -506,7 +506,7 @@ func TestMeasureSubNanosecond(t *testing.T) {
 // TestDistRun runs the map and btree suites under two key distributions
 // and checks the report has the cases of both and the hit rate column.
 func TestDistRun(t *testing.T) {
-	t.Setenv(vmem.EnvBackend, os.Getenv(vmem.EnvBackend))
+	t.Setenv("VMEM_BACKEND", os.Getenv("VMEM_BACKEND"))
 	dir := t.TempDir()
 	args := []string{"-backend", "host", "-suites", "map,btree", "-sizes", "1e3", "-time", "200x", "-count", "1",
 		"-goroutines", "1", "-dist", "uniform,zipf1.1", "-out", dir}

@@ -235,7 +235,7 @@ func mapGovram(e *env, n int) *impl {
 				return nil, err
 			}
 			fx := &fixture{built: built, buildTime: took, buildNote: note, entries: n, close: m.Close, mem: builtMem(e.dev)}
-			u64MapOps(e, fx, n, m.Get, m.Put, m.Delete, mapHits(e, m.Stats))
+			u64MapOps(e, fx, n, m.Get, m.Put, func(k uint64) bool { _, ok, err := m.Delete(k); return ok && err == nil }, mapHits(e, m.Stats))
 			p := newU64Probes(n)
 			vals := make([]uint64, len(p.hit))
 			for i := range vals {
@@ -420,7 +420,7 @@ func smapGovram(e *env, n int) *impl {
 					return nil
 				})
 			}
-			fx.add("delete", deleteOp(len(p.del), func(j int) bool { return m.Delete(p.delK[j]) },
+			fx.add("delete", deleteOp(len(p.del), func(j int) bool { _, ok, _ := m.Delete(p.delK[j]); return ok },
 				func(j int) error { return m.Put(p.delK[j], strVal(p.del[j], 0)) }))
 			manyOps(fx, m, p.hit, vals)
 			return fx, nil

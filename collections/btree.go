@@ -51,7 +51,7 @@ package collections
 // splits) vanishes per insert. A scan walks the host index in key
 // order, groups the leaves it needs by extent, and reads each group either
 // by one DMA of its span into pinned host memory or, for a few leaves, by
-// streaming loads, as layout.Planner decides; up to three DMAs are in
+// streaming loads, as the access planner decides; up to three DMAs are in
 // flight while the callback consumes the oldest window. Appending in key
 // order (BulkLoad, ascending inserts) fills fresh extents front to back;
 // BulkLoad writes its leaves from several goroutines at once.
@@ -111,7 +111,7 @@ var ErrUnsorted = errors.New("collections: keys not strictly ascending")
 //
 // Concurrency, as in the table of docs/guide.md:
 //   - at the same time: Get, Has, GetBatch, Min, Max, Len, All, Keys, Values, Backward, Range, Ascend, Descend, Stats, Err, Save
-//   - alone: ReplaceOrInsert, Delete, DeleteMin, DeleteMax, BulkLoad, Clear, Close
+//   - alone: Put, ReplaceOrInsert, Delete, DeleteMin, DeleteMax, BulkLoad, Clear, Close
 //
 // A BTree is invalid after Close: methods with an error result return
 // vmem.ErrClosed, the others panic.
@@ -344,12 +344,12 @@ func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opt
 func btCheckTypes[K, V any]() error {
 	if !btStrKey[K]() {
 		if err := layout.Check[K](); err != nil {
-			return fmt.Errorf("key: %w", err)
+			return fmt.Errorf("key type: %w", err)
 		}
 	}
 	if !isStringType(reflect.TypeFor[V]()) {
 		if err := layout.Check[V](); err != nil {
-			return fmt.Errorf("value: %w", err)
+			return fmt.Errorf("value type: %w", err)
 		}
 	}
 	return nil

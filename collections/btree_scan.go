@@ -21,7 +21,7 @@ import (
 // holds one key range, so a scan meets each extent's leaves together). A
 // window's leaves are read at once: by one DMA of the span of slots they
 // occupy, into a pinned host buffer, or by streaming loads of just their
-// live lines when they are few (layout.Planner decides). Separator keys in
+// live lines when they are few (the access planner decides). Separator keys in
 // the index say in advance which leaves a bounded scan needs, so no leaf
 // past the range is read, and only the boundary leaves test keys against
 // the bounds.
@@ -211,7 +211,7 @@ func (t *BTree[K, V]) fetch(s *btScan) bool {
 	lo := s.lo
 	buf := t.buffer(s, span)
 	s.base, s.min = unsafe.Pointer(unsafe.SliceData(buf)), lo
-	if e.Kind == access.WC && layout.DefaultPlanner().Plan(lines, int(span), lines*layout.LineSize == int(span)) == layout.Stream {
+	if e.Kind == access.WC && planStreams(lines, int(span)) {
 		for _, w := range s.win {
 			t.streamLeaf(e, w, buf[uintptr((w.id&g.xMask)-lo)*g.leafSize:])
 		}
@@ -530,7 +530,7 @@ func (t *BTree[K, V]) fetchByDMA(s *btScan) bool {
 		return true
 	}
 	lines, span := t.windowSpan(s)
-	return layout.DefaultPlanner().Plan(lines, int(span), lines*layout.LineSize == int(span)) != layout.Stream
+	return !planStreams(lines, int(span))
 }
 
 // emit yields the window's entries, descending. near bounds the first

@@ -113,6 +113,15 @@ func (t *BTree[K, V]) done(err error) {
 	}
 }
 
+// Put stores value under key, replacing any value key had: Map's Put, for
+// code written against both containers. ReplaceOrInsert does the same and
+// also returns the value it replaced. On error (out of memory, device lost,
+// vmem.ErrClosed) the tree is unchanged.
+func (t *BTree[K, V]) Put(key K, value V) error {
+	_, _, err := t.ReplaceOrInsert(key, value)
+	return err
+}
+
 // ReplaceOrInsert stores value under key. If key was present it returns
 // the value it replaces and true, and the tree keeps the stored key's bits
 // (google/btree would store the new key; only keys equal under the order

@@ -111,7 +111,7 @@ func TestNoDataLeaks(t *testing.T) {
 			return tr.Close()
 		}},
 		{"Ring", func(d *vmem.Device) error {
-			r, err := NewRing[dlRec](d, 4000, WithPolicy(OverwriteOldest))
+			r, err := NewRing[dlRec](d, 4000, withPolicy(ringOverwriteOldest))
 			if err != nil {
 				return err
 			}

@@ -137,6 +137,7 @@ func TestLifecycleSlice(t *testing.T) {
 		lcCheck(t, "Slice", reflect.TypeFor[*vmem.Slice[uint32]](), []lcCall{
 			{"Len", func() error { return lcWant(s.Len() == 0, "Len") }, lcQuiet},
 			{"Cap", func() error { return lcWant(s.Cap() == 0, "Cap") }, lcQuiet},
+			{"Stats", func() error { st := s.Stats(); return lcWant(st.Len == 0 && st.Cap == 0 && st.Segments == 0, "Stats") }, lcQuiet},
 			{"Err", func() error { return s.Err() }, lcQuiet},
 			{"Get", func() error { s.Get(1); return nil }, lcPanic},
 			{"Set", func() error { s.Set(1, 1); return nil }, lcPanic},
@@ -189,7 +190,7 @@ func TestLifecycleMap(t *testing.T) {
 			{"Put", func() error { return m.Put(1, 1) }, lcErr},
 			{"PutMany", func() error { return m.putMany(ks, vs) }, lcErr},
 			{"PutBatch", func() error { return m.PutBatch(ks, vs) }, lcErr},
-			{"Delete", func() error { m.Delete(1); return nil }, lcPanic},
+			{"Delete", func() error { _, _, err := m.Delete(1); return err }, lcErr},
 			{"Clear", m.Clear, lcErr},
 			{"All", func() error { return lcEmpty(m.All()) }, lcPanic},
 			{"Keys", func() error { return lcEmpty1(m.Keys()) }, lcPanic},
@@ -223,6 +224,7 @@ func TestLifecycleBTree(t *testing.T) {
 			{"Min", func() error { tr.Min(); return nil }, lcPanic},
 			{"Max", func() error { tr.Max(); return nil }, lcPanic},
 			{"ReplaceOrInsert", func() error { _, _, err := tr.ReplaceOrInsert(1, 1); return err }, lcErr},
+			{"Put", func() error { return tr.Put(1, 1) }, lcErr},
 			{"Delete", func() error { _, _, err := tr.Delete(1); return err }, lcErr},
 			{"DeleteMin", func() error { _, _, _, err := tr.DeleteMin(); return err }, lcErr},
 			{"DeleteMax", func() error { _, _, _, err := tr.DeleteMax(); return err }, lcErr},
@@ -257,6 +259,7 @@ func TestLifecycleRing(t *testing.T) {
 		lcCheck(t, "Ring", reflect.TypeFor[*Ring[uint64]](), []lcCall{
 			{"Len", func() error { return lcWant(r.Len() == 0, "Len") }, lcQuiet},
 			{"Cap", func() error { r.Cap(); return nil }, lcQuiet},
+			{"Stats", func() error { return lcWant(r.Stats() == RingStats{}, "Stats") }, lcQuiet},
 			{"Err", func() error { return nil }, lcQuiet},
 			{"Push", func() error { return r.Push(1) }, lcErr},
 			{"PushBatch", func() error { _, err := r.PushBatch(buf); return err }, lcErr},

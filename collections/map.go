@@ -346,18 +346,16 @@ type mapLine struct {
 }
 
 // Clear removes every entry and keeps the table's memory, like Go's clear.
-// It returns ErrClosed after Close, as every container's Clear does.
+// As every container's Clear, it returns vmem.ErrClosed after Close and the
+// device's error after a loss, with the map unchanged.
 func (m *Map[K, V]) Clear() error {
 	if m.sh != nil {
 		return m.sh.Clear()
 	}
-	t := m.t
-	if t == nil {
-		if m.dev != nil && m.closed {
-			return fmt.Errorf("collections: Map.Clear: %w", vmem.ErrClosed)
-		}
-		m.badRead()
+	if err := m.mapUsable(); err != nil {
+		return fmt.Errorf("collections: Map.Clear: %w", err)
 	}
+	t := m.t
 	if m.writing {
 		m.badWrite()
 	}
@@ -384,8 +382,8 @@ func (m *Map[K, V]) Clear() error {
 }
 
 // Close frees the map's memory. It is idempotent; the map is invalid
-// afterwards: Get, Delete and iteration panic, Put, GetBatch, PutBatch
-// and Clear return vmem.ErrClosed, Len returns 0.
+// afterwards: Get, Has and iteration panic, Put, Delete, GetBatch,
+// PutBatch and Clear return vmem.ErrClosed, Len returns 0.
 func (m *Map[K, V]) Close() error {
 	if m.sh != nil {
 		return m.sh.Close()

@@ -52,6 +52,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/access"
+	"github.com/govram/govram/internal/lines"
 	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
@@ -135,7 +136,7 @@ var errMapCombPanic = errors.New("collections: GetBatch: the goroutine running t
 // the table's slots are in mapped VRAM, fewer are read by CPU line loads:
 // the planner's gather threshold (a round's fixed price over a streamed
 // line's).
-var mapBatchGPUMin = layout.DefaultPlanner().GatherMinLines
+var mapBatchGPUMin = lines.DefaultPlanner().GatherMinLines
 
 // batchGPU picks the path of a batch lookup of n keys: a GPU round (true,
 // with the kernels' hash mode) or CPU line loads. Slots in mapped VRAM are

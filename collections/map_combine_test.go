@@ -137,7 +137,8 @@ func TestMapCombineConcurrent(t *testing.T) {
 						}
 						model[k] = v
 						k = r.Uint64N(keySpace)
-						if _, had := model[k]; m.Delete(k) != had {
+						want, had := model[k]
+						if old, ok, err := m.Delete(k); ok != had || old != want || err != nil {
 							t.Fatalf("Delete(%d) disagrees with the model", k)
 						}
 						delete(model, k)

@@ -132,8 +132,13 @@ func ExampleMap_Delete() {
 	defer m.Close()
 	m.Put(1, 10)
 	m.Put(2, 20)
-	fmt.Println(m.Delete(1), m.Delete(1), m.Len())
-	// Output: true false 1
+	fmt.Println(m.Delete(1))
+	fmt.Println(m.Delete(1))
+	fmt.Println(m.Len())
+	// Output:
+	// 10 true <nil>
+	// 0 false <nil>
+	// 1
 }
 
 func ExampleMap_All() {

@@ -249,15 +249,17 @@ func (s *shardedMap[K, V]) Put(k K, v V) error {
 	return err
 }
 
-// Delete removes k and reports whether it was present. It panics if the map
-// is closed.
-func (s *shardedMap[K, V]) Delete(k K) bool {
-	s.live()
-	ok := s.shards[s.shardOf(&k)].Delete(k)
+// Delete removes k from its shard, as Map.Delete.
+func (s *shardedMap[K, V]) Delete(k K) (V, bool, error) {
+	if s.closed {
+		var zero V
+		return zero, false, vmem.ErrClosed
+	}
+	old, ok, err := s.shards[s.shardOf(&k)].Delete(k)
 	if buildconst.Invariants {
 		s.check()
 	}
-	return ok
+	return old, ok, err
 }
 
 // Clear removes every entry and keeps the tables' memory. It returns

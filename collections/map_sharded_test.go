@@ -40,8 +40,8 @@ func shMapDiff[K comparable, V comparable](t *testing.T, p *vmem.Pool, steps int
 		case 3: // Delete
 			k := sr.keysOf(1, true)[0]
 			_, want := model[k]
-			if got := s.Delete(k); got != want {
-				t.Fatalf("step %d: Delete(%v) = %v, want %v", step, k, got, want)
+			if old, got, err := s.Delete(k); got != want || err != nil || old != model[k] {
+				t.Fatalf("step %d: Delete(%v) = %v, %v, %v, want %v, %v", step, k, old, got, err, model[k], want)
 			}
 			delete(model, k)
 		case 4, 5: // PutMany / PutBatch, with repeated keys

@@ -59,8 +59,12 @@ func (x *mapDiff[K, V]) del(k K) {
 	if k != k {
 		had = false // a NaN key is never found
 	}
-	if got := x.m.Delete(k); got != had {
-		x.t.Fatalf("Delete(%v) = %v, want %v", mapShort(k), got, had)
+	old, got, err := x.m.Delete(k)
+	if err != nil {
+		x.t.Fatalf("Delete(%v): %v", mapShort(k), err)
+	}
+	if got != had || old != x.model[k] && k == k {
+		x.t.Fatalf("Delete(%v) = %v, %v, want %v, %v", mapShort(k), mapShort(old), got, mapShort(x.model[k]), had)
 	}
 	delete(x.model, k)
 }
@@ -365,8 +369,11 @@ func TestMapBasic(t *testing.T) {
 		if _, ok := m.Get(long[:4999]); ok {
 			t.Fatal("found a prefix of a long key")
 		}
-		if m.Len() != 4 || !m.Delete("a") || m.Delete("a") || m.Len() != 3 {
-			t.Fatal("Delete")
+		if old, ok, err := m.Delete("a"); m.Len() != 3 || old != 10 || !ok || err != nil {
+			t.Fatalf("Delete(a) = %d, %v, %v; Len %d", old, ok, err, m.Len())
+		}
+		if old, ok, err := m.Delete("a"); m.Len() != 3 || old != 0 || ok || err != nil {
+			t.Fatalf("second Delete(a) = %d, %v, %v", old, ok, err)
 		}
 		m.Clear()
 		if m.Len() != 0 {
@@ -707,10 +714,12 @@ func TestMapClosed(t *testing.T) {
 		if err := m.Clear(); !errors.Is(err, vmem.ErrClosed) {
 			t.Fatalf("Clear after Close: %v", err)
 		}
+		if _, _, err := m.Delete("a"); !errors.Is(err, vmem.ErrClosed) {
+			t.Fatalf("Delete after Close: %v", err)
+		}
 		for name, f := range map[string]func(){
 			"Get":     func() { m.Get("a") },
 			"GetMany": func() { m.getMany([]string{"a"}, make([]string, 1), nil) },
-			"Delete":  func() { m.Delete("a") },
 			"All": func() {
 				for range m.All() {
 				}

@@ -220,14 +220,19 @@ func (m *Map[K, V]) freeStrings(rec unsafe.Pointer) {
 	}
 }
 
-// Delete removes k and reports whether it was present. Deleting a missing
-// key does nothing. It panics if the map is closed.
-func (m *Map[K, V]) Delete(k K) bool {
-	if m.t == nil {
-		if m.sh != nil {
-			return m.sh.Delete(k) // a map on a pool has no table of its own
-		}
-		m.badRead()
+// Delete removes k and returns the value it had and whether it was
+// present; deleting a missing key does nothing. The shape is BTree.Delete's
+// (and google/btree's): the old value comes from the line the probe reads
+// anyway (a string value's bytes are read from the arena before they are
+// freed). It returns vmem.ErrClosed after Close and the device's error
+// after a loss, with the map unchanged.
+func (m *Map[K, V]) Delete(k K) (V, bool, error) {
+	if m.sh != nil {
+		return m.sh.Delete(k) // a map on a pool has no table of its own
+	}
+	var zero V
+	if err := m.mapUsable(); err != nil {
+		return zero, false, err
 	}
 	if m.writing {
 		m.badWrite()
@@ -236,12 +241,15 @@ func (m *Map[K, V]) Delete(k K) bool {
 	if len(m.wb.keys) > 0 {
 		// A recorded Put of k must not come back after the Delete.
 		if err := m.settle(); err != nil {
-			m.setErr(err)
+			m.writing = false
+			return zero, false, err
 		}
 	}
 	h := m.hash(&k)
-	found := m.delete(&k, h)
+	old, found, err := m.delete(&k, h)
 	if m.tier != nil {
+		// Also after an error: whether the key went is then unknown, and
+		// the tier holds only copies the device confirms.
 		m.tierDelete(&k, h)
 	}
 	m.writing = false
@@ -249,19 +257,16 @@ func (m *Map[K, V]) Delete(k K) bool {
 	if buildconst.Invariants {
 		m.mustCheck()
 	}
-	return found
+	return old, found, err
 }
 
-func (m *Map[K, V]) delete(k *K, h uint64) bool {
+func (m *Map[K, V]) delete(k *K, h uint64) (old V, found bool, err error) {
 	t := m.t
 	f, err := m.findW(t, k, h)
-	if err != nil {
-		m.setErr(err)
-		return false
+	if err != nil || !f.found {
+		return old, false, err
 	}
-	if !f.found {
-		return false
-	}
+	old = m.valueAt(f.rec)
 	m.freeStrings(f.rec)
 	// A bucket that has an empty slot stops every probe, so no key lies
 	// past it on a probe through it: the slot can become empty again.
@@ -274,5 +279,5 @@ func (m *Map[K, V]) delete(k *K, h uint64) bool {
 		t.tombs++
 	}
 	m.n--
-	return true
+	return old, true, nil
 }

@@ -140,7 +140,7 @@ func relMapScript[K comparable, V comparable](m *Map[K, V], key func(int) K, val
 				model[key(20+i)] = vs[i]
 			}
 		},
-		// PutMany's documented effect on vmem.ErrOutOfMemory: the keys before
+		// PutBatch's documented effect on vmem.ErrOutOfMemory: the keys before
 		// the one that failed are stored, the rest are unchanged.
 		partial: func() error {
 			for j := 0; j <= len(ks); j++ {
@@ -156,16 +156,14 @@ func relMapScript[K comparable, V comparable](m *Map[K, V], key func(int) K, val
 			return fmt.Errorf("not a prefix of the batch applied: %w", relMapEq(m, model))
 		}})
 	for i := 0; i < 140; i += 3 {
-		steps = append(steps, relStep{name: fmt.Sprintf("Delete(%d)", i), noErr: true,
+		steps = append(steps, relStep{name: fmt.Sprintf("Delete(%d)", i),
 			do: func() error {
-				m.Delete(key(i))
-				return m.Err()
+				_, _, err := m.Delete(key(i))
+				return err
 			},
 			model: func() { delete(model, key(i)) }})
 	}
-	steps = append(steps, relStep{name: "Clear", noErr: true,
-		do:    func() error { m.Clear(); return m.Err() },
-		model: func() { clear(model) }})
+	steps = append(steps, relStep{name: "Clear", do: m.Clear, model: func() { clear(model) }})
 	for i := range 20 {
 		put(500+i, i)
 	}
@@ -424,7 +422,7 @@ func relRingScript[T comparable](r *Ring[T], val func(int) T) *relSubject {
 		pushBatch(7)
 		popBatch(40)
 	}
-	steps = append(steps, relStep{name: "Clear", noErr: true, do: r.Clear, model: func() { model = nil }})
+	steps = append(steps, relStep{name: "Clear", do: r.Clear, model: func() { model = nil }})
 	pushBatch(45)
 	popBatch(20)
 	return &relSubject{

@@ -97,11 +97,11 @@ package collections
 // consumer sees the newer durable (and reads VRAM instead). The spin can
 // only last while the consumer is descheduled in the middle of a copy.
 //
-// ErrorWhenFull: the producer writes a physical line only when every
+// Error when full (the default): the producer writes a physical line only when every
 // element it held has been consumed (head has passed it), so what the
 // consumer reads is never overwritten under it.
 //
-// OverwriteOldest: the producer never waits and never writes head. The
+// WithOverwrite(true): the producer never waits and never writes head. The
 // oldest live element is max(head, tail-capacity, floor): pushing past the
 // capacity drops the oldest simply by moving tail. Because P >= capacity,
 // any VRAM line the producer rewrites holds only elements already dropped
@@ -125,46 +125,57 @@ import (
 
 	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/held"
+	"github.com/govram/govram/internal/lines"
 	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
 )
 
-// RingPolicy says what Push does when the ring is full.
-type RingPolicy int
+// ringPolicy says what Push does when the ring is full (WithOverwrite).
+type ringPolicy int
 
 const (
-	// ErrorWhenFull makes Push return ErrFull and PushBatch push only what
-	// fits. It is the default.
-	ErrorWhenFull RingPolicy = iota
-	// OverwriteOldest makes Push drop the oldest element to make room, so
-	// pushes never fail and the ring keeps the newest Cap elements.
-	OverwriteOldest
+	// ringErrorWhenFull makes Push return ErrFull and PushBatch push only
+	// what fits. It is the default.
+	ringErrorWhenFull ringPolicy = iota
+	// ringOverwriteOldest makes Push drop the oldest element to make room,
+	// so pushes never fail and the ring keeps the newest Cap elements.
+	ringOverwriteOldest
 )
 
-// String names the policy.
-func (p RingPolicy) String() string {
+func (p ringPolicy) String() string {
 	switch p {
-	case ErrorWhenFull:
-		return "ErrorWhenFull"
-	case OverwriteOldest:
-		return "OverwriteOldest"
+	case ringErrorWhenFull:
+		return "error when full"
+	case ringOverwriteOldest:
+		return "overwrite the oldest"
 	}
-	return fmt.Sprintf("RingPolicy(%d)", int(p))
+	return fmt.Sprintf("ring policy %d", int(p))
 }
 
 // RingOption configures NewRing.
 type RingOption func(*ringConfig)
 
 type ringConfig struct {
-	policy      RingPolicy
+	policy      ringPolicy
 	segLines    uint64 // lines per segment (a power of two); 0: the default
 	stageLines  uint64 // staging slots (a power of two >= 2); 0: the default
 	parallelMin uint64 // PushBatch runs at least this long use several cores
 }
 
-// WithPolicy sets what a push into a full ring does (default
-// ErrorWhenFull).
-func WithPolicy(p RingPolicy) RingOption { return func(c *ringConfig) { c.policy = p } }
+// WithOverwrite(true) makes a push into a full ring drop the oldest
+// element to make room: pushes never fail, and the ring keeps the newest
+// Cap elements (a log of recent samples). By default, and with
+// WithOverwrite(false), Push into a full ring returns ErrFull and changes
+// nothing, and PushBatch pushes what fits: producers wait, nothing is
+// lost.
+func WithOverwrite(on bool) RingOption {
+	if on {
+		return withPolicy(ringOverwriteOldest)
+	}
+	return withPolicy(ringErrorWhenFull)
+}
+
+func withPolicy(p ringPolicy) RingOption { return func(c *ringConfig) { c.policy = p } }
 
 const (
 	ringLine = 64
@@ -214,7 +225,7 @@ const ringTSO = runtime.GOARCH == "amd64" || runtime.GOARCH == "386"
 // Ring is a fixed-capacity FIFO queue of T in device memory (mapped VRAM on
 // a GPU, off-heap memory on the host backend): pushes at the back, pops at
 // the front. When full, a push either fails with ErrFull or drops the oldest
-// element, as chosen by WithPolicy.
+// element, as chosen by WithOverwrite.
 //
 // T must hold no pointers (vmem.ErrPointerType). Push and Pop move single
 // elements (whole-line stores and streaming loads); PushBatch, PopBatch and
@@ -226,7 +237,7 @@ const ringTSO = runtime.GOARCH == "amd64" || runtime.GOARCH == "386"
 // See docs/ring.md for the memory-ordering argument.
 //
 // Concurrency, as in the table of docs/guide.md:
-//   - at the same time: one producer (Push, PushBatch, Flush) with one consumer (Pop, PopBatch, Peek, All, Save, Err); Len and Cap from any goroutine
+//   - at the same time: one producer (Push, PushBatch, Flush) with one consumer (Pop, PopBatch, Peek, All, Save, Err); Len, Cap and Stats from any goroutine
 //   - alone: Clear, Close; several producers, or several consumers, need the caller's lock around their side
 //
 // Device loss: Peek, Pop and All panic with an error matching
@@ -321,7 +332,7 @@ func NewRing[T any](dev *vmem.Device, capacity int, opts ...RingOption) (*Ring[T
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.policy != ErrorWhenFull && cfg.policy != OverwriteOldest {
+	if cfg.policy != ringErrorWhenFull && cfg.policy != ringOverwriteOldest {
 		return nil, fmt.Errorf("collections: NewRing: unknown %v: %w", cfg.policy, vmem.ErrRange)
 	}
 	if cfg.stageLines < 2 || cfg.stageLines&(cfg.stageLines-1) != 0 {
@@ -332,8 +343,8 @@ func NewRing[T any](dev *vmem.Device, capacity int, opts ...RingOption) (*Ring[T
 		dev:       dev,
 		size:      uint64(unsafe.Sizeof(zero)),
 		capacity:  uint64(capacity),
-		overwrite: cfg.policy == OverwriteOldest,
-		dmaMin:    uint64(layout.DefaultPlanner().DMAMinBytes),
+		overwrite: cfg.policy == ringOverwriteOldest,
+		dmaMin:    uint64(lines.DefaultPlanner().DMAMinBytes),
 		parMin:    cfg.parallelMin,
 		stageK:    cfg.stageLines,
 		stageMask: cfg.stageLines*ringLine - 1,
@@ -425,14 +436,12 @@ func (r *Ring[T]) dropFloor(t uint64) uint64 {
 	return lo
 }
 
-// Clear empties the ring. It must not overlap any other call. It returns
-// vmem.ErrClosed after Close, as every container's Clear does.
+// Clear empties the ring. It must not overlap any other call. As every
+// container's Clear, it returns vmem.ErrClosed after Close and the device's
+// error after a loss, with the ring unchanged.
 func (r *Ring[T]) Clear() error {
-	if r.dev == nil {
-		zeroUse("Ring")
-	}
-	if r.closed {
-		return fmt.Errorf("collections: Ring.Clear: %w", vmem.ErrClosed)
+	if err := r.ringUsable(); err != nil {
+		return fmt.Errorf("collections: Ring.Clear: %w", err)
 	}
 	r.tail.Store(0)
 	r.durable.Store(0)

@@ -211,8 +211,8 @@ func ringTouch(s []uint64) []uint64 {
 	return s
 }
 
-func ringNew(b *testing.B, d *vmem.Device, n int, p RingPolicy) *Ring[uint64] {
-	r, err := NewRing[uint64](d, n, WithPolicy(p))
+func ringNew(b *testing.B, d *vmem.Device, n int, p ringPolicy) *Ring[uint64] {
+	r, err := NewRing[uint64](d, n, withPolicy(p))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -220,14 +220,14 @@ func ringNew(b *testing.B, d *vmem.Device, n int, p RingPolicy) *Ring[uint64] {
 }
 
 // BenchmarkRingPush pushes single uint64s into a ring of 1<<20 (8 MiB);
-// Ring uses OverwriteOldest so the producer runs alone in steady state
+// Ring uses ringOverwriteOldest so the producer runs alone in steady state
 // (target on an H200: at most 20 ns a push). The baselines are drained,
 // off the clock, when full.
 func BenchmarkRingPush(b *testing.B) {
 	const n = 1 << 20
 	ringBenchEach(b, func(b *testing.B, d *vmem.Device) {
 		b.Run("govram", func(b *testing.B) {
-			r := ringNew(b, d, n, OverwriteOldest)
+			r := ringNew(b, d, n, ringOverwriteOldest)
 			defer r.Close()
 			b.SetBytes(8)
 			b.ResetTimer()
@@ -239,7 +239,7 @@ func BenchmarkRingPush(b *testing.B) {
 		b.Run("govram-16B", func(b *testing.B) { ringBenchPushWide[[2]uint64](b, d, n) })
 		b.Run("govram-64B", func(b *testing.B) { ringBenchPushWide[[8]uint64](b, d, n/8) })
 		b.Run("govram-errfull", func(b *testing.B) {
-			r := ringNew(b, d, n, ErrorWhenFull)
+			r := ringNew(b, d, n, ringErrorWhenFull)
 			defer r.Close()
 			b.SetBytes(8)
 			b.ResetTimer()
@@ -295,9 +295,9 @@ func BenchmarkRingPush(b *testing.B) {
 }
 
 // ringBenchPushWide pushes single elements of type A (an array of uint64)
-// into an OverwriteOldest ring of n.
+// into an ringOverwriteOldest ring of n.
 func ringBenchPushWide[A ~[2]uint64 | ~[8]uint64](b *testing.B, d *vmem.Device, n int) {
-	r, err := NewRing[A](d, n, WithPolicy(OverwriteOldest))
+	r, err := NewRing[A](d, n, withPolicy(ringOverwriteOldest))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func BenchmarkRingPop(b *testing.B) {
 	}
 	ringBenchEach(b, func(b *testing.B, d *vmem.Device) {
 		b.Run("govram", func(b *testing.B) {
-			r := ringNew(b, d, n, ErrorWhenFull)
+			r := ringNew(b, d, n, ringErrorWhenFull)
 			defer r.Close()
 			b.SetBytes(8)
 			b.ResetTimer()
@@ -402,7 +402,7 @@ func BenchmarkRingPushBatch(b *testing.B) {
 				src[i] = uint64(i)
 			}
 			b.Run("govram/"+name, func(b *testing.B) {
-				r := ringNew(b, d, n, OverwriteOldest)
+				r := ringNew(b, d, n, ringOverwriteOldest)
 				defer r.Close()
 				b.SetBytes(int64(n) * 8)
 				b.ResetTimer()
@@ -465,7 +465,7 @@ func BenchmarkRingPopBatch(b *testing.B) {
 			heapDst := ringTouch(make([]uint64, n))
 			run := func(name string, dst []uint64) {
 				b.Run(name+"/"+size, func(b *testing.B) {
-					r := ringNew(b, d, n, ErrorWhenFull)
+					r := ringNew(b, d, n, ringErrorWhenFull)
 					defer r.Close()
 					b.SetBytes(int64(n) * 8)
 					b.ResetTimer()
@@ -532,7 +532,7 @@ func BenchmarkRingSPSC(b *testing.B) {
 	const n = 4096
 	ringBenchEach(b, func(b *testing.B, d *vmem.Device) {
 		b.Run("govram", func(b *testing.B) {
-			r := ringNew(b, d, n, ErrorWhenFull)
+			r := ringNew(b, d, n, ringErrorWhenFull)
 			defer r.Close()
 			b.SetBytes(8)
 			b.ResetTimer()
@@ -604,7 +604,7 @@ func BenchmarkRingPushPop256(b *testing.B) {
 	dst := make([]uint64, k)
 	ringBenchEach(b, func(b *testing.B, d *vmem.Device) {
 		b.Run("govram", func(b *testing.B) {
-			r := ringNew(b, d, 1<<16, ErrorWhenFull)
+			r := ringNew(b, d, 1<<16, ringErrorWhenFull)
 			defer r.Close()
 			b.SetBytes(k * 8)
 			b.ResetTimer()

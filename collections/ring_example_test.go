@@ -38,7 +38,7 @@ func ExampleRing() {
 	// popped [2 3 4]
 }
 
-func ExampleWithPolicy() {
+func ExampleWithOverwrite() {
 	dev, err := vmem.Open(vmem.Options{Backend: vmem.BackendHost})
 	if err != nil {
 		panic(err)
@@ -46,7 +46,7 @@ func ExampleWithPolicy() {
 	defer dev.Close()
 
 	// Keep the newest three readings; older ones are dropped.
-	r, err := collections.NewRing[float64](dev, 3, collections.WithPolicy(collections.OverwriteOldest))
+	r, err := collections.NewRing[float64](dev, 3, collections.WithOverwrite(true))
 	if err != nil {
 		panic(err)
 	}
@@ -54,8 +54,6 @@ func ExampleWithPolicy() {
 	for _, x := range []float64{0.5, 1.5, 2.5, 3.5, 4.5} {
 		r.Push(x)
 	}
-	r.Flush() // publish the pushes (a consumer sees them in groups otherwise)
-	r.Flush() // publish the pushes to the consumer side
 	for i, x := range r.All() {
 		fmt.Println(i, x)
 	}

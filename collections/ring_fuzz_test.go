@@ -33,7 +33,7 @@ func FuzzRing(f *testing.F) {
 			return
 		}
 		tc := cases[int(data[0]&15)%len(cases)]
-		cfg := ringDiffConfig{capacity: 1 + int(data[1])%48, policy: RingPolicy(data[0] >> 4 & 1)}
+		cfg := ringDiffConfig{capacity: 1 + int(data[1])%48, policy: ringPolicy(data[0] >> 4 & 1)}
 		if data[0]>>5&1 == 1 {
 			cfg.opts = ringTinyOpts()
 		}

@@ -12,8 +12,8 @@ import (
 // The producer side: Push, PushBatch and the staging ring. See ring.go for
 // the design and the ordering argument.
 
-// Push adds v at the back. With ErrorWhenFull it returns ErrFull when the
-// ring is full (nothing changes); with OverwriteOldest it drops the oldest
+// Push adds v at the back. By default it returns ErrFull when the
+// ring is full (nothing changes); with WithOverwrite(true) it drops the oldest
 // element instead. After Close it returns vmem.ErrClosed.
 //
 // v is visible to the consumer (Pop, PopBatch, Peek, All, Len) when Push
@@ -128,8 +128,8 @@ func (r *Ring[T]) pushLarge(v *T) error {
 }
 
 // PushBatch adds vs at the back, in order, and returns how many it added.
-// With ErrorWhenFull it adds as many as fit and returns ErrFull if that is
-// fewer than len(vs); with OverwriteOldest it adds them all, dropping the
+// By default it adds as many as fit and returns ErrFull if that is
+// fewer than len(vs); with WithOverwrite(true) it adds them all, dropping the
 // oldest elements (and, when len(vs) exceeds Cap, the first of vs) to make
 // room. Whole lines go from vs to VRAM with non-temporal stores (from
 // several goroutines for runs over 512 KiB), the fast way to fill a ring.

@@ -39,9 +39,9 @@ func (r *Ring[T]) Save(w io.Writer) error {
 
 func (r *Ring[T]) ringSave(w io.Writer) error {
 	n := r.Len()
-	policy := ErrorWhenFull
+	policy := ringErrorWhenFull
 	if r.overwrite {
-		policy = OverwriteOldest
+		policy = ringOverwriteOldest
 	}
 	sw, err := newSnapWriter(w, snapfmt.Header{
 		Kind:        snapfmt.KindRing,
@@ -104,9 +104,9 @@ func ringLoad[T any](dev *vmem.Device, r io.Reader, opts []RingOption) (*Ring[T]
 	}
 	h := sr.Header()
 	size := uint64(unsafe.Sizeof(*new(T)))
-	capacity, policy := h.Aux[0], RingPolicy(h.Aux[1])
+	capacity, policy := h.Aux[0], ringPolicy(h.Aux[1])
 	switch {
-	case h.Aux[1] > uint64(OverwriteOldest) || h.Aux[2] != 0:
+	case h.Aux[1] > uint64(ringOverwriteOldest) || h.Aux[2] != 0:
 		return nil, fmt.Errorf("%w: ring policy %d", snapfmt.ErrCorrupt, h.Aux[1])
 	case capacity == 0 || h.Count > capacity:
 		return nil, fmt.Errorf("%w: %d elements in a ring of %d", snapfmt.ErrCorrupt, h.Count, capacity)
@@ -131,7 +131,7 @@ func ringLoad[T any](dev *vmem.Device, r io.Reader, opts []RingOption) (*Ring[T]
 			return nil, err
 		}
 	}
-	g, err := NewRing[T](dev, int(capacity), append([]RingOption{WithPolicy(policy)}, opts...)...)
+	g, err := NewRing[T](dev, int(capacity), append([]RingOption{withPolicy(policy)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

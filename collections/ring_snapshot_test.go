@@ -26,9 +26,9 @@ func snapRingElems[T any](t *testing.T, r *Ring[T]) []T {
 	return out
 }
 
-func snapRingRoundTrip[T any](t *testing.T, d *vmem.Device, capacity, pushes int, p RingPolicy, val func(int) T) {
+func snapRingRoundTrip[T any](t *testing.T, d *vmem.Device, capacity, pushes int, p ringPolicy, val func(int) T) {
 	t.Run(fmt.Sprintf("%v/%d-%d-%v", reflect.TypeFor[T](), capacity, pushes, p), func(t *testing.T) {
-		r, err := NewRing[T](d, capacity, WithPolicy(p))
+		r, err := NewRing[T](d, capacity, withPolicy(p))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +48,7 @@ func snapRingRoundTrip[T any](t *testing.T, d *vmem.Device, capacity, pushes int
 			if err != nil {
 				t.Fatal(err)
 			}
-			if l.Cap() != capacity || l.overwrite != (p == OverwriteOldest) {
+			if l.Cap() != capacity || l.overwrite != (p == ringOverwriteOldest) {
 				t.Fatalf("loaded Cap %d overwrite %v", l.Cap(), l.overwrite)
 			}
 			if got := snapRingElems(t, l); !reflect.DeepEqual(got, want) {
@@ -76,19 +76,19 @@ func TestRingSnapshotRoundTrip(t *testing.T) {
 			big = 20000
 		}
 		u := func(i int) uint64 { return uint64(i) * 11 }
-		snapRingRoundTrip(t, d, 1, 0, ErrorWhenFull, u)
-		snapRingRoundTrip(t, d, 10, 25, OverwriteOldest, u)
-		snapRingRoundTrip(t, d, 1000, 900, ErrorWhenFull, u)
-		snapRingRoundTrip(t, d, big/2, big, OverwriteOldest, u)
-		snapRingRoundTrip(t, d, 333, 1000, OverwriteOldest, func(i int) snapRec { return snapRec{ID: uint32(i), At: uint64(i)} })
-		snapRingRoundTrip(t, d, 100, 150, OverwriteOldest, func(i int) [100]byte { return [100]byte{byte(i), 1: byte(i >> 8)} })
-		snapRingRoundTrip(t, d, 50, 40, ErrorWhenFull, func(i int) byte { return byte(i) })
+		snapRingRoundTrip(t, d, 1, 0, ringErrorWhenFull, u)
+		snapRingRoundTrip(t, d, 10, 25, ringOverwriteOldest, u)
+		snapRingRoundTrip(t, d, 1000, 900, ringErrorWhenFull, u)
+		snapRingRoundTrip(t, d, big/2, big, ringOverwriteOldest, u)
+		snapRingRoundTrip(t, d, 333, 1000, ringOverwriteOldest, func(i int) snapRec { return snapRec{ID: uint32(i), At: uint64(i)} })
+		snapRingRoundTrip(t, d, 100, 150, ringOverwriteOldest, func(i int) [100]byte { return [100]byte{byte(i), 1: byte(i >> 8)} })
+		snapRingRoundTrip(t, d, 50, 40, ringErrorWhenFull, func(i int) byte { return byte(i) })
 	})
 }
 
 func TestRingSnapshotErrors(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		r, err := NewRing[uint32](d, 8, WithPolicy(OverwriteOldest))
+		r, err := NewRing[uint32](d, 8, withPolicy(ringOverwriteOldest))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestRingSnapshotErrors(t *testing.T) {
 func FuzzLoadRing(f *testing.F) {
 	d := snapFuzzDevice(f)
 	for _, n := range []int{0, 3, 20} {
-		r, _ := NewRing[uint32](d, 16, WithPolicy(OverwriteOldest))
+		r, _ := NewRing[uint32](d, 16, withPolicy(ringOverwriteOldest))
 		for i := range n {
 			r.Push(uint32(i * 3))
 		}

@@ -28,9 +28,9 @@ func (e ringStressElem) ok() bool { return e == ringStressMake(e.Seq) }
 
 // TestRingConcurrent runs one producer (Push and PushBatch) against one
 // consumer (Pop, PopBatch, Peek, All) and a third goroutine calling Len,
-// without locks, on every backend and policy. With ErrorWhenFull the
+// without locks, on every backend and policy. With ringErrorWhenFull the
 // consumer must see every element exactly once, in order; with
-// OverwriteOldest it must see whole elements in increasing order, ending
+// ringOverwriteOldest it must see whole elements in increasing order, ending
 // with the last one pushed. Run it with -race.
 func TestRingConcurrent(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
@@ -39,7 +39,7 @@ func TestRingConcurrent(t *testing.T) {
 			n = 15000
 		}
 		for _, capacity := range []int{5, 64, 1000} {
-			for _, policy := range []RingPolicy{ErrorWhenFull, OverwriteOldest} {
+			for _, policy := range []ringPolicy{ringErrorWhenFull, ringOverwriteOldest} {
 				for tiny, opts := range [][]RingOption{nil, ringTinyOpts()} {
 					name := fmt.Sprintf("cap%d/%v/tiny=%d", capacity, policy, tiny)
 					t.Run(name, func(t *testing.T) {
@@ -49,7 +49,7 @@ func TestRingConcurrent(t *testing.T) {
 							ringHookStaged = runtime.Gosched
 							defer func() { ringHookStaged = nil }()
 						}
-						r, err := NewRing[ringStressElem](d, capacity, append(opts, WithPolicy(policy))...)
+						r, err := NewRing[ringStressElem](d, capacity, append(opts, withPolicy(policy))...)
 						if err != nil {
 							t.Fatal(err)
 						}

@@ -178,7 +178,7 @@ func ringArrGen[A ~[5]uint64 | ~[8]uint64 | ~[13]uint64 | ~[40]uint64 | ~[600]ui
 type ringDiffConfig struct {
 	dev      *vmem.Device
 	capacity int
-	policy   RingPolicy
+	policy   ringPolicy
 	opts     []RingOption
 	ops      int    // random operations (when src is nil)
 	seed     uint64 // of the random operations
@@ -191,12 +191,12 @@ type ringDiffConfig struct {
 // compares every result.
 func ringDiff[T comparable](t *testing.T, cfg ringDiffConfig, gen func(uint64) T) {
 	t.Helper()
-	r, err := NewRing[T](cfg.dev, cfg.capacity, append([]RingOption{WithPolicy(cfg.policy)}, cfg.opts...)...)
+	r, err := NewRing[T](cfg.dev, cfg.capacity, append([]RingOption{withPolicy(cfg.policy)}, cfg.opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	m := &ringModel[T]{capacity: cfg.capacity, overwrite: cfg.policy == OverwriteOldest}
+	m := &ringModel[T]{capacity: cfg.capacity, overwrite: cfg.policy == ringOverwriteOldest}
 	src := cfg.src
 	if src == nil {
 		rng := rand.New(rand.NewPCG(cfg.seed, uint64(cfg.capacity)))
@@ -368,7 +368,7 @@ func TestRingDifferential(t *testing.T) {
 				if tc.maxCap > 0 && capacity > tc.maxCap {
 					continue
 				}
-				for _, policy := range []RingPolicy{ErrorWhenFull, OverwriteOldest} {
+				for _, policy := range []ringPolicy{ringErrorWhenFull, ringOverwriteOldest} {
 					for tiny, opts := range [][]RingOption{nil, ringTinyOpts()} {
 						t.Run(fmt.Sprintf("%s/cap%d/%v/tiny=%d", tc.name, capacity, policy, tiny), func(t *testing.T) {
 							tc.run(t, ringDiffConfig{dev: d, capacity: capacity, policy: policy, opts: opts, ops: ops, seed: uint64(capacity)*3 + uint64(tiny)})
@@ -506,7 +506,7 @@ func ringErrors(t *testing.T, d *vmem.Device) {
 	if _, err := NewRing[uint64](d, 0); !errors.Is(err, vmem.ErrRange) {
 		t.Errorf("NewRing capacity 0: %v", err)
 	}
-	if _, err := NewRing[uint64](d, 1, WithPolicy(RingPolicy(9))); err == nil {
+	if _, err := NewRing[uint64](d, 1, withPolicy(ringPolicy(9))); err == nil {
 		t.Error("NewRing with an unknown policy succeeded")
 	}
 	if _, err := NewRing[[1 << 20]uint64](d, 1<<50); !errors.Is(err, vmem.ErrTooLarge) {
@@ -562,7 +562,7 @@ func ringErrors(t *testing.T, d *vmem.Device) {
 // in overwrite mode: only the newest Cap elements remain.
 func TestRingOverwriteBatchLongerThanRing(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		r, err := NewRing[[3]uint32](d, 10, WithPolicy(OverwriteOldest))
+		r, err := NewRing[[3]uint32](d, 10, withPolicy(ringOverwriteOldest))
 		if err != nil {
 			t.Fatal(err)
 		}

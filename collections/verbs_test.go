@@ -1,8 +1,12 @@
 package collections
 
 import (
+	"bytes"
 	"errors"
+	"io"
+	"iter"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -149,4 +153,122 @@ func verbsCheckOrdered(t *testing.T, keys, vals []int, ks func(func(int) bool), 
 	if n != 3 {
 		t.Fatal("Keys did not stop when asked")
 	}
+}
+
+// kvVerbs is the vocabulary Map and BTree share: code written against it
+// runs on either.
+type kvVerbs[K comparable, V any] interface {
+	Len() int
+	Get(K) (V, bool)
+	Has(K) bool
+	Put(K, V) error
+	Delete(K) (V, bool, error)
+	GetBatch(keys []K, vals []V, found []bool) error
+	All() iter.Seq2[K, V]
+	Keys() iter.Seq[K]
+	Values() iter.Seq[V]
+	Clear() error
+	Save(io.Writer) error
+	Close() error
+	Err() error
+}
+
+var (
+	_ kvVerbs[int, int] = (*Map[int, int])(nil)
+	_ kvVerbs[int, int] = (*BTree[int, int])(nil)
+)
+
+// TestVerbsShared runs one workload through the shared verbs of Map and
+// BTree, plain and sharded, against a Go map: the same call gives the same
+// answer on every container and backend.
+func TestVerbsShared(t *testing.T) {
+	run := func(t *testing.T, c kvVerbs[int, int]) {
+		defer c.Close()
+		model := map[int]int{}
+		rng := rand.New(rand.NewPCG(3, 9))
+		for i := range 4000 {
+			k := rng.IntN(600)
+			switch op := rng.IntN(10); {
+			case op < 5:
+				if err := c.Put(k, i); err != nil {
+					t.Fatalf("Put(%d): %v", k, err)
+				}
+				model[k] = i
+			case op < 7:
+				old, ok, err := c.Delete(k)
+				want, in := model[k]
+				if err != nil || ok != in || old != want {
+					t.Fatalf("Delete(%d) = %d, %v, %v; want %d, %v, nil", k, old, ok, err, want, in)
+				}
+				delete(model, k)
+			default:
+				v, ok := c.Get(k)
+				want, in := model[k]
+				if ok != in || v != want || c.Has(k) != in {
+					t.Fatalf("Get(%d) = %d, %v; want %d, %v", k, v, ok, want, in)
+				}
+			}
+		}
+		if c.Len() != len(model) {
+			t.Fatalf("Len %d, want %d", c.Len(), len(model))
+		}
+		got := maps.Collect(c.All())
+		if !maps.Equal(got, model) {
+			t.Fatalf("All: %d entries, want %d", len(got), len(model))
+		}
+		if n := len(slices.Collect(c.Keys())); n != len(model) {
+			t.Fatalf("Keys: %d, want %d", n, len(model))
+		}
+		if n := len(slices.Collect(c.Values())); n != len(model) {
+			t.Fatalf("Values: %d, want %d", n, len(model))
+		}
+		keys := make([]int, 700)
+		for i := range keys {
+			keys[i] = i - 50
+		}
+		vals, found := make([]int, len(keys)), make([]bool, len(keys))
+		if err := c.GetBatch(keys, vals, found); err != nil {
+			t.Fatal(err)
+		}
+		for i, k := range keys {
+			want, in := model[k]
+			if found[i] != in || vals[i] != want {
+				t.Fatalf("GetBatch[%d] = %d, %v; want %d, %v", k, vals[i], found[i], want, in)
+			}
+		}
+		var buf bytes.Buffer
+		if err := c.Save(&buf); err != nil || buf.Len() == 0 {
+			t.Fatalf("Save: %d bytes, %v", buf.Len(), err)
+		}
+		if err := c.Clear(); err != nil || c.Len() != 0 || c.Has(keys[60]) {
+			t.Fatalf("Clear: %v, Len %d", err, c.Len())
+		}
+		if err := c.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		m, err := NewMap[int, int](d, WithHostCache(4<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run("Map", func(t *testing.T) { run(t, m) })
+		bt, err := NewBTreeOrdered[int, int](d, WithBTreeHostCache(4<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run("BTree", func(t *testing.T) { run(t, bt) })
+	})
+	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
+		m, err := NewMap[int, int](p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run("Map", func(t *testing.T) { run(t, m) })
+		bt, err := NewBTreeOrdered[int, int](p, WithSplits(300))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run("BTree", func(t *testing.T) { run(t, bt) })
+	})
 }

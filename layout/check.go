@@ -3,6 +3,7 @@ package layout
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 )
 
@@ -16,9 +17,11 @@ type TypeError struct {
 
 func (e *TypeError) Error() string {
 	if e.Path == "" {
-		return fmt.Sprintf("layout: type %v is %s: %v", e.Type, kindWord(e.Kind), ErrPointerType)
+		return fmt.Sprintf("type %v is %s: %v", e.Type, kindWord(e.Kind), ErrPointerType)
 	}
-	return fmt.Sprintf("layout: type %v: field %s is %s: %v", e.Type, e.Path, kindWord(e.Kind), ErrPointerType)
+	// The message is the caller's (vmem: NewSlice: type T: field F...): it
+	// names the user's type and field, not this package.
+	return fmt.Sprintf("type %v: field %s is %s: %v", e.Type, strings.TrimPrefix(e.Path, "."), kindWord(e.Kind), ErrPointerType)
 }
 
 func (e *TypeError) Unwrap() error { return ErrPointerType }

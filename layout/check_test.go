@@ -96,12 +96,12 @@ func TestCheckType(t *testing.T) {
 
 func TestCheckTypeMessage(t *testing.T) {
 	err := Check[namesRec]()
-	want := "layout: type layout.namesRec: field .Inner.Names[] is a slice: type holds pointers"
+	want := "type layout.namesRec: field Inner.Names[] is a slice: type holds pointers"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %q\nwant %q", err, want)
 	}
 	err = Check[*int]()
-	want = "layout: type *int is a pointer: type holds pointers"
+	want = "type *int is a pointer: type holds pointers"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %q\nwant %q", err, want)
 	}

@@ -1,9 +1,12 @@
-// Package layout is govram's layout engine for mapped VRAM: how records
-// sit on 64-byte lines ([Record]), which types may live in device memory
-// ([CheckType]), and how reads are planned ([Planner]). It works on sizes
+// Package layout says how govram lays a type out in mapped VRAM: how its
+// records sit on 64-byte lines ([Record], [RecordOf]), which types may live
+// in device memory ([Check], [CheckType]), and the costs that decide how
+// reads go ([Costs]). A user reads it to see what a record of T costs in
+// lines (its padding, whether it straddles a line) before choosing a value
+// type, and sets Costs on hardware other than the H200. It works on sizes
 // and types and knows nothing of devices; vmem and the collections build
-// on it. Its store machinery (batchers, store logs, node layouts) is
-// internal to govram (internal/lines).
+// on it, and their line I/O, store batching and read planning are not
+// part of the API.
 //
 // # The physics
 //
@@ -13,8 +16,8 @@
 //   - A plain load costs a PCIe round trip, however small. A 64-byte
 //     streaming load (VMOVNTDQA) costs about an order of magnitude less
 //     and brings the whole line. So the unit of every read is a line,
-//     never a word, and reads go through internal/lineio, never through
-//     Go loads.
+//     never a word, and govram's reads are whole-line streaming loads,
+//     never Go loads.
 //   - A store is dear when stores land at random over a large region
 //     (each one a page walk and a lone PCIe write), several times cheaper
 //     when the same stores are sorted by address, and cheaper again when
@@ -33,11 +36,11 @@
 //
 // # Planning reads
 //
-// [Planner] picks streaming loads for a few lines, one DMA for a long
-// contiguous (or dense) span, and a GPU gather for many scattered lines,
-// from thresholds derived from the costs above ([PlannerFor]). Machines
-// whose costs differ from those of docs/physics.md pass their own [Costs]
-// to vmem through vmem.Options.Planner.
+// govram reads a few lines by streaming loads, a long contiguous (or
+// dense) span by one DMA, and many scattered lines by a GPU gather, from
+// thresholds derived from the costs above. Machines whose costs differ
+// from those of docs/physics.md pass their own [Costs] to vmem through
+// vmem.Options.Costs.
 //
 // # Types
 //

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/govram/govram/internal/hostmem"
+	"github.com/govram/govram/internal/lines"
 	"github.com/govram/govram/internal/tlsf"
 	"github.com/govram/govram/internal/vk"
 )
@@ -27,10 +28,11 @@ type Device struct {
 	closed atomic.Bool
 	lost   atomic.Bool
 
-	opts  Options
-	tiers [NumTiers]tierState
-	vk    *vkState // nil on the host backend
-	info  Info     // static part, filled at Open
+	opts    Options
+	planner lines.Planner // from opts.Costs
+	tiers   [NumTiers]tierState
+	vk      *vkState // nil on the host backend
+	info    Info     // static part, filled at Open
 
 	// mu is held shared by every operation and exclusively by Close, so
 	// Close waits for operations in flight and nothing runs after it.
@@ -102,7 +104,7 @@ func newDevice(b Backend, o Options) *Device {
 		o.ChunkSize = defaultChunk
 	}
 	o.ChunkSize = roundUp(o.ChunkSize, chunkGranule)
-	d := &Device{backend: b, opts: o}
+	d := &Device{backend: b, opts: o, planner: lines.PlannerFor(o.Costs)}
 	d.plumb.d = d
 	for t := range d.tiers {
 		d.tiers[t] = tierState{tier: Tier(t), a: tlsf.New(), limit: o.Limits[t], memType: -1, spare: -1}

@@ -23,7 +23,7 @@
 //
 // # Moving bytes
 //
-// Read, Write and Copy ask the access planner (layout.Planner) whether a
+// Read, Write and Copy ask the access planner (internal/lines: thresholds from Options.Costs) whether a
 // transfer is cheaper as streaming loads (a few lines, no fixed cost) or
 // as DMA (a fixed cost, then the link's bandwidth) and take that path. DMA
 // runs through pinned staging memory, pipelined; large host copies are

@@ -27,11 +27,11 @@ type Options struct {
 	// out returns ErrTimeout; the device is not lost: calls return
 	// ErrTimeout until the work ends, then work as before.
 	Timeout time.Duration
-	// Planner chooses between streaming loads, DMA and GPU gathers for
-	// reads of mapped VRAM. The zero value uses thresholds derived from
-	// the costs measured in docs/physics.md (layout.DefaultPlanner); set
-	// fields to override them for other hardware.
-	Planner layout.Planner
+	// Costs are the prices the device's access planner derives its
+	// thresholds from (when a read of mapped VRAM goes by streaming loads,
+	// by DMA or by a GPU gather). The zero value is layout.H200Costs, the
+	// costs measured in docs/physics.md; set them for other hardware.
+	Costs layout.Costs
 	// TraceBlocks records where each block was allocated (its call stack),
 	// so that LiveBlocks can say who leaked one. It costs a stack walk per
 	// Alloc: for tests (vmemtest turns it on), not for production.

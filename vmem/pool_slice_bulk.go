@@ -368,7 +368,7 @@ type poolSliceWriter[T any] struct {
 }
 
 // Writer returns a batch writer with room for lines pending lines per
-// segment of each device's part (0: DefaultWriterLines).
+// segment of each device's part (0: 65536 stores).
 func (s *poolSlice[T]) Writer(lines int) *poolSliceWriter[T] {
 	return &poolSliceWriter[T]{s: s, lines: lines, ws: make([]*SliceWriter[T], s.nd)}
 }

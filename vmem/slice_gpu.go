@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/lines"
 	"github.com/govram/govram/internal/vk"
-	"github.com/govram/govram/layout"
 )
 
 // Number is the element types that Sort and Sum take: Go's integer and
@@ -66,7 +66,7 @@ var kernGatherDirect atomic.Bool
 
 func init() {
 	kernFillMin.Store(1 << 20)
-	kernGatherMin.Store(int64(layout.DefaultPlanner().GatherMinLines))
+	kernGatherMin.Store(int64(lines.DefaultPlanner().GatherMinLines))
 }
 
 // kernPart is a piece of kernel scratch: memory and the piece's offset in

@@ -76,11 +76,11 @@ func ParseBackend(s string) (Backend, error) {
 	return BackendAuto, fmt.Errorf("vmem: unknown backend %q (want auto, vulkan or host)", s)
 }
 
-// EnvBackend is the environment variable that overrides Options.Backend.
-const EnvBackend = "VMEM_BACKEND"
+// envBackendVar is the environment variable that overrides Options.Backend.
+const envBackendVar = "VMEM_BACKEND"
 
 func envBackend() (Backend, bool, error) {
-	s, ok := os.LookupEnv(EnvBackend)
+	s, ok := os.LookupEnv(envBackendVar)
 	if !ok || s == "" {
 		return BackendAuto, false, nil
 	}

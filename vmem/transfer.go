@@ -6,8 +6,8 @@ import (
 
 	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/hostmem"
+	"github.com/govram/govram/internal/lines"
 	"github.com/govram/govram/internal/vk"
-	"github.com/govram/govram/layout"
 )
 
 // streams asks the planner whether a mapped read of n bytes at p is
@@ -16,7 +16,7 @@ import (
 func (d *Device) streams(p unsafe.Pointer, n uint64) bool {
 	first := uintptr(p) &^ 63
 	span := (uintptr(p)+uintptr(n)+63)&^63 - first
-	return d.opts.Planner.Plan(int(span/64), int(span), true) == layout.Stream
+	return d.planner.Plan(int(span/64), int(span), true) == lines.Stream
 }
 
 // checkRange validates [off, off+n) inside b.

@@ -31,17 +31,17 @@ func TestOpenInfo(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
-	t.Setenv(vmem.EnvBackend, "floppy")
+	t.Setenv("VMEM_BACKEND", "floppy")
 	if _, err := vmem.Open(vmem.Options{}); err == nil {
 		t.Fatal("bad VMEM_BACKEND accepted")
 	}
-	t.Setenv(vmem.EnvBackend, "host")
+	t.Setenv("VMEM_BACKEND", "host")
 	d, err := vmem.Open(vmem.Options{Backend: vmem.BackendVulkan})
 	if err != nil || d.Backend() != vmem.BackendHost {
 		t.Fatalf("VMEM_BACKEND=host did not override: %v", err)
 	}
 	d.Close()
-	t.Setenv(vmem.EnvBackend, "")
+	t.Setenv("VMEM_BACKEND", "")
 	if _, err := vmem.Open(vmem.Options{Backend: vmem.BackendVulkan, Device: "no such device"}); !errors.Is(err, vmem.ErrNoDevice) {
 		t.Fatalf("want ErrNoDevice for a missing device, got %v", err)
 	}

@@ -9,10 +9,10 @@ import (
 	"github.com/govram/govram/layout"
 )
 
-// DefaultWriterLines is the batch a SliceWriter collects per segment before
+// defaultWriterLines is the batch a SliceWriter collects per segment before
 // it writes: 65536 stores. Larger batches sort into denser runs of
 // addresses; smaller ones stay in the CPU's caches.
-const DefaultWriterLines = 1 << 16
+const defaultWriterLines = 1 << 16
 
 // SliceWriter batches Sets: stores to mapped VRAM are appended to a log in
 // host memory (lines.StoreLog). A full batch is handed to other
@@ -43,13 +43,13 @@ type SliceWriter[T any] struct {
 }
 
 // Writer returns a batch writer with room for lines pending lines per
-// segment (0: DefaultWriterLines).
+// segment (0: 65536 stores).
 func (s *Slice[T]) Writer(lines int) *SliceWriter[T] {
 	if s.sh != nil {
 		return &SliceWriter[T]{pw: s.sh.Writer(lines)}
 	}
 	if lines <= 0 {
-		lines = DefaultWriterLines
+		lines = defaultWriterLines
 	}
 	return &SliceWriter[T]{s: s, lines: lines}
 }

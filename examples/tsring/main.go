@@ -132,7 +132,7 @@ func run(cfg config, w io.Writer) error {
 		defer os.Remove(path)
 	}
 
-	r, err := collections.NewRing[Sample](dev, cfg.ring) // ErrorWhenFull: producers wait, nothing is lost
+	r, err := collections.NewRing[Sample](dev, cfg.ring) // no WithOverwrite: producers wait, nothing is lost
 	if err != nil {
 		return err
 	}

@@ -107,13 +107,13 @@ type BatcherStats struct {
 func NewBatcher(base unsafe.Pointer, size uintptr, maxLines int) (*Batcher, error) {
 	switch {
 	case base == nil:
-		return nil, errors.New("layout: NewBatcher: nil base")
+		return nil, errors.New("lines: NewBatcher: nil base")
 	case uintptr(base)&lineMask != 0:
-		return nil, fmt.Errorf("layout: NewBatcher: base %p: %w", base, ErrAlign)
+		return nil, fmt.Errorf("lines: NewBatcher: base %p: %w", base, ErrAlign)
 	case maxLines < 0 || maxLines > MaxMaxLines:
-		return nil, fmt.Errorf("layout: NewBatcher: maxLines %d outside [0, %d]", maxLines, MaxMaxLines)
+		return nil, fmt.Errorf("lines: NewBatcher: maxLines %d outside [0, %d]", maxLines, MaxMaxLines)
 	case uint64(size) > MaxRegion:
-		return nil, fmt.Errorf("layout: NewBatcher: region of %d bytes exceeds %d", size, uint64(MaxRegion))
+		return nil, fmt.Errorf("lines: NewBatcher: region of %d bytes exceeds %d", size, uint64(MaxRegion))
 	case maxLines == 0:
 		maxLines = DefaultMaxLines
 	}
@@ -416,7 +416,7 @@ func (b *Batcher) slotFor(ln uint64) int {
 
 func (b *Batcher) checkRange(op string, off uintptr, n int) error {
 	if off > b.size || uintptr(n) > b.size-off {
-		return fmt.Errorf("layout: Batcher.%s of %d bytes at offset %d in a region of %d: %w", op, n, off, b.size, ErrRange)
+		return fmt.Errorf("lines: Batcher.%s of %d bytes at offset %d in a region of %d: %w", op, n, off, b.size, ErrRange)
 	}
 	return nil
 }

@@ -7,7 +7,7 @@ import "fmt"
 // calls it.
 func (b *Batcher) check() {
 	fail := func(format string, args ...any) {
-		panic(fmt.Sprintf("layout: Batcher invariant: "+format, args...))
+		panic(fmt.Sprintf("lines: Batcher invariant: "+format, args...))
 	}
 	if b.n < 0 || b.n > b.maxLines {
 		fail("n = %d outside [0, %d]", b.n, b.maxLines)

@@ -70,14 +70,14 @@ func NewNodeLayout(fields ...Field) (NodeLayout, error) {
 	line := 0 // next free line after the large fields
 	for i, f := range fields {
 		if f.Count < 0 {
-			return NodeLayout{}, fmt.Errorf("layout: field %q: negative count %d", f.Name, f.Count)
+			return NodeLayout{}, fmt.Errorf("lines: field %q: negative count %d", f.Name, f.Count)
 		}
 		align := f.Align
 		if align == 0 {
 			align = 1
 		}
 		if align&(align-1) != 0 {
-			return NodeLayout{}, fmt.Errorf("layout: field %q: alignment %d is not a power of two", f.Name, f.Align)
+			return NodeLayout{}, fmt.Errorf("lines: field %q: alignment %d is not a power of two", f.Name, f.Align)
 		}
 		hi, n := bits.Mul64(uint64(f.Size), uint64(f.Count))
 		if hi != 0 || n > 1<<40 {

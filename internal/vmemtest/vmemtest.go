@@ -27,7 +27,7 @@ func RequireVulkan() bool { return os.Getenv("VMEM_REQUIRE_VULKAN") == "1" }
 
 // Backends lists the backends a test should run on.
 func Backends() []vmem.Backend {
-	if b, _ := vmem.ParseBackend(os.Getenv(vmem.EnvBackend)); b == vmem.BackendHost {
+	if b, _ := vmem.ParseBackend(os.Getenv("VMEM_BACKEND")); b == vmem.BackendHost {
 		return []vmem.Backend{vmem.BackendHost}
 	}
 	return []vmem.Backend{vmem.BackendHost, vmem.BackendVulkan}

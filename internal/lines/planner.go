@@ -1,6 +1,10 @@
-package layout
+package lines
 
-import "time"
+import (
+	"time"
+
+	"github.com/govram/govram/layout"
+)
 
 // Method is how a read of VRAM lines should be done.
 type Method uint8
@@ -31,28 +35,8 @@ func (m Method) String() string {
 	return "Method(?)"
 }
 
-// Costs are the measured prices that the planner's thresholds follow from.
-// vmem can measure them at Open and build a Planner with PlannerFor.
-type Costs struct {
-	StreamLine      time.Duration // one line by streaming load, a few in flight
-	DMARoundTrip    time.Duration // submit one copy and see it complete
-	DMABytesPerSec  float64       // copy bandwidth once started
-	GatherRoundTrip time.Duration // dispatch a gather kernel, then copy its output back
-}
-
-// H200Costs are the costs measured in docs/physics.md, rounded for the
-// planner: StreamLine from the range of streaming line loads, a few in
-// flight and alone from Go; DMARoundTrip and DMABytesPerSec a copy waited
-// on by polling; GatherRoundTrip a compute round trip plus the copy back.
-var H200Costs = Costs{
-	StreamLine:      150 * time.Nanosecond,
-	DMARoundTrip:    22 * time.Microsecond,
-	DMABytesPerSec:  50e9,
-	GatherRoundTrip: 56 * time.Microsecond,
-}
-
 // Planner picks how to read n lines of VRAM. The zero value uses the
-// defaults (PlannerFor(H200Costs)); set a field to override it. A negative
+// defaults (PlannerFor(layout.H200Costs)); set a field to override it. A negative
 // DMAMinBytes or GatherMinLines turns that method off (the host backend has
 // no DMA worth the name and no GPU to gather).
 type Planner struct {
@@ -78,21 +62,21 @@ type Planner struct {
 // streamed line per wanted line.
 const denseSpan = 4
 
-// PlannerFor derives the thresholds from measured costs; a Calibrate step
-// at Open feeds it.
-func PlannerFor(c Costs) Planner {
+// PlannerFor derives the thresholds from measured costs (vmem.Open passes
+// Options.Costs).
+func PlannerFor(c layout.Costs) Planner {
 	if c.StreamLine <= 0 {
-		return PlannerFor(H200Costs)
+		return PlannerFor(layout.H200Costs)
 	}
 	// Per line, DMA costs 64 bytes of bandwidth; streaming costs StreamLine.
 	perLine := float64(c.StreamLine)
 	if c.DMABytesPerSec > 0 {
-		perLine -= LineSize / c.DMABytesPerSec * float64(time.Second)
+		perLine -= layout.LineSize / c.DMABytesPerSec * float64(time.Second)
 	}
 	p := Planner{StreamMaxLines: 1, DMAMinBytes: -1, GatherMinLines: -1}
 	if c.DMARoundTrip > 0 && perLine > 0 {
 		p.StreamMaxLines = max(int(float64(c.DMARoundTrip)/perLine), 1)
-		p.DMAMinBytes = (p.StreamMaxLines + 1) * LineSize
+		p.DMAMinBytes = (p.StreamMaxLines + 1) * layout.LineSize
 	}
 	if c.GatherRoundTrip > 0 {
 		p.GatherMinLines = max(int(c.GatherRoundTrip/c.StreamLine), p.StreamMaxLines+1)
@@ -100,7 +84,7 @@ func PlannerFor(c Costs) Planner {
 	return p
 }
 
-var defaultPlanner = PlannerFor(H200Costs)
+var defaultPlanner = PlannerFor(layout.H200Costs)
 
 // DefaultPlanner returns the planner the zero value stands for.
 func DefaultPlanner() Planner { return defaultPlanner }
@@ -126,7 +110,7 @@ func (p Planner) Plan(lines int, spanBytes int, contiguous bool) Method {
 	if lines <= p.StreamMaxLines {
 		return Stream
 	}
-	dense := contiguous || spanBytes <= denseSpan*LineSize*lines
+	dense := contiguous || spanBytes <= denseSpan*layout.LineSize*lines
 	if dense && p.DMAMinBytes >= 0 && spanBytes >= p.DMAMinBytes {
 		return DMA
 	}

@@ -1,14 +1,16 @@
-package layout
+package lines
 
 import (
 	"testing"
 	"time"
+
+	"github.com/govram/govram/layout"
 )
 
 func TestPlanner(t *testing.T) {
 	var p Planner // zero value: defaults
 	d := DefaultPlanner()
-	if d.StreamMaxLines < 50 || d.StreamMaxLines > 500 || d.GatherMinLines <= d.StreamMaxLines || d.DMAMinBytes <= d.StreamMaxLines*LineSize {
+	if d.StreamMaxLines < 50 || d.StreamMaxLines > 500 || d.GatherMinLines <= d.StreamMaxLines || d.DMAMinBytes <= d.StreamMaxLines*layout.LineSize {
 		t.Fatalf("implausible defaults %+v", d)
 	}
 	cases := []struct {
@@ -52,14 +54,14 @@ func TestPlanner(t *testing.T) {
 
 func TestPlannerFor(t *testing.T) {
 	// A machine where DMA is cheap relative to loads streams less.
-	fast := PlannerFor(Costs{StreamLine: time.Microsecond, DMARoundTrip: 10 * time.Microsecond, DMABytesPerSec: 10e9, GatherRoundTrip: 20 * time.Microsecond})
+	fast := PlannerFor(layout.Costs{StreamLine: time.Microsecond, DMARoundTrip: 10 * time.Microsecond, DMABytesPerSec: 10e9, GatherRoundTrip: 20 * time.Microsecond})
 	if fast.StreamMaxLines != 10 || fast.GatherMinLines != 20 || fast.DMAMinBytes != 11*64 {
 		t.Fatalf("PlannerFor = %+v", fast)
 	}
-	if got := PlannerFor(Costs{}); got != DefaultPlanner() {
+	if got := PlannerFor(layout.Costs{}); got != DefaultPlanner() {
 		t.Fatalf("PlannerFor(zero) = %+v", got)
 	}
-	noDMA := PlannerFor(Costs{StreamLine: 100 * time.Nanosecond})
+	noDMA := PlannerFor(layout.Costs{StreamLine: 100 * time.Nanosecond})
 	if noDMA.DMAMinBytes >= 0 || noDMA.GatherMinLines >= 0 {
 		t.Fatalf("no DMA, no gather: %+v", noDMA)
 	}
