@@ -12,8 +12,26 @@ import (
 	"math/rand/v2"
 )
 
-// probeLen is the length of a probe array (a power of two).
-const probeLen = 1 << 16
+// probeCount is the length of the probe arrays of a container of n
+// entries, a power of two: four times n, so that a uniform stream reaches
+// about every key as a user's would (a cache in front of the container,
+// the hot tier or the CPU's, sees the whole key space, not a small hot
+// subset), at most 2^22 (a uint64 array of 32 MiB; a larger container is
+// probed on 4M random keys). The arrays are read in order, which the
+// CPU's prefetcher hides.
+func probeCount(n int) int { return probeCountMax(n, 1<<22) }
+
+// strProbeCount is probeCount for string probes, at most 2^21: a probe
+// is its string and the same bytes, about 100 bytes.
+func strProbeCount(n int) int { return probeCountMax(n, 1<<21) }
+
+func probeCountMax(n, most int) int {
+	c := 1 << 10
+	for c < 4*n && c < most {
+		c <<= 1
+	}
+	return c
+}
 
 // mix64 is splitmix64's finalizer: a bijection of uint64 with mix64(0) = 0.
 func mix64(x uint64) uint64 {

@@ -45,8 +45,8 @@ type btProbes struct {
 }
 
 func newBtProbes(n int) *btProbes {
-	p := &btProbes{hit: make([]uint64, probeLen)}
-	for i, j := range randomIdx(n, probeLen, 4) {
+	p := &btProbes{hit: make([]uint64, probeCount(n))}
+	for i, j := range randomIdx(n, probeCount(n), 4) {
 		p.hit[i] = orderedKey(j)
 	}
 	for _, j := range distinctIdx(n, min(delBatch, n/2), 5) {
@@ -87,8 +87,8 @@ func (o btOps) add(e *env, fx *fixture, n int, hits hitCounter) {
 			hitOf[i] = p.hit
 			continue
 		}
-		hitOf[i] = make([]uint64, probeLen)
-		for k, j := range drawIdx(n, probeLen, 4, d) {
+		hitOf[i] = make([]uint64, probeCount(n))
+		for k, j := range drawIdx(n, probeCount(n), 4, d) {
 			hitOf[i][k] = orderedKey(j)
 		}
 	}
@@ -99,7 +99,7 @@ func (o btOps) add(e *env, fx *fixture, n int, hits hitCounter) {
 			missed := 0
 			m := hits.mark()
 			for i := range b.N {
-				v, ok := o.get(hit[i&(probeLen-1)])
+				v, ok := o.get(hit[i&(len(hit)-1)])
 				if !ok {
 					missed++
 				}
@@ -127,7 +127,7 @@ func (o btOps) add(e *env, fx *fixture, n int, hits hitCounter) {
 			visited := 0
 			m := hits.mark()
 			for i := range b.N {
-				from := hit[i&(probeLen-1)]
+				from := hit[i&(len(hit)-1)]
 				seen := 0
 				o.ascend(from, func(k, v uint64) bool {
 					sink += v

@@ -98,8 +98,8 @@ type u64Probes struct {
 }
 
 func newU64Probes(n int) *u64Probes {
-	p := &u64Probes{hit: make([]uint64, probeLen), miss: make([]uint64, probeLen)}
-	for i, j := range randomIdx(n, probeLen, 2) {
+	p := &u64Probes{hit: make([]uint64, probeCount(n)), miss: make([]uint64, probeCount(n))}
+	for i, j := range randomIdx(n, probeCount(n), 2) {
 		p.hit[i] = key(j)
 	}
 	for i := range p.miss {
@@ -111,10 +111,10 @@ func newU64Probes(n int) *u64Probes {
 	return p
 }
 
-// u64Hits returns probeLen present keys of a map of n drawn from d.
+// u64Hits returns probeCount(n) present keys of a map of n drawn from d.
 func u64Hits(n int, d keyDist) []uint64 {
-	hit := make([]uint64, probeLen)
-	for i, j := range drawIdx(n, probeLen, 2, d) {
+	hit := make([]uint64, probeCount(n))
+	for i, j := range drawIdx(n, probeCount(n), 2, d) {
 		hit[i] = key(j)
 	}
 	return hit
@@ -142,7 +142,7 @@ func u64MapOps(e *env, fx *fixture, n int, get func(uint64) (uint64, bool), put 
 			missed := 0
 			m := hits.mark()
 			for i := range b.N {
-				v, ok := get(hit[i&(probeLen-1)])
+				v, ok := get(hit[i&(len(hit)-1)])
 				if !ok {
 					missed++
 				}
@@ -156,7 +156,7 @@ func u64MapOps(e *env, fx *fixture, n int, get func(uint64) (uint64, bool), put 
 	fx.add("get-miss", func(b *B) error {
 		found := 0
 		for i := range b.N {
-			if _, ok := get(p.miss[i&(probeLen-1)]); ok {
+			if _, ok := get(p.miss[i&(len(p.miss)-1)]); ok {
 				found++
 			}
 		}
@@ -170,7 +170,7 @@ func u64MapOps(e *env, fx *fixture, n int, get func(uint64) (uint64, bool), put 
 		fx.add(d.op("put"), func(b *B) error {
 			m := hits.mark()
 			for i := range b.N {
-				if err := put(hit[i&(probeLen-1)], uint64(i)); err != nil {
+				if err := put(hit[i&(len(hit)-1)], uint64(i)); err != nil {
 					return err
 				}
 			}
@@ -302,17 +302,13 @@ type strProbes struct {
 	delB        [][]byte
 }
 
-// strProbeLen is smaller than probeLen: string probes are 40 bytes each
-// plus their headers, and should stay in cache like the uint64 ones.
-const strProbeLen = 1 << 14
-
 func newStrProbes(n int) *strProbes {
-	p := &strProbes{hitI: randomIdx(n, strProbeLen, 2)}
+	p := &strProbes{hitI: randomIdx(n, strProbeCount(n), 2)}
 	for _, j := range p.hitI {
 		p.hit = append(p.hit, strKey(j))
 		p.hitB = append(p.hitB, []byte(strKey(j)))
 	}
-	for i := range strProbeLen {
+	for i := range strProbeCount(n) {
 		p.miss = append(p.miss, strKey(n+i))
 		p.missB = append(p.missB, []byte(strKey(n+i)))
 	}
@@ -335,12 +331,12 @@ type strHitSet struct {
 }
 
 // hits returns the probes of present keys drawn from d: p's own for
-// uniform, strProbeLen new ones otherwise.
+// uniform, strProbeCount(n) new ones otherwise.
 func (p *strProbes) hits(n int, d keyDist) strHitSet {
 	if d.uniform() {
 		return strHitSet{p.hitI, p.hit, p.hitB}
 	}
-	q := strHitSet{idx: drawIdx(n, strProbeLen, 2, d)}
+	q := strHitSet{idx: drawIdx(n, strProbeCount(n), 2, d)}
 	for _, j := range q.idx {
 		q.hit = append(q.hit, strKey(j))
 		q.hitB = append(q.hitB, []byte(strKey(j)))
@@ -374,7 +370,7 @@ func smapGovram(e *env, n int) *impl {
 			}
 			fx := &fixture{built: built, buildTime: took, buildNote: note, entries: n, close: m.Close, mem: builtMem(e.dev)}
 			p := newStrProbes(n)
-			vals := make([]string, strProbeLen)
+			vals := make([]string, strProbeCount(n))
 			for i, j := range p.hitI {
 				vals[i] = strVal(j, 1)
 			}
@@ -387,7 +383,7 @@ func smapGovram(e *env, n int) *impl {
 					missed, total := 0, 0
 					mk := hits.mark()
 					for i := range b.N {
-						v, ok := m.Get(q.hit[i&(strProbeLen-1)])
+						v, ok := m.Get(q.hit[i&(len(q.hit)-1)])
 						if !ok {
 							missed++
 						}
@@ -400,7 +396,7 @@ func smapGovram(e *env, n int) *impl {
 			}
 			fx.add("get-miss", func(b *B) error {
 				for i := range b.N {
-					if _, ok := m.Get(p.miss[i&(strProbeLen-1)]); ok {
+					if _, ok := m.Get(p.miss[i&(len(p.miss)-1)]); ok {
 						return errorf("an absent key was found")
 					}
 				}
@@ -411,7 +407,7 @@ func smapGovram(e *env, n int) *impl {
 				fx.add(d.op("put"), func(b *B) error {
 					mk := hits.mark()
 					for i := range b.N {
-						j := i & (strProbeLen - 1)
+						j := i & (len(q.hit) - 1)
 						if err := m.Put(q.hit[j], qv[j]); err != nil {
 							return err
 						}
@@ -442,7 +438,7 @@ func smapGo(e *env, n int) *impl {
 			}
 			fx := &fixture{built: n, buildTime: time.Since(start), entries: n, mem: builtMem(nil)}
 			p := newStrProbes(n)
-			vals := make([]string, strProbeLen)
+			vals := make([]string, strProbeCount(n))
 			for i, j := range p.hitI {
 				vals[i] = strVal(j, 1)
 			}
@@ -453,7 +449,7 @@ func smapGo(e *env, n int) *impl {
 				fx.add(d.op("get-hit"), func(b *B) error {
 					missed, total := 0, 0
 					for i := range b.N {
-						v, ok := m[q.hit[i&(strProbeLen-1)]]
+						v, ok := m[q.hit[i&(len(q.hit)-1)]]
 						if !ok {
 							missed++
 						}
@@ -465,7 +461,7 @@ func smapGo(e *env, n int) *impl {
 			}
 			fx.add("get-miss", func(b *B) error {
 				for i := range b.N {
-					if _, ok := m[p.miss[i&(strProbeLen-1)]]; ok {
+					if _, ok := m[p.miss[i&(len(p.miss)-1)]]; ok {
 						return errorf("an absent key was found")
 					}
 				}
@@ -475,7 +471,7 @@ func smapGo(e *env, n int) *impl {
 				q, qv := sets[i], strPutVals(d, sets[i], vals)
 				fx.add(d.op("put"), func(b *B) error {
 					for i := range b.N {
-						j := i & (strProbeLen - 1)
+						j := i & (len(q.hit) - 1)
 						m[q.hit[j]] = qv[j]
 					}
 					return nil
@@ -514,7 +510,7 @@ func smapFastcache(e *env, n int) *impl {
 			fx := &fixture{built: n, buildTime: time.Since(start), entries: n,
 				close: func() error { c.Reset(); return nil }, mem: builtMem(nil)}
 			p := newStrProbes(n)
-			vals := make([][]byte, strProbeLen)
+			vals := make([][]byte, strProbeCount(n))
 			for i, j := range p.hitI {
 				vals[i] = appendStrVal(nil, j, 1)
 			}
@@ -527,7 +523,7 @@ func smapFastcache(e *env, n int) *impl {
 					missed, total := 0, 0
 					for i := range b.N {
 						var ok bool
-						dst, ok = c.HasGet(dst[:0], q.hitB[i&(strProbeLen-1)])
+						dst, ok = c.HasGet(dst[:0], q.hitB[i&(len(q.hitB)-1)])
 						if !ok {
 							missed++
 						}
@@ -541,7 +537,7 @@ func smapFastcache(e *env, n int) *impl {
 				var dst []byte
 				for i := range b.N {
 					var ok bool
-					if dst, ok = c.HasGet(dst[:0], p.missB[i&(strProbeLen-1)]); ok {
+					if dst, ok = c.HasGet(dst[:0], p.missB[i&(len(p.missB)-1)]); ok {
 						return errorf("an absent key was found")
 					}
 				}
@@ -551,14 +547,14 @@ func smapFastcache(e *env, n int) *impl {
 				q := sets[i]
 				qv := vals
 				if !d.uniform() {
-					qv = make([][]byte, strProbeLen)
+					qv = make([][]byte, strProbeCount(n))
 					for i, j := range q.idx {
 						qv[i] = appendStrVal(nil, j, 1)
 					}
 				}
 				fx.add(d.op("put"), func(b *B) error {
 					for i := range b.N {
-						j := i & (strProbeLen - 1)
+						j := i & (len(q.hit) - 1)
 						c.Set(q.hitB[j], qv[j])
 					}
 					return nil

@@ -63,12 +63,12 @@ func sliceGovram(e *env, n int) *impl {
 			if havePinned {
 				cl.add(func() error { return e.dev.Free(pinned) })
 			}
-			idx := randomIdx(n, probeLen, 1)
+			idx := randomIdx(n, probeCount(n), 1)
 			fx := &fixture{entries: n, close: cl.close, mem: mem}
 			fx.add("get", func(b *B) error {
 				var sum uint64
 				for i := range b.N {
-					sum += s.Get(idx[i&(probeLen-1)])
+					sum += s.Get(idx[i&(len(idx)-1)])
 				}
 				sink += sum
 				return s.Err()
@@ -78,7 +78,7 @@ func sliceGovram(e *env, n int) *impl {
 				dst := make([]uint64, batch)
 				var sum uint64
 				for i := 0; i < b.N; i += batch {
-					k := i & (probeLen - 1)
+					k := i & (len(idx) - 1)
 					m := min(batch, b.N-i)
 					if err := s.GetBatch(idx[k:k+m], dst[:m]); err != nil {
 						return err
@@ -90,14 +90,14 @@ func sliceGovram(e *env, n int) *impl {
 			})
 			fx.add("set", func(b *B) error {
 				for i := range b.N {
-					s.Set(idx[i&(probeLen-1)], uint64(i))
+					s.Set(idx[i&(len(idx)-1)], uint64(i))
 				}
 				return s.Err()
 			})
 			fx.add("set#batch", func(b *B) error {
 				w := s.Writer(0)
 				for i := range b.N {
-					w.Set(idx[i&(probeLen-1)], uint64(i))
+					w.Set(idx[i&(len(idx)-1)], uint64(i))
 				}
 				return w.Flush()
 			})
@@ -225,18 +225,18 @@ func sliceNaive(e *env, n int) *impl {
 			}
 			fx := &fixture{entries: n, close: func() error { return e.dev.Free(blk) }, mem: builtMem(e.dev)}
 			buf := make([]uint64, min(n, sliceChunk))
-			idx := randomIdx(n, probeLen, 1)
+			idx := randomIdx(n, probeCount(n), 1)
 			fx.add("get", func(b *B) error {
 				var sum uint64
 				for i := range b.N {
-					sum += u[idx[i&(probeLen-1)]]
+					sum += u[idx[i&(len(idx)-1)]]
 				}
 				sink += sum
 				return nil
 			})
 			fx.add("set", func(b *B) error {
 				for i := range b.N {
-					u[idx[i&(probeLen-1)]] = uint64(i)
+					u[idx[i&(len(idx)-1)]] = uint64(i)
 				}
 				return nil
 			})
@@ -277,18 +277,18 @@ func sliceHeap(n int) *impl {
 			}
 			fx := &fixture{entries: n, mem: builtMem(nil)}
 			buf := make([]uint64, min(n, sliceChunk))
-			idx := randomIdx(n, probeLen, 1)
+			idx := randomIdx(n, probeCount(n), 1)
 			fx.add("get", func(b *B) error {
 				var sum uint64
 				for i := range b.N {
-					sum += h[idx[i&(probeLen-1)]]
+					sum += h[idx[i&(len(idx)-1)]]
 				}
 				sink += sum
 				return nil
 			})
 			fx.add("set", func(b *B) error {
 				for i := range b.N {
-					h[idx[i&(probeLen-1)]] = uint64(i)
+					h[idx[i&(len(idx)-1)]] = uint64(i)
 				}
 				return nil
 			})
