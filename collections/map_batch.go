@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/collections/internal/strarena"
 	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/lineio"
@@ -199,9 +200,13 @@ func (m *Map[K, V]) putMany(keys []K, vals []V) error {
 	var err error
 	hs := make([]uint64, min(len(keys), mapPutBatch))
 	res := make([]uint64, len(hs))
+	var old []mapOldStr
+	if m.strV {
+		old = make([]mapOldStr, len(hs))
+	}
 	for lo := 0; lo < len(keys) && err == nil; lo += mapPutBatch {
 		hi := min(lo+mapPutBatch, len(keys))
-		err = m.putBatch(keys[lo:hi], vals[lo:hi], hs[:hi-lo], res[:hi-lo])
+		err = m.putBatch(keys[lo:hi], vals[lo:hi], hs[:hi-lo], res[:hi-lo], old[:min(len(old), hi-lo)])
 	}
 	m.flushForRead()
 	m.writing = false
@@ -212,22 +217,46 @@ func (m *Map[K, V]) putMany(keys []K, vals []V) error {
 	return err
 }
 
-// putBatch applies one piece of a putMany.
-func (m *Map[K, V]) putBatch(keys []K, vals []V, hs, res []uint64) error {
-	t, fresh := m.locate(keys, hs, res)
+// mapOldStr is the string value field a batch's probe found in a
+// record: its length and arena handle, freed once the new value is stored.
+type mapOldStr struct {
+	n int
+	h strarena.Handle
+}
+
+// putBatch applies one piece of a putMany. old (string values only)
+// receives the value fields of the keys found.
+func (m *Map[K, V]) putBatch(keys []K, vals []V, hs, res []uint64, old []mapOldStr) error {
+	t, fresh := m.locate(keys, hs, res, old)
 	if t.growthLeft < fresh {
 		if err := m.grow(m.n+fresh, false); err != nil {
 			return err
 		}
-		t, _ = m.locate(keys, hs, res)
+		t, _ = m.locate(keys, hs, res, old)
+	}
+	// A string value's old field is freed by its overwrite: a key given
+	// twice takes the full way the second time, which reads the field
+	// the first one stored.
+	var done map[uint64]struct{}
+	if m.strV {
+		done = make(map[uint64]struct{})
 	}
 	for i := range keys {
 		if r := res[i]; r != 0 && m.t == t {
 			l := mapLoc{b: (r - 1) >> 3, i: int((r - 1) & 7)}
-			if err := m.store(t, l, m.r.valOff, unsafe.Slice((*byte)(unsafe.Pointer(&vals[i])), unsafe.Sizeof(vals[i]))); err != nil {
-				return err
+			if !m.strV {
+				if err := m.store(t, l, m.r.valOff, unsafe.Slice((*byte)(unsafe.Pointer(&vals[i])), unsafe.Sizeof(vals[i]))); err != nil {
+					return err
+				}
+				continue
 			}
-			continue
+			if _, again := done[r]; !again {
+				done[r] = struct{}{}
+				if err := m.overwriteStr(t, l, old[i], &vals[i]); err != nil {
+					return err
+				}
+				continue
+			}
 		}
 		if err := m.put(&keys[i], &vals[i], hs[i]); err != nil {
 			return err
@@ -241,7 +270,7 @@ func (m *Map[K, V]) putBatch(keys []K, vals []V, hs, res []uint64) error {
 // way (absent, elsewhere, or with a string value, whose old bytes must be
 // freed). It returns the table it looked in and how many keys were not
 // found (an upper bound on the entries the batch adds).
-func (m *Map[K, V]) locate(keys []K, hs, res []uint64) (*mapTable, int) {
+func (m *Map[K, V]) locate(keys []K, hs, res []uint64, old []mapOldStr) (*mapTable, int) {
 	m.flushForRead() // the probes read memory, not the batch
 	t := m.t
 	fresh := 0
@@ -257,8 +286,10 @@ func (m *Map[K, V]) locate(keys []K, hs, res []uint64) (*mapTable, int) {
 				hs[base+x], res[base+x] = p.h, 0
 				if p.state == mapKeyLine || p.state == mapKeyDirect {
 					if i := m.matchHome(p, &ks[x]); i >= 0 {
-						if !m.strV {
-							res[base+x] = 1 + (p.b<<3 | uint64(i))
+						res[base+x] = 1 + (p.b<<3 | uint64(i))
+						if m.strV {
+							f := unsafe.Add(p.rp, uintptr(i)*m.r.stride+m.r.valOff)
+							old[base+x] = mapOldStr{mapStrLen(f), mapStrHandle(f, m.r.valW)}
 						}
 						continue
 					}

@@ -4,7 +4,6 @@ import (
 	"math/bits"
 	"unsafe"
 
-	"github.com/govram/govram/collections/internal/strarena"
 	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/buildconst"
 )
@@ -154,10 +153,13 @@ func (m *Map[K, V]) overwrite(t *mapTable, l mapLoc, rec unsafe.Pointer, v *V) e
 		*(*V)(unsafe.Pointer(&m.enc[0])) = *v
 		return m.store(t, l, m.r.valOff, m.enc[:unsafe.Sizeof(*v)])
 	}
-	var old [16]byte // the old field's length and handle
 	of := unsafe.Add(rec, m.r.valOff)
-	*(*uint32)(unsafe.Pointer(&old)) = uint32(mapStrLen(of))
-	*(*strarena.Handle)(unsafe.Pointer(&old[8])) = mapStrHandle(of, m.r.valW)
+	return m.overwriteStr(t, l, mapOldStr{mapStrLen(of), mapStrHandle(of, m.r.valW)}, v)
+}
+
+// overwriteStr stores the string value v into the record at l, whose value
+// field was old, and frees old's arena bytes once the store is made.
+func (m *Map[K, V]) overwriteStr(t *mapTable, l mapLoc, old mapOldStr, v *V) error {
 	f := unsafe.Pointer(&m.enc[0])
 	clear(m.enc[:m.r.valW])
 	if err := m.encStr(f, m.r.valW, *(*string)(unsafe.Pointer(v))); err != nil {
@@ -167,8 +169,8 @@ func (m *Map[K, V]) overwrite(t *mapTable, l mapLoc, rec unsafe.Pointer, v *V) e
 		m.freeStr(f, m.r.valW)
 		return err
 	}
-	if n := int(*(*uint32)(unsafe.Pointer(&old))); n > mapStrInline(m.r.valW) {
-		m.arena.Free(*(*strarena.Handle)(unsafe.Pointer(&old[8])))
+	if old.n > mapStrInline(m.r.valW) {
+		m.arena.Free(old.h)
 	}
 	return nil
 }
