@@ -36,8 +36,13 @@ const (
 type mapLines struct {
 	_ [0]uint64
 	b [mapGroupKeys][layout.LineSize]byte
-	g [mapGroupKeys * layout.LineSize]byte
+	g [mapGroupKeys * mapGroupLines * layout.LineSize]byte
 }
+
+// mapGroupLines: buckets of up to this many lines (a string key's
+// two-line record) are loaded whole by a group's Gather; larger ones take
+// the full probe.
+const mapGroupLines = 2
 
 // getManyCPU is GetMany by CPU line loads.
 func (m *Map[K, V]) getManyCPU(t *mapTable, keys []K, vals []V, found []bool) int {
@@ -83,7 +88,7 @@ type mapProbe struct {
 // control bytes, and loads the home lines of those that match. The lines
 // land in lines; the states in ps.
 func (m *Map[K, V]) probeGroup(t *mapTable, keys []K, ps *[mapGroupKeys]mapProbe, lines *mapLines) {
-	var srcs [mapGroupKeys]unsafe.Pointer
+	var srcs [mapGroupKeys * mapGroupLines]unsafe.Pointer
 	var at [mapGroupKeys]int8
 	ng := 0
 	for x := range keys {
@@ -94,6 +99,9 @@ func (m *Map[K, V]) probeGroup(t *mapTable, keys []K, ps *[mapGroupKeys]mapProbe
 		j := b & t.mask
 		g := mapGroup(sg.fp, j, m.r.p)
 		*p = mapProbe{h: h, b: b, mt: mapMatch(g, (h&0x7f)*mapLSB) & m.r.lowMask, stop: mapMatchEmpty(g)&m.r.lowMask != 0}
+		if p.mt == 0 && !p.stop {
+			sg, j = m.walkGroup(t, p)
+		}
 		switch {
 		case p.mt == 0 && p.stop:
 			p.state = mapKeyMiss
@@ -106,11 +114,15 @@ func (m *Map[K, V]) probeGroup(t *mapTable, keys []K, ps *[mapGroupKeys]mapProbe
 			p.rp = unsafe.Pointer(&lines.b[x])
 		case sg.Kind == access.Direct:
 			p.state, p.rp = mapKeyDirect, unsafe.Add(sg.Base, uintptr(j)*m.r.bucket)
-		case sg.Kind == access.WC && m.r.lines == 1:
+		case sg.Kind == access.WC && m.r.lines <= mapGroupLines:
+			// The bucket's lines load side by side with the group's
+			// others: a two-line record costs no second round trip.
 			p.state = mapKeyLine
-			srcs[ng] = unsafe.Add(sg.Base, uintptr(j)*layout.LineSize)
 			at[x] = int8(ng)
-			ng++
+			for l := range m.r.lines {
+				srcs[ng] = unsafe.Add(sg.Base, uintptr(j)*m.r.bucket+uintptr(l)*layout.LineSize)
+				ng++
+			}
 		default:
 			p.state = mapKeySlow
 		}
@@ -123,6 +135,38 @@ func (m *Map[K, V]) probeGroup(t *mapTable, keys []K, ps *[mapGroupKeys]mapProbe
 			}
 		}
 	}
+}
+
+// mapGroupWalk bounds the buckets past its home that a group's probe
+// follows on the host's control bytes.
+const mapGroupWalk = 32
+
+// walkGroup follows a key displaced from its home bucket (no fingerprint
+// match there, and no empty slot to end the probe): the host's control
+// bytes show the first later bucket holding its fingerprint, which p then
+// names, so that its lines load with the group's in one round trip instead
+// of the full probe's walk. A bucket with an empty slot before any match
+// ends the probe (p.stop: the key is absent). Without either within
+// mapGroupWalk buckets p is left as it was (the full probe). It returns
+// the segment and index of p's bucket.
+func (m *Map[K, V]) walkGroup(t *mapTable, p *mapProbe) (*mapSeg, uint64) {
+	home := p.b
+	sg, j := t.seg(home)
+	pat := (p.h & 0x7f) * mapLSB
+	for b := home + 1; b < t.nbAll && b-home <= mapGroupWalk; b++ {
+		s2, j2 := t.seg(b)
+		g := mapGroup(s2.fp, j2, m.r.p)
+		stop := mapMatchEmpty(g)&m.r.lowMask != 0
+		if mt := mapMatch(g, pat) & m.r.lowMask; mt != 0 {
+			p.b, p.mt, p.stop = b, mt, stop
+			return s2, j2
+		}
+		if stop {
+			p.stop = true
+			break
+		}
+	}
+	return sg, j
 }
 
 // matchHome looks for key k among the home-bucket matches of p. It

@@ -75,3 +75,69 @@ func TestMapPutBatchStringValues(t *testing.T) {
 		}
 	})
 }
+
+// TestMapBatchDisplaced: batch lookups and overwrites of keys displaced
+// from their home buckets (a map filled to its capacity, with deletes
+// leaving tombstones on the probe paths), found through the host's
+// control bytes, agree with a Go map on every backend.
+func TestMapBatchDisplaced(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		const n = 4000
+		m, err := NewMap[string, uint64](d, WithCapacity(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		key := func(i int) string { return fmt.Sprintf("displaced/%d", i) }
+		model := map[string]uint64{}
+		keys, vals := make([]string, n), make([]uint64, n)
+		for i := range keys {
+			keys[i], vals[i] = key(i), uint64(i)
+			model[keys[i]] = vals[i]
+		}
+		if err := m.PutBatch(keys, vals); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i += 3 {
+			if _, _, err := m.Delete(key(i)); err != nil {
+				t.Fatal(err)
+			}
+			delete(model, key(i))
+		}
+		rng := rand.New(rand.NewPCG(2, 3))
+		for round := range 20 {
+			q := make([]string, 1500)
+			for i := range q {
+				q[i] = key(rng.IntN(n + n/4)) // present, deleted and never stored
+			}
+			got, found := make([]uint64, len(q)), make([]bool, len(q))
+			if err := m.GetBatch(q, got, found); err != nil {
+				t.Fatal(err)
+			}
+			for i, k := range q {
+				want, in := model[k]
+				if found[i] != in || got[i] != want {
+					t.Fatalf("round %d: GetBatch(%q) = %d, %v; want %d, %v", round, k, got[i], found[i], want, in)
+				}
+			}
+			for i := range q {
+				got[i] = uint64(round*10000 + i)
+				model[q[i]] = got[i]
+			}
+			if err := m.PutBatch(q, got); err != nil {
+				t.Fatal(err)
+			}
+			if m.Len() != len(model) {
+				t.Fatalf("round %d: Len %d, want %d", round, m.Len(), len(model))
+			}
+			if err := m.check(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for k, want := range model {
+			if v, ok := m.Get(k); !ok || v != want {
+				t.Fatalf("Get(%q) = %d, %v; want %d", k, v, ok, want)
+			}
+		}
+	})
+}
