@@ -241,6 +241,19 @@ func (m *Map[K, V]) putMany(keys []K, vals []V) error {
 	if err := m.settle(); err != nil { // recorded Puts come first
 		return err
 	}
+	err := m.putStored(keys, vals)
+	m.flushForRead()
+	m.writing = false
+	m.version++
+	if buildconst.Invariants {
+		m.mustCheck()
+	}
+	return err
+}
+
+// putStored stores keys and vals by the CPU's batch path, in pieces of
+// mapPutBatch (the caller settled what was pending before).
+func (m *Map[K, V]) putStored(keys []K, vals []V) error {
 	var err error
 	hs := make([]uint64, min(len(keys), mapPutBatch))
 	res := make([]uint64, len(hs))
@@ -251,12 +264,6 @@ func (m *Map[K, V]) putMany(keys []K, vals []V) error {
 	for lo := 0; lo < len(keys) && err == nil; lo += mapPutBatch {
 		hi := min(lo+mapPutBatch, len(keys))
 		err = m.putBatch(keys[lo:hi], vals[lo:hi], hs[:hi-lo], res[:hi-lo], old[:min(len(old), hi-lo)])
-	}
-	m.flushForRead()
-	m.writing = false
-	m.version++
-	if buildconst.Invariants {
-		m.mustCheck()
 	}
 	return err
 }
@@ -315,7 +322,9 @@ func (m *Map[K, V]) putBatch(keys []K, vals []V, hs, res []uint64, old []mapOldS
 // freed). It returns the table it looked in and how many keys were not
 // found (an upper bound on the entries the batch adds).
 func (m *Map[K, V]) locate(keys []K, hs, res []uint64, old []mapOldStr) (*mapTable, int) {
-	m.flushForRead() // the probes read memory, not the batch
+	// The probes read memory, not the batcher. The caller is a writer that
+	// settled the recorded Puts, or settle itself (holding flushMu).
+	m.flushBatch()
 	t := m.t
 	fresh := 0
 	m.spread(len(keys), func(lo, hi int) int {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -19,6 +20,9 @@ import (
 //	gomap    Go's map[K]V
 //	govram   Map with its default hot tier (on the Vulkan backend)
 //	notier   Map with WithHostCache(0)
+//
+// String keys have Get rows and Put rows (overwrites; direct: each Put
+// stored at once), both with probe keys that are copies of the stored ones.
 //
 // Sizes: 1e6 by default, VMEM_BENCH_SIZES sets them (uint64 keys);
 // VMEM_BENCH_STR_SIZES sets the string-key sizes (default 1e5). hit%
@@ -48,6 +52,56 @@ func BenchmarkMapTier(b *testing.B) {
 				tierBenchImplsStr(b, s, stream, dist)
 			})
 		}
+		for _, dist := range []string{"uniform", "zipf1.1"} {
+			stream := tierBenchStream(n, dist)
+			b.Run(fmt.Sprintf("str/%s/Put/%s", vmemtest.SizeName(n), dist), func(b *testing.B) {
+				s := tierBenchBuildStr(b, n)
+				tierBenchPutStr(b, s, tierBenchProbes(s, stream))
+			})
+		}
+	}
+}
+
+// tierBenchProbes returns the keys of a stream, each a copy of the stored
+// key, as a key that comes from a request is: the Go map cannot answer by
+// comparing the pointers of two strings, and the probe's bytes are not
+// those the map's own reads brought into the caches.
+func tierBenchProbes(s *tierBenchStrSet, stream []uint32) []string {
+	p := make([]string, len(stream))
+	for i, x := range stream {
+		p[i] = strings.Clone(s.keys[x])
+	}
+	return p
+}
+
+// tierBenchPutStr times Puts that overwrite existing string keys, one at
+// a time: the Go map, the Map (its Puts recorded and stored in batches on
+// a GPU), and the Map storing each Put at once (direct: the path every
+// string-key Put took before recorded Puts took strings). The recorded
+// Puts are stored inside the timing.
+func tierBenchPutStr(b *testing.B, s *tierBenchStrSet, probes []string) {
+	for _, impl := range []string{"gomap", "govram", "direct"} {
+		b.Run(impl, func(b *testing.B) {
+			m := s.m
+			if impl == "direct" {
+				m = s.notier
+				m.cfg.noWB, m.wb.off = true, true
+				defer func() { m.cfg.noWB, m.wb.off = false, false; m.wbInit() }()
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				k := probes[i&(tierStreamLen-1)]
+				if impl == "gomap" {
+					s.gomap[k] = uint64(i)
+				} else if err := m.Put(k, uint64(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if impl != "gomap" {
+				m.Len()
+			}
+			b.StopTimer()
+		})
 	}
 }
 
@@ -339,11 +393,13 @@ func tierBenchBuildStr(b *testing.B, n int) *tierBenchStrSet {
 		return m
 	}
 	s.m, s.notier = fill(), fill(WithHostCache(0))
+
 	tierBenchStrSets[n] = s
 	return s
 }
 
 func tierBenchImplsStr(b *testing.B, s *tierBenchStrSet, stream []uint32, dist string) {
+	probes := tierBenchProbes(s, stream)
 	for _, impl := range []string{"gomap", "govram", "notier"} {
 		b.Run(impl, func(b *testing.B) {
 			m := s.m
@@ -374,7 +430,7 @@ func tierBenchImplsStr(b *testing.B, s *tierBenchStrSet, stream []uint32, dist s
 			var acc uint64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				k := s.keys[stream[i&(tierStreamLen-1)]]
+				k := probes[i&(tierStreamLen-1)]
 				if impl == "gomap" {
 					acc += s.gomap[k]
 				} else {

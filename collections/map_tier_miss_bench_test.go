@@ -172,3 +172,63 @@ func missLines(b *testing.B, t *mapTable, lines int, chain bool) {
 	b.StopTimer()
 	mapBenchSink += acc
 }
+
+// BenchmarkMapLineLimit measures what the machine gives lookups that read
+// VRAM from the CPU, with no map code in the way: random lines of every
+// mapped segment of the BenchmarkMapTier table (tier off), read from g
+// goroutines at once (Mlines/s in all):
+//
+//	chain  each goroutine's next address depends on its last load: what
+//	       one Get at a time does, however many goroutines call it
+//	indep  each goroutine reads 8 independent lines per step: what a
+//	       combining of single Gets into overlapped loads could reach at
+//	       best
+//
+// Set VMEM_BENCH_SIZES as for BenchmarkMapTier (the 1e8 table spans the
+// bytes of the map).
+func BenchmarkMapLineLimit(b *testing.B) {
+	for _, n := range vmemtest.BenchSizes(b, 1e6) {
+		t := tierBenchBuild(b, n).notier.t
+		var addrs []unsafe.Pointer // one random line per entry of addrs, over all segments
+		r := rand.New(rand.NewPCG(5, 6))
+		for range 1 << 20 {
+			sg := &t.segs[r.IntN(len(t.segs))]
+			if sg.Kind != access.WC {
+				b.Skip("no mapped segment")
+			}
+			addrs = append(addrs, unsafe.Add(sg.Base, r.Uint64N(sg.slots.Size()/64)*64))
+		}
+		for _, kind := range []string{"chain", "indep"} {
+			for _, g := range []int{1, 4, 16, 64} {
+				b.Run(fmt.Sprintf("%s/%s/g=%d", vmemtest.SizeName(n), kind, g), func(b *testing.B) {
+					per := (b.N + g - 1) / g
+					var wg sync.WaitGroup
+					b.ResetTimer()
+					for w := range g {
+						wg.Go(func() {
+							var buf [8][64]byte
+							var acc uint64
+							i := uint64(w) * 7919
+							for range per / 8 {
+								for j := range 8 {
+									// chain: the next index depends on the line just read.
+									lineio.Load(&buf[j], addrs[i&(1<<20-1)])
+									if kind == "chain" {
+										i += 1 + uint64(buf[j][0])*missZero
+									} else {
+										i++
+									}
+								}
+								acc += uint64(buf[0][1] + buf[7][1])
+							}
+							mapSinkAdd(acc)
+						})
+					}
+					wg.Wait()
+					b.StopTimer()
+					b.ReportMetric(float64(per/8*8*g)/b.Elapsed().Seconds()/1e6, "Mlines/s")
+				})
+			}
+		}
+	}
+}

@@ -11,11 +11,19 @@ import (
 // Puts behind (docs/map.md, "Puts are deferred on a GPU"). Overwriting a
 // key in place costs a VRAM round trip to find its slot (a Put of a key
 // whose fingerprint matches costs many times a Go map's Put: docs/map.md).
-// On a GPU a Put of fixed-size keys and values therefore only records the
-// pair in host memory; the pairs are stored by one PutBatch (two kernel
-// round trips shared by the whole buffer, little per key) when the buffer
-// fills, and before anything else reads or writes the map: Get, Len,
-// iteration and every other method see every Put made before them.
+// On a GPU a Put therefore only records the pair in host memory; the pairs
+// are stored together when the buffer fills, and before anything else
+// reads or writes the map: Get, Len, iteration and every other method see
+// every Put made before them. Fixed-size keys and values are stored by one
+// PutBatch on the GPU (two kernel round trips shared by the whole buffer,
+// little per key); pairs with strings by the CPU's batch path, whose probes
+// of the present keys overlap (a string key's record is compared where it
+// lives, so the GPU's images of string keys do not apply to writes).
+//
+// A recorded string's bytes are copied into a byte log in the same
+// off-heap block as the pairs, and the recorded key or value points there:
+// the block is not scanned by the garbage collector, so it holds no
+// pointer into the Go heap.
 //
 // A Put is recorded only while the table has room for every recorded pair
 // as a new key, so applying them needs no growth: a Put that needs one
@@ -41,7 +49,8 @@ var mapWBFail error
 type mapWB[K comparable, V any] struct {
 	keys []K
 	vals []V
-	blk  vmem.Block // holds keys and vals
+	log  []byte     // the bytes of recorded strings (maps with strings)
+	blk  vmem.Block // holds keys, vals and log
 	max  int        // pairs held before they are stored
 	off  bool       // Puts go straight to the table
 	// noGrow is the table whose early growth failed: not tried again on it.
@@ -52,7 +61,7 @@ type mapWB[K comparable, V any] struct {
 
 func (m *Map[K, V]) wbInit() {
 	_, ok := m.gpuMode()
-	if !ok || m.dev.Backend() != vmem.BackendVulkan || m.cfg.plain || m.cfg.noWB {
+	if !ok && !m.strK && !m.strV || m.dev.Backend() != vmem.BackendVulkan || m.cfg.plain || m.cfg.noWB {
 		m.wb.off = true
 		return
 	}
@@ -73,7 +82,18 @@ func (m *Map[K, V]) putBehind(k *K, v *V) (bool, error) {
 	// The buffer follows the table's size (a quarter of its capacity, up
 	// to wb.max): a small map does not hold megabytes of pinned memory.
 	want := min(m.wb.max, max(2*mapWBDirect, m.t.capacity/4))
-	if n := len(m.wb.keys); (n > 0 && n == cap(m.wb.keys)) || n+2 > m.t.growthLeft {
+	sb := m.wbStrBytes(k, v)
+	if sb > mapWBLog/4 {
+		// A long string goes direct; what was recorded before it is
+		// stored first, so that the map sees the Puts in order.
+		if len(m.wb.keys) > 0 {
+			if err := m.settle(); err != nil {
+				return false, err
+			}
+		}
+		return false, nil
+	}
+	if n := len(m.wb.keys); (n > 0 && (n == cap(m.wb.keys) || len(m.wb.log)+sb > cap(m.wb.log))) || n+2 > m.t.growthLeft {
 		if err := m.settle(); err != nil {
 			return false, err
 		}
@@ -100,18 +120,67 @@ func (m *Map[K, V]) putBehind(k *K, v *V) (bool, error) {
 	}
 	m.wb.keys = append(m.wb.keys, *k)
 	m.wb.vals = append(m.wb.vals, *v)
+	if sb > 0 {
+		m.wbLogStrings()
+	}
 	if !m.pending.Load() {
 		m.pending.Store(true)
 	}
 	return true, nil
 }
 
-// wbAlloc makes a buffer of n pairs; without room for it Puts go direct.
+// mapWBLog is the byte log of a map with strings: a string of more than a
+// quarter of it is stored direct.
+const mapWBLog = 4 << 20
+
+// wbStrBytes is the bytes that k and v's strings take in the log.
+func (m *Map[K, V]) wbStrBytes(k *K, v *V) int {
+	n := 0
+	if m.strK {
+		n += len(*(*string)(unsafe.Pointer(k)))
+	}
+	if m.strV {
+		n += len(*(*string)(unsafe.Pointer(v)))
+	}
+	return n
+}
+
+// wbLogStrings copies the strings of the pair just recorded into the log
+// and points the recorded pair at the copies: the caller's strings live in
+// the Go heap, which the buffer must not point into.
+func (m *Map[K, V]) wbLogStrings() {
+	i := len(m.wb.keys) - 1
+	if m.strK {
+		m.wbLogString((*string)(unsafe.Pointer(&m.wb.keys[i])))
+	}
+	if m.strV {
+		m.wbLogString((*string)(unsafe.Pointer(&m.wb.vals[i])))
+	}
+}
+
+func (m *Map[K, V]) wbLogString(sp *string) {
+	s := *sp
+	if len(s) == 0 {
+		*sp = ""
+		return
+	}
+	at := len(m.wb.log)
+	m.wb.log = append(m.wb.log, s...) // within cap: putBehind checked
+	*sp = unsafe.String(&m.wb.log[at], len(s))
+}
+
+// wbAlloc makes a buffer of n pairs (and, for a map with strings, a byte
+// log); without room for it Puts go direct.
 func (m *Map[K, V]) wbAlloc(n int) bool {
 	var zk K
 	var zv V
 	kb := mapRoundUp(uintptr(n)*unsafe.Sizeof(zk), 64)
-	blk, err := m.dev.Alloc(vmem.Host, uint64(kb+uintptr(n)*unsafe.Sizeof(zv)+64), 64)
+	vb := mapRoundUp(uintptr(n)*unsafe.Sizeof(zv), 64)
+	var lb uintptr
+	if m.strK || m.strV {
+		lb = mapWBLog
+	}
+	blk, err := m.dev.Alloc(vmem.Host, uint64(kb+vb+lb+64), 64)
 	if err != nil {
 		m.wb.off = true
 		return false
@@ -120,6 +189,9 @@ func (m *Map[K, V]) wbAlloc(n int) bool {
 	m.wb.blk = blk
 	m.wb.keys = unsafe.Slice((*K)(blk.Ptr()), n)[:0]
 	m.wb.vals = unsafe.Slice((*V)(unsafe.Add(blk.Ptr(), kb)), n)[:0]
+	if lb > 0 {
+		m.wb.log = unsafe.Slice((*byte)(unsafe.Add(blk.Ptr(), kb+vb)), lb)[:0]
+	}
 	return true
 }
 
@@ -128,13 +200,13 @@ func (m *Map[K, V]) wbFree() {
 	if m.wb.keys != nil {
 		m.held.Forget(m.wb.blk)
 		m.dev.Free(m.wb.blk)
-		m.wb.keys, m.wb.vals, m.wb.blk = nil, nil, vmem.Block{}
+		m.wb.keys, m.wb.vals, m.wb.log, m.wb.blk = nil, nil, nil, vmem.Block{}
 	}
 }
 
 // wbDrop forgets the recorded Puts (Clear, Close).
 func (m *Map[K, V]) wbDrop() {
-	m.wb.keys, m.wb.vals = m.wb.keys[:0], m.wb.vals[:0]
+	m.wb.keys, m.wb.vals, m.wb.log = m.wb.keys[:0], m.wb.vals[:0], m.wb.log[:0]
 }
 
 // settle stores everything pending: the batcher's stores, then the
@@ -170,12 +242,21 @@ func (m *Map[K, V]) flushBatch() {
 // check did not foresee failing) those not stored are lost, and the error
 // is returned to the call that applied them.
 func (m *Map[K, V]) wbApply() error {
+	// The pairs (and the log their strings point into) stay as they are
+	// until the next Put records over them: nothing else writes the buffer.
 	keys, vals := m.wb.keys, m.wb.vals
 	m.wbDrop()
 	if len(keys) < mapWBDirect {
 		return m.wbDirect(keys, vals)
 	}
-	hmode, _ := m.gpuMode()
+	hmode, ok := m.gpuMode()
+	if !ok {
+		// Strings: the CPU's batch path (putMany's, without its tier
+		// drop: each recorded Put updated the tier already).
+		m.version++
+		m.wb.batches++
+		return m.putStored(keys, vals)
+	}
 	err := mapWBFail // tests: the batch fails as a GPU's may
 	if err == nil {
 		err = m.gpuPut(hmode, keys, vals)

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
+	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
@@ -23,94 +25,136 @@ func TestMapPutBehind(t *testing.T) {
 	steps := mapSteps(400, 120)
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		for _, space := range []uint64{3000, 1 << 40} { // many overwrites; mostly new keys
-			t.Run(fmt.Sprint("keys=", space), func(t *testing.T) {
+			t.Run(fmt.Sprint("u64/keys=", space), func(t *testing.T) {
 				x := newMapDiff(t, d, 40+space%7, genU64(space), func(r *rand.Rand) uint64 { return r.Uint64() })
-				defer x.close()
-				m := x.m
-				if !m.wb.off {
-					m.wb.max = 500
-				}
-				r := x.r
-				recorded := false
-				for step := 0; step < steps; step++ {
-					n := r.IntN(700)
-					if r.IntN(4) == 0 {
-						n = r.IntN(mapWBDirect)
-					}
-					var last uint64
-					for range n {
-						k := x.genK(r)
-						if r.IntN(10) == 0 && len(x.model) > 0 {
-							k = last // the same key twice in a batch: the later value wins
-						}
-						x.put(k, x.genV(r))
-						last = k
-						recorded = recorded || len(m.wb.keys) > 0
-					}
-					switch r.IntN(10) {
-					case 0:
-						x.get(last)
-					case 1:
-						if m.Len() != len(x.model) {
-							t.Fatalf("step %d: Len = %d, want %d", step, m.Len(), len(x.model))
-						}
-					case 2:
-						x.del(last)
-					case 3:
-						x.putMany(r.IntN(300))
-					case 4:
-						x.getMany(r.IntN(300))
-					case 5:
-						ks := []uint64{last, x.genK(r), last}
-						vs := []uint64{1, 2, 3}
-						if err := m.PutBatch(ks, vs); err != nil {
-							t.Fatal(err)
-						}
-						x.model[ks[0]], x.model[ks[1]] = 3, 2
-					case 6:
-						ks := []uint64{last, x.genK(r)}
-						vs := make([]uint64, 2)
-						found := make([]bool, 2)
-						if err := m.GetBatch(ks, vs, found); err != nil {
-							t.Fatal(err)
-						}
-						for i, k := range ks {
-							if w, ok := x.model[k]; ok != found[i] || w != vs[i] {
-								t.Fatalf("step %d: GetBatch(%d) = %d %v, want %d %v", step, k, vs[i], found[i], w, ok)
-							}
-						}
-					case 7:
-						x.compare()
-					case 8:
-						if r.IntN(4) == 0 {
-							m.Clear()
-							clear(x.model)
-						}
-					case 9:
-						// Puts in the loop body: overwrites of what it meets.
-						i := 0
-						for k := range m.Keys() {
-							if i++; i%3 == 0 {
-								x.put(k, uint64(i))
-							}
-							if i > 200 {
-								break
-							}
-						}
-					}
-				}
-				x.compare()
-				if d.Backend() == vmem.BackendVulkan {
-					if !recorded {
-						t.Fatal("no Put was recorded")
-					}
-					if m.wb.batches == 0 {
-						t.Fatal("no recorded Puts were stored by a PutBatch")
-					}
-				}
+				putBehindRun(t, d, x, steps)
 			})
 		}
+		// With strings, the recorded pairs point into the buffer's byte log:
+		// keys and values of every length, the empty one and strings too
+		// long for the log's share (stored direct) included.
+		// (The invariants build checks the whole map after every Put: fewer
+		// steps there.)
+		strSteps := mapSteps(200, 60)
+		if buildconst.Invariants {
+			strSteps = 12
+		}
+		for _, space := range []int{3000, 1 << 30} {
+			t.Run(fmt.Sprint("str-u64/keys=", space), func(t *testing.T) {
+				x := newMapDiff(t, d, 41+uint64(space%7), genStrWB(space, 90), func(r *rand.Rand) uint64 { return r.Uint64() })
+				putBehindRun(t, d, x, strSteps)
+			})
+			t.Run(fmt.Sprint("str-str/keys=", space), func(t *testing.T) {
+				x := newMapDiff(t, d, 42+uint64(space%7), genStrWB(space, 40), genVStr(120))
+				putBehindRun(t, d, x, strSteps)
+			})
+		}
+		t.Run("u64-str", func(t *testing.T) {
+			x := newMapDiff(t, d, 43, genU64(2000), genVStr(70))
+			putBehindRun(t, d, x, strSteps)
+		})
 	})
+}
+
+// genStrWB is genStr with, now and then, a key longer than a quarter of
+// the write-behind log (such a Put is stored direct).
+func genStrWB(space, maxLen int) func(*rand.Rand) string {
+	g := genStr(space, maxLen)
+	return func(r *rand.Rand) string {
+		if r.IntN(500) == 0 {
+			return fmt.Sprintf("%d/%s", r.IntN(4), strings.Repeat("x", mapWBLog/4+1))
+		}
+		return g(r)
+	}
+}
+
+func putBehindRun[K, V comparable](t *testing.T, d *vmem.Device, x *mapDiff[K, V], steps int) {
+	defer x.close()
+	m := x.m
+	if !m.wb.off {
+		m.wb.max = 500
+	}
+	r := x.r
+	recorded := false
+	for step := 0; step < steps; step++ {
+		n := r.IntN(700)
+		if r.IntN(4) == 0 {
+			n = r.IntN(mapWBDirect)
+		}
+		var last K
+		for i := range n {
+			k := x.genK(r)
+			if r.IntN(10) == 0 && i > 0 {
+				k = last // the same key twice in a batch: the later value wins
+			}
+			x.put(k, x.genV(r))
+			last = k
+			recorded = recorded || len(m.wb.keys) > 0
+		}
+		switch r.IntN(10) {
+		case 0:
+			x.get(last)
+		case 1:
+			if m.Len() != len(x.model) {
+				t.Fatalf("step %d: Len = %d, want %d", step, m.Len(), len(x.model))
+			}
+		case 2:
+			x.del(last)
+		case 3:
+			x.putMany(r.IntN(300))
+		case 4:
+			x.getMany(r.IntN(300))
+		case 5:
+			ks := []K{last, x.genK(r), last}
+			vs := []V{x.genV(r), x.genV(r), x.genV(r)}
+			if err := m.PutBatch(ks, vs); err != nil {
+				t.Fatal(err)
+			}
+			x.model[ks[0]], x.model[ks[1]] = vs[2], vs[1]
+			if ks[1] == ks[0] {
+				x.model[ks[0]] = vs[2]
+			}
+		case 6:
+			ks := []K{last, x.genK(r)}
+			vs := make([]V, 2)
+			found := make([]bool, 2)
+			if err := m.GetBatch(ks, vs, found); err != nil {
+				t.Fatal(err)
+			}
+			for i, k := range ks {
+				if w, ok := x.model[k]; ok != found[i] || w != vs[i] {
+					t.Fatalf("step %d: GetBatch(%v) = %v %v, want %v %v", step, k, vs[i], found[i], w, ok)
+				}
+			}
+		case 7:
+			x.compare()
+		case 8:
+			if r.IntN(4) == 0 {
+				m.Clear()
+				clear(x.model)
+			}
+		case 9:
+			// Puts in the loop body: overwrites of what it meets.
+			i := 0
+			for k := range m.Keys() {
+				if i++; i%3 == 0 {
+					x.put(k, x.genV(r))
+				}
+				if i > 200 {
+					break
+				}
+			}
+		}
+	}
+	x.compare()
+	if d.Backend() == vmem.BackendVulkan {
+		if !recorded {
+			t.Fatal("no Put was recorded")
+		}
+		if m.wb.batches == 0 {
+			t.Fatal("no recorded Puts were stored as a batch")
+		}
+	}
 }
 
 // TestMapPutBehindFaults fails an allocation, a batch, then a submission,
