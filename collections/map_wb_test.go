@@ -223,3 +223,51 @@ func TestMapPutBehindFaults(t *testing.T) {
 		}
 	})
 }
+
+// TestMapPutBehindStringsLost loses the device while Puts of string keys
+// and values are recorded: no read answers from the recorded pairs or the
+// tier, and every call reports the loss.
+func TestMapPutBehindStringsLost(t *testing.T) {
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		if d.Backend() != vmem.BackendVulkan {
+			t.Skip("Puts are recorded on a GPU only")
+		}
+		m, err := NewMap[string, string](d, WithCapacity(10000), WithHostCache(1<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		for i := range 2 * mapWBDirect {
+			if err := m.Put(fmt.Sprint("key-", i), fmt.Sprint("value-", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.Len() // stored
+		for i := range mapWBDirect {
+			if v, ok := m.Get(fmt.Sprint("key-", i)); !ok || v != fmt.Sprint("value-", i) {
+				t.Fatalf("Get(key-%d) = %q %v", i, v, ok)
+			}
+		}
+		for i := range 2 * mapWBDirect {
+			if err := m.Put(fmt.Sprint("key-", i), fmt.Sprint("new-", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(m.wb.keys) == 0 {
+			t.Fatal("Puts of string pairs were not recorded")
+		}
+		kdev(d).InjectFaults(kern.Faults{LoseDevice: true})
+		mustPanicLost(t, "Get of a recorded key after the loss", func() { m.Get("key-1") })
+		mustPanicLost(t, "Get of a key the tier held", func() { m.Get("key-2") })
+		if err := m.Err(); !errors.Is(err, vmem.ErrDeviceLost) {
+			t.Fatalf("Err after the loss: %v", err)
+		}
+		if err := m.Put("key-3", "x"); !errors.Is(err, vmem.ErrDeviceLost) {
+			t.Fatalf("Put after the loss: %v", err)
+		}
+		vs := make([]string, 1)
+		if err := m.GetBatch([]string{"key-4"}, vs, nil); !errors.Is(err, vmem.ErrDeviceLost) {
+			t.Fatalf("GetBatch after the loss: %v", err)
+		}
+	})
+}
