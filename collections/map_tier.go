@@ -246,16 +246,11 @@ func (m *Map[K, V]) tierGetVar(c *tierCore, sp unsafe.Pointer, k *K, h uint64) (
 	}
 	lens := atomic.LoadUint64((*uint64)(unsafe.Add(sp, 8)))
 	klen, vlen := uintptr(uint32(lens)), uintptr(lens>>32)
-	var buf [tierMaxSlot]byte
 	off := uintptr(tierVarHdr)
 	if m.strK {
 		ks := *(*string)(unsafe.Pointer(k))
 		kr := mapRoundUp(klen, 8)
-		if klen != uintptr(len(ks)) || off+kr > c.slot {
-			return v, false
-		}
-		tierLoad(unsafe.Pointer(&buf), unsafe.Add(sp, off), kr)
-		if unsafe.String(&buf[0], max(klen, 1))[:klen] != ks {
+		if klen != uintptr(len(ks)) || off+kr > c.slot || !tierEqualString(unsafe.Add(sp, off), ks) {
 			return v, false
 		}
 		off += kr
@@ -274,9 +269,36 @@ func (m *Map[K, V]) tierGetVar(c *tierCore, sp unsafe.Pointer, k *K, h uint64) (
 	if off+vlen > c.slot {
 		return v, false
 	}
+	var buf [tierMaxSlot]byte
 	tierLoad(unsafe.Pointer(&buf), unsafe.Add(sp, off), mapRoundUp(vlen, 8))
 	*(*string)(unsafe.Pointer(&v)) = string(buf[:vlen])
 	return v, true
+}
+
+// tierEqualString reports whether the slot bytes at p (8-byte aligned,
+// at least len(s) rounded up to 8 of them) begin with s, compared a word
+// at a time in place: the slot may be changing (the caller checks the
+// set's sequence after), so it is read with word loads, not copied.
+func tierEqualString(p unsafe.Pointer, s string) bool {
+	n := uintptr(len(s))
+	sp := unsafe.Pointer(unsafe.StringData(s))
+	i := uintptr(0)
+	for ; i+8 <= n; i += 8 {
+		if atomic.LoadUint64((*uint64)(unsafe.Add(p, i))) != *(*uint64)(unsafe.Add(sp, i)) {
+			return false
+		}
+	}
+	if i == n {
+		return true
+	}
+	// The tail: the string's last bytes, gathered so as not to read past
+	// its end; the slot's bytes past the key are not compared.
+	var w uint64
+	for j := n; j > i; j-- {
+		w = w<<8 | uint64(*(*byte)(unsafe.Add(sp, j-1)))
+	}
+	mask := uint64(1)<<(8*(n-i)) - 1
+	return atomic.LoadUint64((*uint64)(unsafe.Add(p, i)))&mask == w
 }
 
 // tierFind returns the way of the set at p that holds k (string layout), or

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
@@ -390,4 +391,33 @@ func tierAdmitEvery(tb testing.TB) {
 	n, sp, hs, a := tierAdmitSample, tierAdmitSparse, tierHitSample, tierAdmitMin
 	tb.Cleanup(func() { tierAdmitSample, tierAdmitSparse, tierHitSample, tierAdmitMin = n, sp, hs, a })
 	tierAdmitSample, tierAdmitSparse, tierHitSample, tierAdmitMin = 1, 1, 1, 1
+}
+
+// TestTierEqualString compares keys of every length up to 40 with slot
+// bytes that hold them, followed by bytes that are not part of the key,
+// and with slots that differ in each byte.
+func TestTierEqualString(t *testing.T) {
+	var slot [48 + 8]uint64 // 8-byte aligned, as slots are
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&slot[0])), len(slot)*8)
+	for n := 0; n <= 40; n++ {
+		key := make([]byte, n)
+		for i := range key {
+			key[i] = byte('a' + (i*7+n)%26)
+		}
+		for i := range b {
+			b[i] = 0xA5 // what lies past the key must not count
+		}
+		copy(b, key)
+		s := string(key)
+		if !tierEqualString(unsafe.Pointer(&slot[0]), s) {
+			t.Fatalf("len %d: equal key reported different", n)
+		}
+		for i := range n {
+			b[i] ^= 0x20
+			if tierEqualString(unsafe.Pointer(&slot[0]), s) {
+				t.Fatalf("len %d: a difference in byte %d not seen", n, i)
+			}
+			b[i] ^= 0x20
+		}
+	}
 }
