@@ -206,16 +206,17 @@ func (m *Map[K, V]) getTiered(k *K, h uint64) (V, bool) {
 // string layout; fixed-size pairs use tierPairGet.
 func (m *Map[K, V]) tierGet(c *tierCore, p unsafe.Pointer, s uint64, k *K, h uint64) (v V, ok bool) {
 	tag, gen := tierTag(s), c.gen.Load()
-	if c.candidates(p, tag, gen) == 0 {
-		return v, false // a miss needs no validation (see tierPairGet)
-	}
 	for range tierSpins {
 		seq := atomic.LoadUint32(tierSeq(p))
+		mt := c.candidates(p, tag, gen)
+		if mt == 0 {
+			return v, false // a miss needs no validation (see tierPairGet)
+		}
 		if seq&1 != 0 {
 			continue
 		}
 		way := -1
-		for mt := c.candidates(p, tag, gen); mt != 0; mt &= mt - 1 {
+		for ; mt != 0; mt &= mt - 1 {
 			w := bits.TrailingZeros64(mt) >> 3
 			if v, ok = m.tierGetVar(c, c.slotAt(p, w), k, h); ok {
 				way = w

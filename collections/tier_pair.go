@@ -31,21 +31,22 @@ func tierPairSlot[K comparable, V any]() uintptr {
 // tierPairGet looks k up in the set at p without a lock (see tier.go).
 func tierPairGet[K comparable, V any](c *tierCore, p unsafe.Pointer, s uint64, k *K) (v V, ok bool) {
 	tag, gen := tierTag(s), c.gen.Load()
-	if c.candidates(p, tag, gen) == 0 {
-		// No way has k's tag: a miss, which needs no validation (a miss
-		// read while a writer changes the set only sends the lookup to
-		// the device, which is authoritative). The common miss is short:
-		// the fewer instructions a miss adds, the more lookups' device
-		// loads the CPU keeps in flight at once.
-		return v, false
-	}
 	for range tierSpins {
 		seq := atomic.LoadUint32(tierSeq(p))
+		mt := c.candidates(p, tag, gen)
+		if mt == 0 {
+			// No way has k's tag: a miss, which needs no validation (a
+			// miss read while a writer changes the set only sends the
+			// lookup to the device, which is authoritative). The common
+			// miss is short: the fewer instructions a miss adds, the more
+			// lookups' device loads the CPU keeps in flight at once.
+			return v, false
+		}
 		if seq&1 != 0 {
 			continue
 		}
 		way := -1
-		for mt := c.candidates(p, tag, gen); mt != 0; mt &= mt - 1 {
+		for ; mt != 0; mt &= mt - 1 {
 			w := bits.TrailingZeros64(mt) >> 3
 			var e tierPair[K, V]
 			tierLoad(unsafe.Pointer(&e), c.slotAt(p, w), unsafe.Sizeof(e))
