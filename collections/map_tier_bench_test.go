@@ -82,9 +82,9 @@ func tierBenchProbes(s *tierBenchStrSet, stream []uint32) []string {
 func tierBenchPutStr(b *testing.B, s *tierBenchStrSet, probes []string) {
 	for _, impl := range []string{"gomap", "govram", "direct"} {
 		b.Run(impl, func(b *testing.B) {
-			m := s.m
+			m := s.m // the same map, with and without recorded Puts
 			if impl == "direct" {
-				m = s.notier
+				m.Len() // nothing left recorded
 				m.cfg.noWB, m.wb.off = true, true
 				defer func() { m.cfg.noWB, m.wb.off = false, false; m.wbInit() }()
 			}

@@ -120,8 +120,8 @@ func (m *Map[K, V]) putBehind(k *K, v *V) (bool, error) {
 	}
 	m.wb.keys = append(m.wb.keys, *k)
 	m.wb.vals = append(m.wb.vals, *v)
-	if sb > 0 {
-		m.wbLogStrings()
+	if m.strK || m.strV {
+		m.wbLogStrings() // an empty string too: its pointer may be into the heap
 	}
 	if !m.pending.Load() {
 		m.pending.Store(true)
