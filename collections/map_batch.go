@@ -285,15 +285,31 @@ func (m *Map[K, V]) putBatch(keys []K, vals []V, hs, res []uint64, old []mapOldS
 		}
 		t, _ = m.locate(keys, hs, res, old)
 	}
-	// A string value's old field is freed by its overwrite: a key given
-	// twice takes the full way the second time, which reads the field
-	// the first one stored.
-	var done map[uint64]struct{}
+	// A string value's old field is freed by its overwrite, so a key found
+	// twice is stored once, with its last value: the Puts before it are
+	// replaced by it unseen (nothing reads between a batch's Puts). Hot
+	// keys repeat often in a buffer of recorded Puts, and storing them
+	// again would cost a round trip each.
+	var later []bool
 	if m.strV {
-		done = make(map[uint64]struct{})
+		later = make([]bool, len(keys))
+		seen := make(map[uint64]struct{})
+		for i := len(keys) - 1; i >= 0; i-- {
+			if r := res[i]; r != 0 {
+				if _, ok := seen[r]; ok {
+					later[i] = true
+				} else {
+					seen[r] = struct{}{}
+				}
+			}
+		}
 	}
 	for i := range keys {
-		if r := res[i]; r != 0 && m.t == t {
+		r := res[i]
+		if r != 0 && later != nil && later[i] {
+			continue
+		}
+		if r != 0 && m.t == t {
 			l := mapLoc{b: (r - 1) >> 3, i: int((r - 1) & 7)}
 			if !m.strV {
 				if err := m.store(t, l, m.r.valOff, unsafe.Slice((*byte)(unsafe.Pointer(&vals[i])), unsafe.Sizeof(vals[i]))); err != nil {
@@ -301,13 +317,10 @@ func (m *Map[K, V]) putBatch(keys []K, vals []V, hs, res []uint64, old []mapOldS
 				}
 				continue
 			}
-			if _, again := done[r]; !again {
-				done[r] = struct{}{}
-				if err := m.overwriteStr(t, l, old[i], &vals[i]); err != nil {
-					return err
-				}
-				continue
+			if err := m.overwriteStr(t, l, old[i], &vals[i]); err != nil {
+				return err
 			}
+			continue
 		}
 		if err := m.put(&keys[i], &vals[i], hs[i]); err != nil {
 			return err

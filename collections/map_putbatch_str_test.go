@@ -11,9 +11,10 @@ import (
 )
 
 // TestMapPutBatchStringValues: PutBatch overwrites string values of keys
-// it finds in place (the old bytes freed once) and takes the full way for
-// a key given twice, on every backend: the map matches a Go map after each
-// batch and the arena holds exactly the strings its records name.
+// it finds in place (the old bytes freed once), storing a key given twice
+// once, with its last value, on every backend: the map matches a Go map
+// after each batch and the arena holds exactly the strings its records
+// name.
 func TestMapPutBatchStringValues(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		m, err := NewMap[uint64, string](d, WithCapacity(3000))

@@ -242,26 +242,9 @@ func (m *Map[K, V]) tierGet(c *tierCore, p unsafe.Pointer, s uint64, k *K, h uin
 // reads may be torn by a writer (the caller checks the sequence after),
 // so every length is bounded by the slot before it is used.
 func (m *Map[K, V]) tierGetVar(c *tierCore, sp unsafe.Pointer, k *K, h uint64) (v V, ok bool) {
-	if atomic.LoadUint64((*uint64)(sp)) != h {
+	off, vlen, ok := m.tierKeyVar(c, sp, k, h)
+	if !ok {
 		return v, false
-	}
-	lens := atomic.LoadUint64((*uint64)(unsafe.Add(sp, 8)))
-	klen, vlen := uintptr(uint32(lens)), uintptr(lens>>32)
-	off := uintptr(tierVarHdr)
-	if m.strK {
-		ks := *(*string)(unsafe.Pointer(k))
-		kr := mapRoundUp(klen, 8)
-		if klen != uintptr(len(ks)) || off+kr > c.slot || !tierEqualString(unsafe.Add(sp, off), ks) {
-			return v, false
-		}
-		off += kr
-	} else {
-		var kk K
-		tierLoad(unsafe.Pointer(&kk), unsafe.Add(sp, off), unsafe.Sizeof(kk))
-		if kk != *k {
-			return v, false
-		}
-		off += mapRoundUp(unsafe.Sizeof(kk), 8)
 	}
 	if !m.strV {
 		tierLoad(unsafe.Pointer(&v), unsafe.Add(sp, off), unsafe.Sizeof(v))
@@ -274,6 +257,33 @@ func (m *Map[K, V]) tierGetVar(c *tierCore, sp unsafe.Pointer, k *K, h uint64) (
 	tierLoad(unsafe.Pointer(&buf), unsafe.Add(sp, off), mapRoundUp(vlen, 8))
 	*(*string)(unsafe.Pointer(&v)) = string(buf[:vlen])
 	return v, true
+}
+
+// tierKeyVar reports whether the slot at sp (string layout) holds k, and
+// where its value is and how long: matching a key decodes no value (a
+// writer finding its copy allocates nothing).
+func (m *Map[K, V]) tierKeyVar(c *tierCore, sp unsafe.Pointer, k *K, h uint64) (off, vlen uintptr, ok bool) {
+	if atomic.LoadUint64((*uint64)(sp)) != h {
+		return 0, 0, false
+	}
+	lens := atomic.LoadUint64((*uint64)(unsafe.Add(sp, 8)))
+	klen := uintptr(uint32(lens))
+	vlen = uintptr(lens >> 32)
+	off = uintptr(tierVarHdr)
+	if m.strK {
+		ks := *(*string)(unsafe.Pointer(k))
+		kr := mapRoundUp(klen, 8)
+		if klen != uintptr(len(ks)) || off+kr > c.slot || !tierEqualString(unsafe.Add(sp, off), ks) {
+			return 0, 0, false
+		}
+		return off + kr, vlen, true
+	}
+	var kk K
+	tierLoad(unsafe.Pointer(&kk), unsafe.Add(sp, off), unsafe.Sizeof(kk))
+	if kk != *k {
+		return 0, 0, false
+	}
+	return off + mapRoundUp(unsafe.Sizeof(kk), 8), vlen, true
 }
 
 // tierEqualString reports whether the slot bytes at p (8-byte aligned,
@@ -307,7 +317,7 @@ func tierEqualString(p unsafe.Pointer, s string) bool {
 func (m *Map[K, V]) tierFind(c *tierCore, p unsafe.Pointer, s uint64, k *K, h uint64) int {
 	for mt := c.candidates(p, tierTag(s), c.gen.Load()); mt != 0; mt &= mt - 1 {
 		w := bits.TrailingZeros64(mt) >> 3
-		if _, ok := m.tierGetVar(c, c.slotAt(p, w), k, h); ok {
+		if _, _, ok := m.tierKeyVar(c, c.slotAt(p, w), k, h); ok {
 			return w
 		}
 	}
