@@ -197,6 +197,14 @@ func WithHasher[K comparable](h func(K) uint64) MapOption {
 // measurements (a miss then also costs a VRAM line).
 var mapEagerLoad = false
 
+// mapCtrlFirst makes Get wait for the control bytes before it loads a
+// bucket of mapped VRAM (a knob for measurements); mapZeroDep is 0, read
+// at run time, so that the load's address depends on them.
+var (
+	mapCtrlFirst = false
+	mapZeroDep   uint64
+)
+
 // NewMap returns an empty map on mem: a *vmem.Device, or a *vmem.Pool
 // whose devices the map spreads over (see Map). K and V must hold no
 // pointers (vmem.ErrPointerType names the field that does), except that either

@@ -74,7 +74,13 @@ func (m *Map[K, V]) get(kp *K, h uint64) (V, bool) {
 			switch {
 			case sg.Kind == access.WC:
 				if !loaded {
-					m.loadBucketWC(&line, sg, j)
+					if mapCtrlFirst {
+						// The address depends on the control bytes: no load
+						// issued under a mispredicted branch.
+						m.loadBucketWC(&line, sg, j+mt&mapZeroDep)
+					} else {
+						m.loadBucketWC(&line, sg, j)
+					}
 				}
 				rp = unsafe.Pointer(&line)
 			case m.r.lines == 1:

@@ -16,6 +16,9 @@ import (
 // (almost every Get misses), on the maps BenchmarkMapTier builds:
 //
 //	notier        Get without a tier
+//	ctrlfirst     Get without a tier, its VRAM load waiting for the control
+//	              bytes (mapCtrlFirst) instead of issued under the branch
+//	              the CPU predicts
 //	tier          Get with the default tier
 //	dense         offers never sparser while rejected (tierAdmitSparse 1)
 //	nodoor        keys seen once offered too (tierAdmitMin 1)
@@ -34,13 +37,13 @@ func BenchmarkMapMissPath(b *testing.B) {
 		s := tierBenchBuild(b, n)
 		for _, dist := range []string{"uniform", "zipf1.1", "zipf0.99"} {
 			stream := tierBenchStream(n, dist)
-			for _, v := range []string{"notier", "tier", "dense", "nodoor", "s4", "s16", "noadmit"} {
-				if dist != "uniform" && (v == "notier" || v == "noadmit") {
+			for _, v := range []string{"notier", "ctrlfirst", "tier", "dense", "nodoor", "s4", "s16", "noadmit"} {
+				if dist != "uniform" && (v == "notier" || v == "ctrlfirst" || v == "noadmit") {
 					continue
 				}
 				b.Run(fmt.Sprintf("u64/%s/%s/%s", vmemtest.SizeName(n), dist, v), func(b *testing.B) {
 					m := s.m
-					if v == "notier" {
+					if v == "notier" || v == "ctrlfirst" {
 						m = s.notier
 					}
 					defer missVariant(v)()
@@ -93,10 +96,10 @@ func BenchmarkMapMissPath(b *testing.B) {
 	for _, n := range tierBenchStrSizes(b) {
 		s := tierBenchBuildStr(b, n)
 		stream := tierBenchStream(n, "uniform")
-		for _, v := range []string{"keyonly", "notier", "tier", "noadmit"} {
+		for _, v := range []string{"keyonly", "notier", "ctrlfirst", "tier", "noadmit"} {
 			b.Run(fmt.Sprintf("str/%s/uniform/%s", vmemtest.SizeName(n), v), func(b *testing.B) {
 				m := s.m
-				if v == "notier" || v == "keyonly" {
+				if v == "notier" || v == "keyonly" || v == "ctrlfirst" {
 					m = s.notier
 				}
 				defer missVariant(v)()
@@ -138,8 +141,13 @@ func missVariant(v string) func() {
 		tierAdmitSample, tierAdmitSparse = 16, 2
 	case "noadmit":
 		tierAdmitSample = 1 << 24
+	case "ctrlfirst":
+		mapCtrlFirst = true
 	}
-	return func() { tierAdmitSample, tierAdmitSparse, tierAdmitMin = sample, sparse, least }
+	return func() {
+		tierAdmitSample, tierAdmitSparse, tierAdmitMin = sample, sparse, least
+		mapCtrlFirst = false
+	}
 }
 
 // missZero is 0, read at run time: a load's result times it makes the
