@@ -421,6 +421,10 @@ type mapGetJob[K comparable, V any] struct {
 	c      int
 	ks, vs uint64       // bytes of a key (string keys: of its image) and of a value
 	long   atomic.Int64 // string keys of the round left to the CPU
+	// loc: the rounds answer each key's location, bucket<<3|slot or ~0
+	// when absent (the kernel's valOff ~0), into olocs in key order.
+	loc   bool
+	olocs []uint64
 
 	// String keys: each key's part of the table (its hash's top bits),
 	// the keys' order by part (the kernel's order), and the answers put
@@ -444,6 +448,12 @@ func (m *Map[K, V]) gpuGetBegin(t *mapTable, hmode uint32, c int) (*mapGetJob[K,
 // engines (rounds that follow or run beside others gain; a lone round
 // pays two more submissions for nothing).
 func (m *Map[K, V]) gpuGetBeginQ(t *mapTable, hmode uint32, c int, copyQ bool) (*mapGetJob[K, V], error) {
+	return m.gpuJobBegin(t, hmode, c, copyQ, false)
+}
+
+// gpuJobBegin is gpuGetBeginQ; with loc the rounds answer the keys'
+// locations (locs) instead of their values.
+func (m *Map[K, V]) gpuJobBegin(t *mapTable, hmode uint32, c int, copyQ, loc bool) (*mapGetJob[K, V], error) {
 	kb, err := kdev(m.dev).NewBatch()
 	if err != nil {
 		return nil, err
@@ -464,14 +474,21 @@ func (m *Map[K, V]) gpuGetBeginQ(t *mapTable, hmode uint32, c int, copyQ bool) (
 	var zk K
 	var zv V
 	j := &mapGetJob[K, V]{m: m, t: t, hmode: hmode, kb: kb, c: max(c, 1),
-		ks: uint64(unsafe.Sizeof(zk)), vs: uint64(unsafe.Sizeof(zv))}
+		ks: uint64(unsafe.Sizeof(zk)), vs: uint64(unsafe.Sizeof(zv)), loc: loc}
+	if loc {
+		j.vs = 8
+	}
 	if hmode == mapGPUStr {
 		// Images of about a hundred bytes a key: rounds of a combined
 		// round's size keep the staging memory near 30 MiB.
 		j.c = min(j.c, mapCombRoundMax)
 		j.ks = uint64(m.r.keyOff + m.r.keyW)
 		j.part, j.perm = make([]uint16, j.c), make([]uint32, j.c)
-		j.ovals, j.ofound = make([]V, j.c), make([]bool, j.c)
+		if loc {
+			j.olocs = make([]uint64, j.c)
+		} else {
+			j.ovals, j.ofound = make([]V, j.c), make([]bool, j.c)
+		}
 	}
 	cc := uint64(j.c)
 	j.offK = mapRoundUp64(uint64(len(t.segs))*16, 64)
@@ -544,6 +561,15 @@ func (j *mapGetJob[K, V]) run(n int, wantFound bool) error {
 	if err := f.Wait(); err != nil {
 		return err
 	}
+	if j.hmode == mapGPUStr && j.loc {
+		sl, perm := unsafe.Slice((*uint64)(unsafe.Add(j.st.Ptr, j.offV)), n), j.perm
+		par.Ranges(n, 1<<14, func(a, b int) {
+			for i := a; i < b; i++ {
+				j.olocs[perm[i]] = sl[i]
+			}
+		})
+		return nil
+	}
 	if j.hmode == mapGPUStr {
 		// Answers in the kernel's order back to the keys'.
 		sv, sf, perm := j.stVals(n), j.stFound(n), j.perm
@@ -611,6 +637,9 @@ func (j *mapGetJob[K, V]) start(n int, wantFound bool) (kern.Flight, error) {
 		found: dv + j.offF, seed: m.seed, nb: t.nb, nbAll: t.nbAll, n: uint32(n), ks: uint32(j.ks),
 		vs: uint32(j.vs), stride: uint32(m.r.stride), valOff: uint32(m.r.valOff), pp: uint32(m.r.p),
 		shift: uint32(t.shift), hmode: j.hmode}
+	if j.loc {
+		p.valOff = ^uint32(0)
+	}
 	kb.Dispatch(mapGetKernel, nn, &p)
 	kb.Barrier()
 	if j.vs > 0 {

@@ -57,6 +57,7 @@ type mapWB[K comparable, V any] struct {
 	noGrow *mapTable
 
 	batches int // applied by a PutBatch (tests)
+	located int // of which the slots were found by a GPU round (tests)
 }
 
 func (m *Map[K, V]) wbInit() {
@@ -252,9 +253,15 @@ func (m *Map[K, V]) wbApply() error {
 	hmode, ok := m.gpuMode()
 	if !ok {
 		// Strings: the CPU's batch path (putMany's, without its tier
-		// drop: each recorded Put updated the tier already).
+		// drop: each recorded Put updated the tier already), the slots of
+		// string keys found by a GPU round where the kernels take them.
 		m.version++
 		m.wb.batches++
+		if m.strK && !m.strV {
+			if err := m.putLocated(keys, vals); !errors.Is(err, errNoLocate) {
+				return err
+			}
+		}
 		return m.putStored(keys, vals)
 	}
 	err := mapWBFail // tests: the batch fails as a GPU's may
@@ -284,5 +291,63 @@ func (m *Map[K, V]) wbDirect(keys []K, vals []V) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// errNoLocate: putLocated stored nothing; the CPU path stores the pairs.
+var errNoLocate = errors.New("collections: no GPU round for the keys' slots")
+
+// putLocated stores recorded pairs with string keys (fixed-size values)
+// whose slots a GPU round found: the kernel probes the table for every
+// key of the buffer at the GPU's speed, where the CPU's probes would read
+// a record's two lines per key over PCIe (about half of a recorded Put's
+// cost: docs/benchmarks.md). A key found is overwritten through the store
+// batcher (a key given twice gets both stores, the later last); one not
+// found (new, or too long for the kernel's images) is stored the direct
+// way. errNoLocate, when the kernels or their memory are missing: nothing
+// was stored.
+func (m *Map[K, V]) putLocated(keys []K, vals []V) error {
+	hmode, ok := m.getMode()
+	if !ok || hmode != mapGPUStr || mapWBFail != nil {
+		return errNoLocate
+	}
+	t := m.t
+	j, err := m.gpuJobBegin(t, hmode, min(len(keys), mapGPUChunk), false, true)
+	if err != nil {
+		if errors.Is(err, kern.ErrNoKernels) || errors.Is(err, vmem.ErrOutOfMemory) {
+			return errNoLocate
+		}
+		return err
+	}
+	defer j.close()
+	// The round brought the device's copy of the control bytes in step
+	// with this version; the new keys stored below change the host's.
+	defer func() { m.version++ }()
+	for lo := 0; lo < len(keys); lo += j.c {
+		hi := min(lo+j.c, len(keys))
+		m.flushBatch() // a round reads what the one before stored
+		j.putKeys(0, unsafe.Pointer(&keys[lo]), hi-lo)
+		if err := j.run(hi-lo, false); err != nil {
+			if lo == 0 && errors.Is(err, kern.ErrNoKernels) {
+				return errNoLocate
+			}
+			return err
+		}
+		j.long.Store(0)
+		for i, r := range j.olocs[:hi-lo] {
+			k, v := &keys[lo+i], &vals[lo+i]
+			if r != ^uint64(0) && m.t == t {
+				l := mapLoc{b: r >> 3, i: int(r & 7)}
+				if err := m.store(t, l, m.r.valOff, unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := m.put(k, v, m.hash(k)); err != nil {
+				return err
+			}
+		}
+	}
+	m.wb.located++
 	return nil
 }

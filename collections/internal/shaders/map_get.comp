@@ -5,6 +5,9 @@
 // the table (control bytes from their device
 // copy, slots in VRAM), and writes each value (zero when absent) and a
 // found byte per key beside the keys; one copy takes them to the host.
+// With valOff ~0 it writes each key's location instead of its value
+// (bucket<<3|slot, ~0 when absent; vs 8): the slots that a batch of
+// writes overwrites (Map's recorded Puts with string keys).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "map.glsl"
@@ -68,7 +71,11 @@ void main() {
 				loc = mapFind(p.segs, p.shift, p.nb, p.nbAll, p.pp, p.stride, kb, h, ka, rec);
 			}
 			uint64_t dst = p.vals + uint64_t(i) * p.vs;
-			if (loc != ~uint64_t(0)) {
+			if (p.valOff == ~0u) {
+				f = loc != ~uint64_t(0) ? 1u : 0u;
+				st(dst, uint(loc));
+				st(dst + 4u, uint(loc >> 32));
+			} else if (loc != ~uint64_t(0)) {
 				f = 1u;
 				for (uint w = 0u; w < p.vs / 4u; w++) {
 					st(dst + w * 4u, ld(rec + p.valOff + w * 4u));
