@@ -296,11 +296,8 @@ func (m *Map[K, V]) putBatch(keys []K, vals []V, hs, res []uint64, old []mapOldS
 		seen := make(map[uint64]struct{})
 		for i := len(keys) - 1; i >= 0; i-- {
 			if r := res[i]; r != 0 {
-				if _, ok := seen[r]; ok {
-					later[i] = true
-				} else {
-					seen[r] = struct{}{}
-				}
+				_, later[i] = seen[r]
+				seen[r] = struct{}{}
 			}
 		}
 	}

@@ -128,6 +128,14 @@ func (m *Map[K, V]) getMode() (uint32, bool) {
 	return mapGPUStr, true
 }
 
+// locMode reports whether the lookup kernel can find the slots of this
+// Map's string keys for a batch of writes (locations, and a string
+// value's field, copied word by word).
+func (m *Map[K, V]) locMode() bool {
+	return m.strK && m.r.stride%4 == 0 && m.r.valOff%4 == 0 && m.r.valW%4 == 0 &&
+		m.r.hashOff == 0 && m.r.keyOff == 8 && m.r.keyOff+m.r.keyW <= mapStrImgMax
+}
+
 // keysMemEqual reports whether K's == is byte equality.
 func (m *Map[K, V]) keysMemEqual() bool {
 	return mapMemHashable(reflect.TypeFor[K]())
@@ -425,6 +433,7 @@ type mapGetJob[K comparable, V any] struct {
 	// when absent (the kernel's valOff ~0), into olocs in key order.
 	loc   bool
 	olocs []uint64
+	oold  []mapOldStr // string values: the field each found key's record holds
 
 	// String keys: each key's part of the table (its hash's top bits),
 	// the keys' order by part (the kernel's order), and the answers put
@@ -476,7 +485,7 @@ func (m *Map[K, V]) gpuJobBegin(t *mapTable, hmode uint32, c int, copyQ, loc boo
 	j := &mapGetJob[K, V]{m: m, t: t, hmode: hmode, kb: kb, c: max(c, 1),
 		ks: uint64(unsafe.Sizeof(zk)), vs: uint64(unsafe.Sizeof(zv)), loc: loc}
 	if loc {
-		j.vs = 8
+		j.vs = 8 + uint64(m.r.valW) // the location, then a string value's field
 	}
 	if hmode == mapGPUStr {
 		// Images of about a hundred bytes a key: rounds of a combined
@@ -486,6 +495,9 @@ func (m *Map[K, V]) gpuJobBegin(t *mapTable, hmode uint32, c int, copyQ, loc boo
 		j.part, j.perm = make([]uint16, j.c), make([]uint32, j.c)
 		if loc {
 			j.olocs = make([]uint64, j.c)
+			if m.strV {
+				j.oold = make([]mapOldStr, j.c)
+			}
 		} else {
 			j.ovals, j.ofound = make([]V, j.c), make([]bool, j.c)
 		}
@@ -562,10 +574,16 @@ func (j *mapGetJob[K, V]) run(n int, wantFound bool) error {
 		return err
 	}
 	if j.hmode == mapGPUStr && j.loc {
-		sl, perm := unsafe.Slice((*uint64)(unsafe.Add(j.st.Ptr, j.offV)), n), j.perm
+		base, perm, valW := unsafe.Add(j.st.Ptr, j.offV), j.perm, j.m.r.valW
 		par.Ranges(n, 1<<14, func(a, b int) {
 			for i := a; i < b; i++ {
-				j.olocs[perm[i]] = sl[i]
+				row := unsafe.Add(base, uint64(i)*j.vs)
+				r := *(*uint64)(row)
+				j.olocs[perm[i]] = r
+				if j.oold != nil && r != ^uint64(0) {
+					f := unsafe.Add(row, 8)
+					j.oold[perm[i]] = mapOldStr{mapStrLen(f), mapStrHandle(f, valW)}
+				}
 			}
 		})
 		return nil
@@ -638,7 +656,7 @@ func (j *mapGetJob[K, V]) start(n int, wantFound bool) (kern.Flight, error) {
 		vs: uint32(j.vs), stride: uint32(m.r.stride), valOff: uint32(m.r.valOff), pp: uint32(m.r.p),
 		shift: uint32(t.shift), hmode: j.hmode}
 	if j.loc {
-		p.valOff = ^uint32(0)
+		p.valOff |= 1 << 31
 	}
 	kb.Dispatch(mapGetKernel, nn, &p)
 	kb.Barrier()

@@ -257,7 +257,7 @@ func (m *Map[K, V]) wbApply() error {
 		// string keys found by a GPU round where the kernels take them.
 		m.version++
 		m.wb.batches++
-		if m.strK && !m.strV {
+		if m.strK {
 			if err := m.putLocated(keys, vals); !errors.Is(err, errNoLocate) {
 				return err
 			}
@@ -297,22 +297,23 @@ func (m *Map[K, V]) wbDirect(keys []K, vals []V) error {
 // errNoLocate: putLocated stored nothing; the CPU path stores the pairs.
 var errNoLocate = errors.New("collections: no GPU round for the keys' slots")
 
-// putLocated stores recorded pairs with string keys (fixed-size values)
-// whose slots a GPU round found: the kernel probes the table for every
-// key of the buffer at the GPU's speed, where the CPU's probes would read
-// a record's two lines per key over PCIe (about half of a recorded Put's
-// cost: docs/benchmarks.md). A key found is overwritten through the store
-// batcher (a key given twice gets both stores, the later last); one not
+// putLocated stores recorded pairs with string keys whose slots a GPU
+// round found: the kernel probes the table for every key of the buffer at
+// the GPU's speed, where the CPU's probes would read a record's two lines
+// per key over PCIe (about half of a recorded Put's cost:
+// docs/benchmarks.md). A key found is overwritten through the store
+// batcher; with fixed-size values a key given twice gets both stores, the
+// later last, and with string values only the last (the kernel returned
+// the field it replaces, whose bytes the overwrite frees). A key not
 // found (new, or too long for the kernel's images) is stored the direct
 // way. errNoLocate, when the kernels or their memory are missing: nothing
 // was stored.
 func (m *Map[K, V]) putLocated(keys []K, vals []V) error {
-	hmode, ok := m.getMode()
-	if !ok || hmode != mapGPUStr || mapWBFail != nil {
+	if !m.locMode() || mapWBFail != nil {
 		return errNoLocate
 	}
 	t := m.t
-	j, err := m.gpuJobBegin(t, hmode, min(len(keys), mapGPUChunk), false, true)
+	j, err := m.gpuJobBegin(t, mapGPUStr, min(len(keys), mapGPUChunk), false, true)
 	if err != nil {
 		if errors.Is(err, kern.ErrNoKernels) || errors.Is(err, vmem.ErrOutOfMemory) {
 			return errNoLocate
@@ -334,11 +335,24 @@ func (m *Map[K, V]) putLocated(keys []K, vals []V) error {
 			return err
 		}
 		j.long.Store(0)
-		for i, r := range j.olocs[:hi-lo] {
+		locs := j.olocs[:hi-lo]
+		var later []bool
+		if m.strV {
+			later = mapLaterFound(locs)
+		}
+		for i, r := range locs {
 			k, v := &keys[lo+i], &vals[lo+i]
+			if r != ^uint64(0) && later != nil && later[i] {
+				continue
+			}
 			if r != ^uint64(0) && m.t == t {
 				l := mapLoc{b: r >> 3, i: int(r & 7)}
-				if err := m.store(t, l, m.r.valOff, unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))); err != nil {
+				if m.strV {
+					err = m.overwriteStr(t, l, j.oold[i], v)
+				} else {
+					err = m.store(t, l, m.r.valOff, unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v)))
+				}
+				if err != nil {
 					return err
 				}
 				continue
@@ -350,4 +364,18 @@ func (m *Map[K, V]) putLocated(keys []K, vals []V) error {
 	}
 	m.wb.located++
 	return nil
+}
+
+// mapLaterFound marks the keys whose location (~0: not found) is found
+// again later in locs: their Puts are replaced by the later one.
+func mapLaterFound(locs []uint64) []bool {
+	later := make([]bool, len(locs))
+	seen := make(map[uint64]struct{})
+	for i := len(locs) - 1; i >= 0; i-- {
+		if r := locs[i]; r != ^uint64(0) {
+			_, later[i] = seen[r]
+			seen[r] = struct{}{}
+		}
+	}
+	return later
 }

@@ -154,7 +154,7 @@ func putBehindRun[K, V comparable](t *testing.T, d *vmem.Device, x *mapDiff[K, V
 		if m.wb.batches == 0 {
 			t.Fatal("no recorded Puts were stored as a batch")
 		}
-		if _, ok := m.getMode(); ok && m.strK && kdev(d).KernelsAvailable() && m.wb.located == 0 {
+		if m.locMode() && kdev(d).KernelsAvailable() && m.wb.located == 0 {
 			t.Fatal("no batch of recorded string keys had its slots found by a GPU round")
 		}
 	}

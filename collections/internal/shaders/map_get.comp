@@ -5,9 +5,11 @@
 // the table (control bytes from their device
 // copy, slots in VRAM), and writes each value (zero when absent) and a
 // found byte per key beside the keys; one copy takes them to the host.
-// With valOff ~0 it writes each key's location instead of its value
-// (bucket<<3|slot, ~0 when absent; vs 8): the slots that a batch of
-// writes overwrites (Map's recorded Puts with string keys).
+// With the top bit of valOff set it writes each key's location instead
+// of its value (bucket<<3|slot, ~0 when absent), followed by the record's
+// bytes from valOff (the rest of the bits) up to vs-8 of them: the slots
+// that a batch of writes overwrites, and the string value fields it
+// replaces (Map's recorded Puts with string keys).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "map.glsl"
@@ -71,10 +73,14 @@ void main() {
 				loc = mapFind(p.segs, p.shift, p.nb, p.nbAll, p.pp, p.stride, kb, h, ka, rec);
 			}
 			uint64_t dst = p.vals + uint64_t(i) * p.vs;
-			if (p.valOff == ~0u) {
+			if ((p.valOff & 0x80000000u) != 0u) {
 				f = loc != ~uint64_t(0) ? 1u : 0u;
 				st(dst, uint(loc));
 				st(dst + 4u, uint(loc >> 32));
+				uint vo = p.valOff & 0x7fffffffu;
+				for (uint w = 0u; f != 0u && w < (p.vs - 8u) / 4u; w++) {
+					st(dst + 8u + w * 4u, ld(rec + vo + w * 4u));
+				}
 			} else if (loc != ~uint64_t(0)) {
 				f = 1u;
 				for (uint w = 0u; w < p.vs / 4u; w++) {
