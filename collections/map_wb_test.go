@@ -274,3 +274,87 @@ func TestMapPutBehindStringsLost(t *testing.T) {
 		}
 	})
 }
+
+// TestMapPutLocatedThenGetBatch: recorded Puts of string keys, new and
+// present, stored by a GPU round that found their slots (where the
+// kernels run), then answered by GPU GetBatch rounds, which must see the
+// keys those Puts inserted (the device's copy of the control bytes is
+// stale after them), and by Get; checked against a Go map, string and
+// fixed-size values.
+func TestMapPutLocatedThenGetBatch(t *testing.T) {
+	old := mapBatchGPUMin
+	mapBatchGPUMin = 1 // every GetBatch a GPU round where the kernels run
+	defer func() { mapBatchGPUMin = old }()
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		mu, err := NewMap[string, uint64](d, WithCapacity(4000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mu.Close()
+		ms, err := NewMap[string, string](d, WithCapacity(4000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ms.Close()
+		model := map[string]uint64{}
+		r := rand.New(rand.NewPCG(7, 8))
+		var keys []string
+		for round := range 12 {
+			// A burst of Puts: new keys and overwrites (some twice), more
+			// than a read stores one by one, so that they are stored as a
+			// batch.
+			for range 3 * mapWBDirect {
+				var k string
+				if len(keys) == 0 || r.IntN(2) == 0 {
+					k = fmt.Sprintf("https://example.org/%d/%s", len(keys), strings.Repeat("p", r.IntN(70)))
+					keys = append(keys, k)
+				} else {
+					k = keys[r.IntN(len(keys))]
+				}
+				v := r.Uint64()
+				model[k] = v
+				if err := mu.Put(k, v); err != nil {
+					t.Fatal(err)
+				}
+				if err := ms.Put(k, fmt.Sprint(v)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			probe := append(append([]string(nil), keys...), fmt.Sprint("absent/", round))
+			vu, fu := make([]uint64, len(probe)), make([]bool, len(probe))
+			vs, fs := make([]string, len(probe)), make([]bool, len(probe))
+			if err := mu.GetBatch(probe, vu, fu); err != nil {
+				t.Fatal(err)
+			}
+			if err := ms.GetBatch(probe, vs, fs); err != nil {
+				t.Fatal(err)
+			}
+			for i, k := range probe {
+				want, ok := model[k]
+				if fu[i] != ok || vu[i] != want {
+					t.Fatalf("round %d: GetBatch(%q) = %d, %v; want %d, %v", round, k, vu[i], fu[i], want, ok)
+				}
+				if ws := fmt.Sprint(want); fs[i] != ok || ok && vs[i] != ws {
+					t.Fatalf("round %d: string values: GetBatch(%q) = %q, %v; want %q, %v", round, k, vs[i], fs[i], ws, ok)
+				}
+				if v, ok2 := mu.Get(k); ok2 != ok || v != want {
+					t.Fatalf("round %d: Get(%q) = %d, %v; want %d, %v", round, k, v, ok2, want, ok)
+				}
+			}
+			if err := mu.check(); err != nil {
+				t.Fatal(err)
+			}
+			if err := ms.check(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d.Backend() == vmem.BackendVulkan && kdev(d).KernelsAvailable() {
+			if mu.wb.located == 0 || ms.wb.located == 0 {
+				t.Fatalf("batches located by the GPU: %d and %d, want some", mu.wb.located, ms.wb.located)
+			}
+			if mu.Stats().Batch.GPUCalls == 0 {
+				t.Fatal("no GetBatch ran on the GPU")
+			}
+		}
+	})
+}
