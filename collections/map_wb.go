@@ -325,6 +325,11 @@ func (m *Map[K, V]) putLocated(keys []K, vals []V) error {
 	// with this version; the new keys stored below change the host's.
 	defer func() { m.version++ }()
 	for lo := 0; lo < len(keys); lo += j.c {
+		if m.t != t {
+			// A direct store grew the table: the job's rounds would probe
+			// the old one. The rest go the CPU's way.
+			return m.putStored(keys[lo:], vals[lo:])
+		}
 		hi := min(lo+j.c, len(keys))
 		m.flushBatch() // a round reads what the one before stored
 		j.putKeys(0, unsafe.Pointer(&keys[lo]), hi-lo)

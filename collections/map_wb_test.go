@@ -285,6 +285,15 @@ func TestMapPutLocatedThenGetBatch(t *testing.T) {
 	old := mapBatchGPUMin
 	mapBatchGPUMin = 1 // every GetBatch a GPU round where the kernels run
 	defer func() { mapBatchGPUMin = old }()
+	oldChunk := mapGPUChunk
+	defer func() { mapGPUChunk = oldChunk }()
+	for _, chunk := range []int{oldChunk, 50} { // one round per batch; many
+		mapGPUChunk = chunk
+		t.Run(fmt.Sprint("round=", chunk), func(t *testing.T) { putLocatedRun(t) })
+	}
+}
+
+func putLocatedRun(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		mu, err := NewMap[string, uint64](d, WithCapacity(4000))
 		if err != nil {
