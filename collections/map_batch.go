@@ -292,14 +292,7 @@ func (m *Map[K, V]) putBatch(keys []K, vals []V, hs, res []uint64, old []mapOldS
 	// again would cost a round trip each.
 	var later []bool
 	if m.strV {
-		later = make([]bool, len(keys))
-		seen := make(map[uint64]struct{})
-		for i := len(keys) - 1; i >= 0; i-- {
-			if r := res[i]; r != 0 {
-				_, later[i] = seen[r]
-				seen[r] = struct{}{}
-			}
-		}
+		later = mapLaterFound(res, 0)
 	}
 	for i := range keys {
 		r := res[i]

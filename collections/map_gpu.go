@@ -430,7 +430,8 @@ type mapGetJob[K comparable, V any] struct {
 	ks, vs uint64       // bytes of a key (string keys: of its image) and of a value
 	long   atomic.Int64 // string keys of the round left to the CPU
 	// loc: the rounds answer each key's location, bucket<<3|slot or ~0
-	// when absent (the kernel's valOff ~0), into olocs in key order.
+	// when absent (the kernel's valOff with its top bit set), into olocs in key
+	// order.
 	loc   bool
 	olocs []uint64
 	oold  []mapOldStr // string values: the field each found key's record holds
@@ -461,7 +462,7 @@ func (m *Map[K, V]) gpuGetBeginQ(t *mapTable, hmode uint32, c int, copyQ bool) (
 }
 
 // gpuJobBegin is gpuGetBeginQ; with loc the rounds answer the keys'
-// locations (locs) instead of their values.
+// locations (olocs) instead of their values.
 func (m *Map[K, V]) gpuJobBegin(t *mapTable, hmode uint32, c int, copyQ, loc bool) (*mapGetJob[K, V], error) {
 	kb, err := kdev(m.dev).NewBatch()
 	if err != nil {

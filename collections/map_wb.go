@@ -343,7 +343,7 @@ func (m *Map[K, V]) putLocated(keys []K, vals []V) error {
 		locs := j.olocs[:hi-lo]
 		var later []bool
 		if m.strV {
-			later = mapLaterFound(locs)
+			later = mapLaterFound(locs, ^uint64(0))
 		}
 		for i, r := range locs {
 			k, v := &keys[lo+i], &vals[lo+i]
@@ -371,13 +371,13 @@ func (m *Map[K, V]) putLocated(keys []K, vals []V) error {
 	return nil
 }
 
-// mapLaterFound marks the keys whose location (~0: not found) is found
-// again later in locs: their Puts are replaced by the later one.
-func mapLaterFound(locs []uint64) []bool {
+// mapLaterFound marks the keys whose location (absent: not found) is
+// found again later in locs: their Puts are replaced by the later one.
+func mapLaterFound(locs []uint64, absent uint64) []bool {
 	later := make([]bool, len(locs))
 	seen := make(map[uint64]struct{})
 	for i := len(locs) - 1; i >= 0; i-- {
-		if r := locs[i]; r != ^uint64(0) {
+		if r := locs[i]; r != absent {
 			_, later[i] = seen[r]
 			seen[r] = struct{}{}
 		}
