@@ -457,7 +457,7 @@ func btTierRoom(c *tierCore, p unsafe.Pointer, est uint8) bool {
 		return true
 	}
 	vid := uint32(atomic.LoadUint64((*uint64)(c.slotAt(p, w))))
-	return c.sk.estimate(btTierSpread(vid)) < est
+	return tierBeats(est, c.sk.estimate(btTierSpread(vid)))
 }
 
 // btTierInsert copies leaf id (cnt entries, its live lines at the leaf
@@ -478,7 +478,7 @@ func btTierInsert(c *tierCore, p unsafe.Pointer, s uint64, id uint32, cnt int, s
 		w, evict = c.victim(p)
 		if evict {
 			vid := uint32(atomic.LoadUint64((*uint64)(c.slotAt(p, w))))
-			if c.sk.estimate(btTierSpread(vid)) >= est {
+			if !tierBeats(est, c.sk.estimate(btTierSpread(vid))) {
 				c.count(s, cntRejects, 1)
 				return
 			}

@@ -18,7 +18,7 @@ import (
 // btTierBudgets are the tier sizes the differential runs with: a couple
 // of sets of leaves (every admission evicts) beside an entry tier of a few
 // hundred pairs, and tiers that hold most leaves and keys.
-var btTierBudgets = []int{24 << 10, 256 << 10}
+var btTierBudgets = []int{32 << 10, 256 << 10}
 
 // btTierOps encodes n operations for btRun weighted towards reads, with
 // keys skewed to the front of 0..511 so that a few leaves are hot: the
@@ -261,7 +261,7 @@ func TestBTreeTierDefault(t *testing.T) {
 func TestBTreeTierConcurrent(t *testing.T) {
 	tierAdmitEvery(t)
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		tr, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeExtentLeaves(8), WithBTreeHostCache(24<<10))
+		tr, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeExtentLeaves(8), WithBTreeHostCache(32<<10))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -120,7 +120,7 @@ func (m *Map[K, V]) tierInit() {
 	if !m.cfg.cacheSet {
 		// No larger than the table could use: a small map gets a small tier.
 		per := (tierHdr + tierWays*slot + 63) &^ 63
-		budget = min(budget, uint64(m.t.capacity/tierWays+2)*uint64(per+tierWays*tierSketchPer))
+		budget = min(budget, uint64(m.t.capacity/tierWays+2)*uint64(per+tierWays*tierSketchPer)+tierFixedBytes)
 	}
 	m.tier = newTierCore(m.held, budget, slot)
 	m.tvar = m.strK || m.strV
@@ -387,7 +387,7 @@ func (m *Map[K, V]) tierAdmit(c *tierCore, p unsafe.Pointer, s uint64, k *K, h u
 		c.count(s, cntRejects, 1)
 		return
 	}
-	if w, full := c.peekVictim(p); full && c.sk.estimate(tierSpread(m.tierHashAt(c.slotAt(p, w)))) >= est {
+	if w, full := c.peekVictim(p); full && !tierBeats(est, c.sk.estimate(tierSpread(m.tierHashAt(c.slotAt(p, w))))) {
 		// The entry CLOCK would evict is used at least as often: rejected
 		// without taking the set's lock (a locked instruction here would
 		// cost the next lookup's device load; see tierCore.count).
@@ -403,7 +403,7 @@ func (m *Map[K, V]) tierAdmit(c *tierCore, p unsafe.Pointer, s uint64, k *K, h u
 		return // admitted by another reader meanwhile
 	}
 	w, evict := c.victim(p)
-	if evict && c.sk.estimate(tierSpread(m.tierHashAt(c.slotAt(p, w)))) >= est {
+	if evict && !tierBeats(est, c.sk.estimate(tierSpread(m.tierHashAt(c.slotAt(p, w))))) {
 		c.count(s, cntRejects, 1)
 		return
 	}

@@ -22,7 +22,7 @@ var tierBudgets = []int{1, 4 << 10, 1 << 20}
 
 // tierSetsBudget returns a budget of about n sets for slot size slot.
 func tierSetsBudget(n int, slot uintptr) int {
-	return n * int(tierHdr+tierWays*slot+tierWays*tierSketchPer)
+	return n*int(tierHdr+tierWays*slot+tierWays*tierSketchPer) + tierFixedBytes
 }
 
 // tierRun runs the map differential with hot keys: a skewed choice of keys

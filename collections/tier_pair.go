@@ -114,7 +114,7 @@ func tierPairAdmit[K comparable, V any, H tierSpreader[K]](c *tierCore, p unsafe
 		// The entry CLOCK would evict is used at least as often: rejected
 		// without taking the set's lock (a locked instruction here would
 		// cost the next lookup's device load; see tierCore.count).
-		if vk := tierPairKeyAt[K, V](c.slotAt(p, w)); c.sk.estimate(h.tierSpreadOf(vk)) >= est {
+		if vk := tierPairKeyAt[K, V](c.slotAt(p, w)); !tierBeats(est, c.sk.estimate(h.tierSpreadOf(vk))) {
 			c.count(s, cntRejects, 1)
 			return
 		}
@@ -130,7 +130,7 @@ func tierPairAdmit[K comparable, V any, H tierSpreader[K]](c *tierCore, p unsafe
 	w, evict := c.victim(p)
 	if evict {
 		vk := (*tierPair[K, V])(c.slotAt(p, w)).k
-		if c.sk.estimate(h.tierSpreadOf(vk)) >= est {
+		if !tierBeats(est, c.sk.estimate(h.tierSpreadOf(vk))) {
 			c.count(s, cntRejects, 1)
 			return
 		}
