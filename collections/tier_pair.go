@@ -31,9 +31,6 @@ func tierPairSlot[K comparable, V any]() uintptr {
 // tierPairGet looks k up in the set at p without a lock (see tier.go).
 func tierPairGet[K comparable, V any](c *tierCore, p unsafe.Pointer, s uint64, k *K) (v V, ok bool) {
 	tag, gen := tierTag(s), c.gen.Load()
-	if c.setBytes <= tierTouchMax {
-		tierTouchLines(p, c.setBytes)
-	}
 	for range tierSpins {
 		seq := atomic.LoadUint32(tierSeq(p))
 		mt := c.candidates(p, tag, gen)
@@ -166,24 +163,4 @@ func tierPairPut[K comparable, V any](c *tierCore, s uint64, k *K, v *V) {
 		}
 	}
 	c.unlock(p, seq)
-}
-
-// tierTouchLines starts a load of every line of the n-byte set at p at
-// once. A hit reads the header's line and then the line of the slot the
-// tags pick, an address known only once the header has arrived: where the
-// set is not in the CPU's caches, that was two memory latencies in a row
-// (a set of uint64 pairs is 152 bytes, on three or four lines). Touched
-// first, the slot's line is on its way with the header's. Measured on the
-// host backend (BenchmarkMapTierBudget, 10^7 keys, a fiftieth of the
-// table's bytes; the misses there are host lookups): Zipf 0.99 Gets
-// 181-221 ns without, 124-126 with; Zipf 1.1 145-172 without, 76-123 with.
-// Sets larger than tierTouchMax (larger pairs) are not touched: their
-// lines would cost more bandwidth than the latency they save.
-const tierTouchMax = 4 * 64
-
-func tierTouchLines(p unsafe.Pointer, n uintptr) {
-	for off := uintptr(64); off < n; off += 64 {
-		atomic.LoadUint32((*uint32)(unsafe.Add(p, off)))
-	}
-	atomic.LoadUint32((*uint32)(unsafe.Add(p, n-4)))
 }
