@@ -42,8 +42,8 @@ const (
 var tierAdmitSample uint32 = 1 // a variable: benchmarks compare settings
 
 // tierAdmitMin: the sketch's estimate a key needs (counting this offer)
-// to be considered for the tier: TinyLFU's doorkeeper, which keeps keys
-// seen once from costing an admission.
+// to be considered for the tier: two, its doorkeeper bits and a counter,
+// so keys seen once since the sketch last aged cost no admission.
 var tierAdmitMin uint8 = 2
 
 type tierPair[K comparable, V any] struct {
