@@ -51,10 +51,14 @@ func TestBadInput(t *testing.T) {
 		want("CopyTo past the end", s.CopyTo(make([]uint64, 5), 8), vmem.ErrRange)
 		want("GetBatch out of range", s.GetBatch([]int{3, 10}, make([]uint64, 2)), vmem.ErrRange)
 		want("GetBatch short dst", s.GetBatch([]int{3, 1}, make([]uint64, 1)), vmem.ErrRange)
+		want("SetBatch out of range", s.SetBatch([]int{3, 10}, make([]uint64, 2)), vmem.ErrRange)
+		want("SetBatch short src", s.SetBatch([]int{3, 1}, make([]uint64, 1)), vmem.ErrRange)
+		if s.SetBatch([]int{3, 10}, []uint64{7, 7}); s.Get(3) != 0 {
+			t.Errorf("a refused SetBatch stored element 3: %d", s.Get(3))
+		}
 		for name, f := range map[string]func(){
-			"Get(10)":        func() { s.Get(10) },
-			"Set(-1)":        func() { s.Set(-1, 0) },
-			"Writer.Set(10)": func() { s.Writer(0).Set(10, 0) },
+			"Get(10)": func() { s.Get(10) },
+			"Set(-1)": func() { s.Set(-1, 0) },
 		} {
 			if msg, ok := vmemtest.Panics(f); !ok || !strings.Contains(msg, "out of range") {
 				t.Errorf("%s: panic %q (%v), want an index out of range panic", name, msg, ok)
@@ -89,7 +93,7 @@ func TestBadInput(t *testing.T) {
 		if tr.Len() != 0 {
 			t.Errorf("a refused BulkLoad stored %d entries", tr.Len())
 		}
-		if _, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeLeafEntries(2)); err == nil {
+		if _, err := NewBTreeOrdered[uint64, uint64](d, btWithLeafEntries(2)); err == nil {
 			t.Error("NewBTree accepted 2 entries per leaf")
 		}
 		if _, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeTier(vmem.Host)); err == nil {

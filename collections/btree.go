@@ -62,7 +62,7 @@ package collections
 // (btree_tier.go, on tier.go's sets and admission), keyed by leaf id: a
 // Get whose leaf is there reads no device memory, and a short scan reads
 // the leaves it finds there from host memory. Every write to a leaf drops
-// its copy, so a copy is always clean. WithBTreeHostCache sizes the tier;
+// its copy, so a copy is always clean. WithHostCache sizes the tier;
 // it is on by default on the Vulkan backend.
 //
 // # Stores
@@ -171,7 +171,7 @@ type BTree[K, V any] struct {
 	arena *strarena.Arena
 
 	// The hot tier (btree_tier.go) lives in lv.hot; cache is the budget
-	// WithBTreeHostCache set (cacheSet), tierEpoch the lv.epoch the
+	// WithHostCache set (cacheSet), tierEpoch the lv.epoch the
 	// tier's size was last chosen at.
 	cache     int
 	cacheSet  bool
@@ -194,7 +194,12 @@ type BTree[K, V any] struct {
 
 // BTreeOption configures NewBTree and LoadBTree. On a pool, every option
 // but WithSplits applies to each device's part.
-type BTreeOption func(*btConfig)
+type BTreeOption interface{ applyBTree(*btConfig) }
+
+// btOpt is a BTreeOption of its own function.
+type btOpt func(*btConfig)
+
+func (f btOpt) applyBTree(c *btConfig) { f(c) }
 
 type btConfig struct {
 	leafEntries int
@@ -202,24 +207,15 @@ type btConfig struct {
 	tier        vmem.Tier
 	fan         int  // host node fan-out (tests shrink it)
 	naive       bool // benchmarks: plain loads and stores on mapped VRAM
-	cache       int  // hot tier budget (WithBTreeHostCache), if cacheSet
+	cache       int  // hot tier budget (WithHostCache), if cacheSet
 	cacheSet    bool
 	splits      any // []K, from WithSplits (pools only)
 }
 
-// WithBTreeLeafEntries sets how many entries a leaf holds (3 to 255). The
-// default fits the keys in four lines (32 for 8-byte keys, at least 8).
-func WithBTreeLeafEntries(n int) BTreeOption { return func(c *btConfig) { c.leafEntries = n } }
-
-// WithBTreeExtentLeaves sets how many leaves an extent holds (rounded up to
-// a power of two, at least 2). The default makes an extent about 4 MiB, the
-// size one DMA needs to approach the link's speed.
-func WithBTreeExtentLeaves(n int) BTreeOption { return func(c *btConfig) { c.extent = n } }
-
 // WithBTreeTier puts the leaves in tier t: vmem.Mapped (the default, which
 // spills into vmem.Private when mapped VRAM runs out) or vmem.Private (every
 // leaf access is a DMA; for data that is mostly scanned).
-func WithBTreeTier(t vmem.Tier) BTreeOption { return func(c *btConfig) { c.tier = t } }
+func WithBTreeTier(t vmem.Tier) BTreeOption { return btOpt(func(c *btConfig) { c.tier = t }) }
 
 // NewBTree makes an empty tree on mem ordered by less, which must be a
 // strict weak ordering (as for google/btree): on a *vmem.Device, or on a
@@ -299,7 +295,9 @@ func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opt
 	strV := isStringType(reflect.TypeFor[V]())
 	cfg := btConfig{tier: vmem.Mapped, fan: btFan}
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o.applyBTree(&cfg)
+		}
 	}
 	if cfg.tier != vmem.Mapped && cfg.tier != vmem.Private {
 		return nil, fmt.Errorf("collections: NewBTree: leaves go to the mapped or private tier, not %v: %w", cfg.tier, vmem.ErrRange)
@@ -308,7 +306,7 @@ func btNew[K, V any](dev *vmem.Device, less func(a, b K) bool, kk btKeyKind, opt
 		return nil, fmt.Errorf("collections: NewBTree: %d entries per leaf outside [3, %d]: %w", cfg.leafEntries, btMaxLeaf, vmem.ErrRange)
 	}
 	if cfg.extent < 0 || cfg.extent > btMaxExtentLeaves {
-		return nil, fmt.Errorf("collections: NewBTree: WithBTreeExtentLeaves(%d) outside [0, %d]: %w", cfg.extent, btMaxExtentLeaves, vmem.ErrRange)
+		return nil, fmt.Errorf("collections: NewBTree: btWithExtentLeaves(%d) outside [0, %d]: %w", cfg.extent, btMaxExtentLeaves, vmem.ErrRange)
 	}
 	if cfg.fan < 4 || cfg.fan > btFan {
 		cfg.fan = btFan

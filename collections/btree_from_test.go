@@ -135,7 +135,7 @@ func TestBTreeAscendDescendFrom(t *testing.T) {
 			for _, n := range sizes {
 				rng := rand.New(rand.NewPCG(uint64(n), 21))
 				t.Run(fmt.Sprintf("u64/%d", n), func(t *testing.T) {
-					tr, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeLeafEntries(8), WithBTreeExtentLeaves(4), btWithFan(4))
+					tr, err := NewBTreeOrdered[uint64, uint64](d, btWithLeafEntries(8), btWithExtentLeaves(4), btWithFan(4))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -143,7 +143,7 @@ func TestBTreeAscendDescendFrom(t *testing.T) {
 					btFromCheck(t, btFromFill(t, tr, lessU, u64, n, rng))
 				})
 				t.Run(fmt.Sprintf("string/%d", n), func(t *testing.T) {
-					tr, err := NewBTreeOrdered[string, uint64](d, WithBTreeLeafEntries(6), btWithFan(4))
+					tr, err := NewBTreeOrdered[string, uint64](d, btWithLeafEntries(6), btWithFan(4))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -163,7 +163,7 @@ func TestBTreeAscendDescendFrom(t *testing.T) {
 			r := 12 * uint64(n)
 			sp := []uint64{r / 2, 10*r + 10}[:p.Len()-1]
 			t.Run(fmt.Sprintf("u64/%d", n), func(t *testing.T) {
-				tr, err := NewBTreeOrdered[uint64, uint64](p, WithSplits(sp...), WithBTreeLeafEntries(8), btWithFan(4))
+				tr, err := NewBTreeOrdered[uint64, uint64](p, WithSplits(sp...), btWithLeafEntries(8), btWithFan(4))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -172,7 +172,7 @@ func TestBTreeAscendDescendFrom(t *testing.T) {
 			})
 			t.Run(fmt.Sprintf("string/%d", n), func(t *testing.T) {
 				ss := []string{btFromStrKey(r / 2), "~"}[:p.Len()-1] // "~": above every key
-				tr, err := NewBTreeOrdered[string, uint64](p, WithSplits(ss...), WithBTreeLeafEntries(6), btWithFan(4))
+				tr, err := NewBTreeOrdered[string, uint64](p, WithSplits(ss...), btWithLeafEntries(6), btWithFan(4))
 				if err != nil {
 					t.Fatal(err)
 				}

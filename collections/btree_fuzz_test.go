@@ -115,11 +115,11 @@ func btOptsFor(c byte) []BTreeOption {
 	var o []BTreeOption
 	switch c % 4 {
 	case 0:
-		o = append(o, WithBTreeLeafEntries(4), WithBTreeExtentLeaves(4), btWithFan(4))
+		o = append(o, btWithLeafEntries(4), btWithExtentLeaves(4), btWithFan(4))
 	case 1:
-		o = append(o, WithBTreeLeafEntries(5), WithBTreeExtentLeaves(8), btWithFan(5))
+		o = append(o, btWithLeafEntries(5), btWithExtentLeaves(8), btWithFan(5))
 	case 2:
-		o = append(o, WithBTreeLeafEntries(8), WithBTreeExtentLeaves(2), btWithFan(6))
+		o = append(o, btWithLeafEntries(8), btWithExtentLeaves(2), btWithFan(6))
 	}
 	if c&4 != 0 {
 		o = append(o, WithBTreeTier(vmem.Private))
@@ -130,8 +130,17 @@ func btOptsFor(c byte) []BTreeOption {
 	return o
 }
 
-func btWithFan(n int) BTreeOption { return func(c *btConfig) { c.fan = n } }
-func btWithNaive() BTreeOption    { return func(c *btConfig) { c.naive = true } }
+func btWithFan(n int) BTreeOption { return btOpt(func(c *btConfig) { c.fan = n }) }
+
+// btWithLeafEntries sets how many entries a leaf holds (3 to 255), so
+// that small trees have many leaves and levels.
+func btWithLeafEntries(n int) BTreeOption { return btOpt(func(c *btConfig) { c.leafEntries = n }) }
+
+// btWithExtentLeaves sets how many leaves an extent holds (rounded up to a
+// power of two, at least 2), so that small trees span several extents.
+func btWithExtentLeaves(n int) BTreeOption { return btOpt(func(c *btConfig) { c.extent = n }) }
+
+func btWithNaive() BTreeOption { return btOpt(func(c *btConfig) { c.naive = true }) }
 
 // btReader decodes operation arguments, yielding zeros when exhausted.
 type btReader struct{ b []byte }

@@ -81,7 +81,7 @@ func TestBTreeHintLookups(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		for _, shape := range []string{"pairs", "spread", "signed"} {
 			t.Run(shape, func(t *testing.T) {
-				tr, err := NewBTreeOrdered[int64, uint64](d, WithBTreeExtentLeaves(16))
+				tr, err := NewBTreeOrdered[int64, uint64](d, btWithExtentLeaves(16))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -167,7 +167,7 @@ func TestBTreeHintLookups(t *testing.T) {
 func TestBTreeScanWindows(t *testing.T) {
 	n := btN(120000)
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		for _, opts := range [][]BTreeOption{{WithBTreeExtentLeaves(64)}, {WithBTreeExtentLeaves(32), WithBTreeTier(vmem.Private)}} {
+		for _, opts := range [][]BTreeOption{{btWithExtentLeaves(64)}, {btWithExtentLeaves(32), WithBTreeTier(vmem.Private)}} {
 			tr, err := NewBTreeOrdered[uint64, uint64](d, opts...)
 			if err != nil {
 				t.Fatal(err)

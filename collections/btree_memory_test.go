@@ -47,7 +47,7 @@ func TestBTreeSplitsOnDevice(t *testing.T) {
 		if _, err := NewBTreeOrdered[int, int](d, WithSplits[int64](1)); err == nil {
 			t.Error("splits of the wrong type accepted")
 		}
-		tr, err := NewBTreeOrdered[int, int](d, WithSplits(10, 20, 30, 40), WithBTreeLeafEntries(4))
+		tr, err := NewBTreeOrdered[int, int](d, WithSplits(10, 20, 30, 40), btWithLeafEntries(4))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func TestBTreePoolSequences(t *testing.T) {
 			for i := range keys {
 				keys[i] = 3 * i
 			}
-			tr, err := NewBTreeOrdered[int, int](p, WithBTreeLeafEntries(8))
+			tr, err := NewBTreeOrdered[int, int](p, btWithLeafEntries(8))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,7 +171,7 @@ func btPoolSeqs[K comparable](t *testing.T, tr *BTree[K, K], keys []K, lo, hi K)
 	if got := collect(tr.Backward(), -1); !slices.Equal(got, back) {
 		t.Fatalf("Backward: %d keys, want %d", len(got), len(back))
 	}
-	if got := slices.Collect(tr.Keys()); !slices.Equal(got, keys) {
+	if got := slices.Collect(keysOf(tr.All())); !slices.Equal(got, keys) {
 		t.Fatalf("Keys: %d keys, want %d", len(got), len(keys))
 	}
 	// Breaks at every device: each leaves the tree usable.

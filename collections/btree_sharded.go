@@ -54,7 +54,7 @@ type shardedBTree[K, V any] struct {
 // the same options serve a device and a pool.
 func WithSplits[K any](splits ...K) BTreeOption {
 	s := slices.Clone(splits)
-	return func(c *btConfig) { c.splits = s }
+	return btOpt(func(c *btConfig) { c.splits = s })
 }
 
 // btSplitsOf returns the splits WithSplits gave among opts (nil if none),
@@ -63,7 +63,7 @@ func btSplitsOf[K any](less func(a, b K) bool, opts []BTreeOption) ([]K, error) 
 	var cfg btConfig
 	for _, o := range opts {
 		if o != nil {
-			o(&cfg)
+			o.applyBTree(&cfg)
 		}
 	}
 	if cfg.splits == nil {

@@ -299,7 +299,7 @@ func TestShardedBTreeModel(t *testing.T) {
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
 		steps := shSteps(p)
 		t.Run("bulk-splits", func(t *testing.T) {
-			s, err := NewBTreeOrdered[int64, uint64](p, WithBTreeLeafEntries(8))
+			s, err := NewBTreeOrdered[int64, uint64](p, btWithLeafEntries(8))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -331,7 +331,7 @@ func TestShardedBTreeModel(t *testing.T) {
 		})
 		t.Run("with-splits", func(t *testing.T) {
 			sp := []int64{-2000, 3000}[:p.Len()-1]
-			s, err := NewBTree[int64, uint64](p, func(a, b int64) bool { return a < b }, WithSplits(sp...), WithBTreeLeafEntries(5))
+			s, err := NewBTree[int64, uint64](p, func(a, b int64) bool { return a < b }, WithSplits(sp...), btWithLeafEntries(5))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -352,7 +352,7 @@ func TestShardedBTreeFaults(t *testing.T) {
 	var o vmem.Options
 	o.Limits[vmem.Private] = 64 // no retry in the private tier on Vulkan
 	shEachPool(t, o, func(t *testing.T, p *vmem.Pool) {
-		s, err := NewBTreeOrdered[int64, uint64](p, WithBTreeExtentLeaves(2), WithBTreeLeafEntries(4))
+		s, err := NewBTreeOrdered[int64, uint64](p, btWithExtentLeaves(2), btWithLeafEntries(4))
 		if err != nil {
 			t.Fatal(err)
 		}

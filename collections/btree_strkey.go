@@ -138,7 +138,9 @@ func btNewSK[K, V any](dev *vmem.Device, lessK func(a, b K) bool, user func(a, b
 	}
 	cfg := btConfig{tier: vmem.Mapped}
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o.applyBTree(&cfg)
+		}
 	}
 	if s.arena, err = strarena.New(dev, strarena.Options{Tier: cfg.tier}); err != nil {
 		in.Close()

@@ -33,7 +33,7 @@ func TestBTreeStrKeyFree(t *testing.T) {
 			slices.Sort(keys)
 			keys = slices.Compact(keys)
 			for way := range 3 {
-				tr, err := NewBTreeOrdered[string, string](d, WithBTreeLeafEntries(6), btWithFan(4))
+				tr, err := NewBTreeOrdered[string, string](d, btWithLeafEntries(6), btWithFan(4))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -274,7 +274,7 @@ func bsSharded(t *testing.T, pool *vmem.Pool) {
 func TestBTreeStrKeyConcurrentReads(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		for _, o := range bsOrders[:2] {
-			tr, err := bsMake[uint64](d, o.less, WithBTreeLeafEntries(5), btWithFan(4))
+			tr, err := bsMake[uint64](d, o.less, btWithLeafEntries(5), btWithFan(4))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -366,7 +366,7 @@ func bsCompareScan[V any](tr *BTree[string, V], m *btree.BTreeG[bsItem], vc bsVa
 			fail("All: %d items, model %d", len(keys), len(all))
 		}
 		i := 0
-		for k := range tr.Keys() {
+		for k := range keysOf(tr.All()) {
 			if i >= len(all) || k != all[i].k {
 				fail("Keys: item %d = %q", i, k)
 			}

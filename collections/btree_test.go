@@ -102,7 +102,7 @@ func btModelEqual(t *testing.T, tr *BTree[uint64, uint64], m *btree.BTreeG[btIte
 func TestBTreeLarge(t *testing.T) {
 	n := btN(60000)
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		tr, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeExtentLeaves(8))
+		tr, err := NewBTreeOrdered[uint64, uint64](d, btWithExtentLeaves(8))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func TestBTreeLarge(t *testing.T) {
 func TestBTreeBulkLoad(t *testing.T) {
 	n := btN(100000)
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		for oi, opts := range [][]BTreeOption{nil, {WithBTreeExtentLeaves(16)}, {WithBTreeTier(vmem.Private)}} {
+		for oi, opts := range [][]BTreeOption{nil, {btWithExtentLeaves(16)}, {WithBTreeTier(vmem.Private)}} {
 			tr, err := NewBTreeOrdered[uint64, uint64](d, opts...)
 			if err != nil {
 				t.Fatal(err)
@@ -254,7 +254,7 @@ func TestBTreeAscendingInserts(t *testing.T) {
 func TestBTreeOutOfMemory(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		for _, opts := range [][]BTreeOption{
-			{WithBTreeLeafEntries(4), WithBTreeExtentLeaves(4), btWithFan(4)},
+			{btWithLeafEntries(4), btWithExtentLeaves(4), btWithFan(4)},
 			nil,
 		} {
 			tr, err := NewBTreeOrdered[uint64, uint64](d, opts...)
@@ -307,7 +307,7 @@ func TestBTreeDeviceLost(t *testing.T) {
 		if d.Info().Tiers[vmem.Private].Available == false {
 			t.Skip("no private tier")
 		}
-		tr, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeTier(vmem.Private), WithBTreeLeafEntries(4))
+		tr, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeTier(vmem.Private), btWithLeafEntries(4))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -338,7 +338,7 @@ func TestBTreeDeviceLost(t *testing.T) {
 // phases (run with -race).
 func TestBTreeConcurrentReaders(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		tr, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeExtentLeaves(8))
+		tr, err := NewBTreeOrdered[uint64, uint64](d, btWithExtentLeaves(8))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -424,7 +424,7 @@ func TestBTreeTypes(t *testing.T) {
 	if _, err := NewBTree[uint64, uint64](d, nil); err == nil {
 		t.Error("nil less accepted")
 	}
-	if _, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeLeafEntries(1000)); err == nil {
+	if _, err := NewBTreeOrdered[uint64, uint64](d, btWithLeafEntries(1000)); err == nil {
 		t.Error("1000 entries per leaf accepted")
 	}
 }
@@ -479,7 +479,7 @@ func TestBTreeClosed(t *testing.T) {
 func TestBTreeStringValues(t *testing.T) {
 	lim := [vmem.NumTiers]uint64{vmem.Mapped: 192 << 10, vmem.Private: 128 << 10}
 	vmemtest.Each(t, vmem.Options{ChunkSize: 64 << 10, Limits: lim}, func(t *testing.T, d *vmem.Device) {
-		tr, err := NewBTreeOrdered[int32, string](d, WithBTreeLeafEntries(8))
+		tr, err := NewBTreeOrdered[int32, string](d, btWithLeafEntries(8))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -72,20 +72,13 @@ const (
 	btTierKeyBuf = 256
 )
 
-// WithBTreeHostCache sizes the tree's hot tier: copies of the most used
-// entries (integer keys, fixed-size values) and leaves in host memory, so
-// that a Get or a short scan of hot keys costs host-memory reads instead
-// of round trips to the device. bytes is the tier's budget (split in
-// halves between entries and leaves where there are both); 0 turns the
-// tier off. Without this option the tier is on
-// where the leaves are in device memory (the Vulkan backend), with a
-// fiftieth of the leaves' device bytes, at most a sixteenth of the
-// machine's RAM, and it grows with the tree; on the host backend it is
-// off, the leaves being in host memory already. Leaves larger than 1 KiB
-// are not cached.
-func WithBTreeHostCache(bytes int) BTreeOption {
-	return func(c *btConfig) { c.cache, c.cacheSet = max(bytes, 0), true }
-}
+// applyBTree sizes a tree's hot tier (WithHostCache): copies of the most
+// used entries (integer keys, fixed-size values) and leaves in host
+// memory, so that a Get or a short scan of hot keys costs host-memory
+// reads instead of round trips to the device. The budget is split in
+// halves between entries and leaves where there are both; leaves larger
+// than 1 KiB are not cached.
+func (h hostCache) applyBTree(c *btConfig) { c.cache, c.cacheSet = max(int(h), 0), true }
 
 // btTierSpread hashes a leaf id into the tier's spread hash.
 func btTierSpread(id uint32) uint64 {

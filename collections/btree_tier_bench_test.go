@@ -18,7 +18,7 @@ import (
 //
 //	gbtree   google/btree's BTreeG (degree 32) with the same entries
 //	govram   BTree with its default hot tier (on the Vulkan backend)
-//	notier   BTree with WithBTreeHostCache(0)
+//	notier   BTree with WithHostCache(0)
 //
 // A stream's rank r names the key mapBenchKey(r), so hot keys lie
 // scattered over the tree's leaves. Sizes: 1e6 by default,
@@ -89,7 +89,7 @@ func btTierBenchBuild(b *testing.B, n int) *btTierBenchSet {
 	}
 	s.vals = vals
 	s.t = btTierBenchTree(b, s)
-	s.notier = btTierBenchTree(b, s, WithBTreeHostCache(0))
+	s.notier = btTierBenchTree(b, s, WithHostCache(0))
 	btTierBenchSets[n] = s
 	return s
 }

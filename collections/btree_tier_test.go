@@ -72,10 +72,10 @@ func btTierRun[K, V any](t *testing.T, d *vmem.Device, c btCodec[K, V], opts []B
 	}
 	defer tr.Close()
 	if tr.lv.hot == nil && tr.tierSlot() != 0 {
-		t.Fatal("WithBTreeHostCache made no leaf tier")
+		t.Fatal("WithHostCache made no leaf tier")
 	}
 	if tr.et == nil && tr.etSlot() != 0 {
-		t.Fatal("WithBTreeHostCache made no entry tier")
+		t.Fatal("WithHostCache made no entry tier")
 	}
 	btRun(t, c, tr, data)
 	return tr.Stats().Cache, tr.et.stats()
@@ -94,7 +94,7 @@ func TestBTreeTierDifferential(t *testing.T) {
 				rng := rand.New(rand.NewPCG(3, uint64(budget)))
 				for seed := range seeds {
 					for codec := range btCodecs {
-						opts := append(btOptsFor(byte(seed*5+codec)), WithBTreeHostCache(budget))
+						opts := append(btOptsFor(byte(seed*5+codec)), WithHostCache(budget))
 						data := btTierOps(rng, ops)
 						var st, et CacheStats
 						switch codec {
@@ -135,7 +135,7 @@ func TestBTreeTierDifferential(t *testing.T) {
 // of budget bytes.
 func btTierTree(t *testing.T, d *vmem.Device, n, budget int, opts ...BTreeOption) *BTree[uint64, uint64] {
 	t.Helper()
-	tr, err := NewBTreeOrdered[uint64, uint64](d, append(opts, WithBTreeHostCache(budget))...)
+	tr, err := NewBTreeOrdered[uint64, uint64](d, append(opts, WithHostCache(budget))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,13 +227,13 @@ func TestBTreeTierDefault(t *testing.T) {
 		if on := d.Backend() == vmem.BackendVulkan; (st.Cache.Bytes > 0) != on {
 			t.Fatalf("%v: default tier bytes %d", d.Backend(), st.Cache.Bytes)
 		}
-		off, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeHostCache(0))
+		off, err := NewBTreeOrdered[uint64, uint64](d, WithHostCache(0))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer off.Close()
 		if b := off.Stats().Cache.Bytes; b != 0 {
-			t.Fatalf("WithBTreeHostCache(0) made a tier of %d bytes", b)
+			t.Fatalf("WithHostCache(0) made a tier of %d bytes", b)
 		}
 		if d.Backend() != vmem.BackendVulkan || testing.Short() {
 			return
@@ -261,7 +261,7 @@ func TestBTreeTierDefault(t *testing.T) {
 func TestBTreeTierConcurrent(t *testing.T) {
 	tierAdmitEvery(t)
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		tr, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeExtentLeaves(8), WithBTreeHostCache(32<<10))
+		tr, err := NewBTreeOrdered[uint64, uint64](d, btWithExtentLeaves(8), WithHostCache(32<<10))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -385,7 +385,7 @@ func TestBTreeTierDeviceLost(t *testing.T) {
 // shards' tiers up.
 func TestBTreeTierSharded(t *testing.T) {
 	shEachPool(t, vmem.Options{}, func(t *testing.T, p *vmem.Pool) {
-		s, err := NewBTreeOrdered[uint64, uint64](p, WithBTreeHostCache(64<<10))
+		s, err := NewBTreeOrdered[uint64, uint64](p, WithHostCache(64<<10))
 		if err != nil {
 			t.Fatal(err)
 		}

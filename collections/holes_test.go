@@ -131,7 +131,7 @@ func TestPanicInScanLeavesNoBlocks(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		// Enough entries that Save writes blocks while it scans.
 		const n = 100000
-		tr, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeExtentLeaves(4))
+		tr, err := NewBTreeOrdered[uint64, uint64](d, btWithExtentLeaves(4))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,7 +160,7 @@ func TestPanicInScanLeavesNoBlocks(t *testing.T) {
 		}
 		// Entries of 64 bytes: Save writes its first block (4 MiB) while
 		// it still scans.
-		wide, err := NewBTreeOrdered[uint64, [56]byte](d, WithBTreeExtentLeaves(4))
+		wide, err := NewBTreeOrdered[uint64, [56]byte](d, btWithExtentLeaves(4))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -437,11 +437,11 @@ func TestBadArgumentsCollections(t *testing.T) {
 			t.Errorf("LoadBTree(nil less): %v", err)
 		}
 		for name, opt := range map[string]BTreeOption{
-			"WithBTreeExtentLeaves(-1)":    WithBTreeExtentLeaves(-1),
-			"WithBTreeExtentLeaves(1<<40)": WithBTreeExtentLeaves(1 << 40),
-			"WithBTreeLeafEntries(2)":      WithBTreeLeafEntries(2),
-			"WithBTreeTier(9)":             WithBTreeTier(9),
-			"WithBTreeTier(Host)":          WithBTreeTier(vmem.Host),
+			"btWithExtentLeaves(-1)":    btWithExtentLeaves(-1),
+			"btWithExtentLeaves(1<<40)": btWithExtentLeaves(1 << 40),
+			"btWithLeafEntries(2)":      btWithLeafEntries(2),
+			"WithBTreeTier(9)":          WithBTreeTier(9),
+			"WithBTreeTier(Host)":       WithBTreeTier(vmem.Host),
 		} {
 			if tr, err := NewBTreeOrdered[uint64, uint64](d, opt); !errors.Is(err, vmem.ErrRange) {
 				t.Errorf("NewBTreeOrdered with %s: %v, want vmem.ErrRange", name, err)

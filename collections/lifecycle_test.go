@@ -130,8 +130,6 @@ func TestLifecycleSlice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := s.Writer(0)
-		w.Set(3, 3)
 		lcClose(t, d, way, s.Close)
 		buf := make([]uint32, 10)
 		lcCheck(t, "Slice", reflect.TypeFor[*vmem.Slice[uint32]](), []lcCall{
@@ -151,12 +149,9 @@ func TestLifecycleSlice(t *testing.T) {
 			{"Save", func() error { return s.Save(io.Discard) }, lcErr},
 			{"Chunks", func() error { return lcEmpty(s.Chunks()) }, lcQuiet},
 			{"All", func() error { return lcEmpty(s.All()) }, lcQuiet},
-			{"Writer", func() error { s.Writer(0).Set(1, 1); return nil }, lcPanic},
+			{"SetBatch", func() error { return s.SetBatch([]int{1}, buf[:1]) }, lcErr},
 			{"Close", s.Close, lcQuiet},
 		})
-		if err := w.Flush(); !errors.Is(err, vmem.ErrClosed) {
-			t.Errorf("SliceWriter.Flush after Close: %v, want vmem.ErrClosed", err)
-		}
 		if err := vmem.Sort(s); !errors.Is(err, vmem.ErrClosed) {
 			t.Errorf("Sort after Close: %v", err)
 		}
@@ -193,8 +188,6 @@ func TestLifecycleMap(t *testing.T) {
 			{"Delete", func() error { _, _, err := m.Delete(1); return err }, lcErr},
 			{"Clear", m.Clear, lcErr},
 			{"All", func() error { return lcEmpty(m.All()) }, lcPanic},
-			{"Keys", func() error { return lcEmpty1(m.Keys()) }, lcPanic},
-			{"Values", func() error { return lcEmpty1(m.Values()) }, lcPanic},
 			{"Save", func() error { return m.Save(io.Discard) }, lcErr},
 			{"Close", m.Close, lcQuiet},
 		})
@@ -233,8 +226,6 @@ func TestLifecycleBTree(t *testing.T) {
 			{"Save", func() error { return tr.Save(io.Discard) }, lcErr},
 			{"All", func() error { return lcEmpty(tr.All()) }, lcPanic},
 			{"Backward", func() error { return lcEmpty(tr.Backward()) }, lcPanic},
-			{"Keys", func() error { return lcEmpty1(tr.Keys()) }, lcPanic},
-			{"Values", func() error { return lcEmpty1(tr.Values()) }, lcPanic},
 			{"Range", func() error { return lcEmpty(tr.Range(0, 9)) }, lcPanic},
 			{"Ascend", func() error { return lcEmpty(tr.Ascend(0)) }, lcPanic},
 			{"Descend", func() error { return lcEmpty(tr.Descend(9)) }, lcPanic},
@@ -258,7 +249,6 @@ func TestLifecycleRing(t *testing.T) {
 		buf := make([]uint64, 10)
 		lcCheck(t, "Ring", reflect.TypeFor[*Ring[uint64]](), []lcCall{
 			{"Len", func() error { return lcWant(r.Len() == 0, "Len") }, lcQuiet},
-			{"Cap", func() error { r.Cap(); return nil }, lcQuiet},
 			{"Stats", func() error { return lcWant(r.Stats() == RingStats{}, "Stats") }, lcQuiet},
 			{"Err", func() error { return nil }, lcQuiet},
 			{"Push", func() error { return r.Push(1) }, lcErr},

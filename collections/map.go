@@ -51,7 +51,6 @@ package collections
 import (
 	"fmt"
 	"hash/maphash"
-	"iter"
 	"math/rand/v2"
 	"reflect"
 	"sync"
@@ -158,8 +157,14 @@ type Map[K comparable, V any] struct {
 	enc     []byte // writer's image of one record being stored
 }
 
-// MapOption configures NewMap.
-type MapOption func(*mapConfig)
+// MapOption configures NewMap and LoadMap: WithCapacity, WithHasher,
+// WithHostCache.
+type MapOption interface{ applyMap(*mapConfig) }
+
+// mapOpt is a MapOption of its own function.
+type mapOpt func(*mapConfig)
+
+func (f mapOpt) applyMap(c *mapConfig) { f(c) }
 
 type mapConfig struct {
 	capacity   int
@@ -177,7 +182,7 @@ type mapConfig struct {
 // to a load at which a key nearly always lies in its home bucket, so that
 // a map holding what it was made for still costs one round trip per Get;
 // Puts keep their deferred path (map_wb.go) up to n entries and beyond.
-func WithCapacity(n int) MapOption { return func(c *mapConfig) { c.capacity = n } }
+func WithCapacity(n int) MapOption { return mapOpt(func(c *mapConfig) { c.capacity = n }) }
 
 // WithHasher replaces the built-in hash of keys with h. The map mixes h's
 // result further, so a fast hash of modest quality is enough; it must be
@@ -185,11 +190,11 @@ func WithCapacity(n int) MapOption { return func(c *mapConfig) { c.capacity = n 
 // goroutines at once (GetBatch and PutBatch do). K must be the map's key
 // type, or NewMap fails.
 func WithHasher[K comparable](h func(K) uint64) MapOption {
-	return func(c *mapConfig) {
+	return mapOpt(func(c *mapConfig) {
 		if h != nil {
 			c.hasher = h
 		}
-	}
+	})
 }
 
 // mapEagerLoad makes Get load the home line before the control bytes
@@ -251,7 +256,7 @@ func newMap[K comparable, V any](dev *vmem.Device, opts ...MapOption) (*Map[K, V
 	var cfg mapConfig
 	for _, o := range opts {
 		if o != nil {
-			o(&cfg)
+			o.applyMap(&cfg)
 		}
 	}
 	var user func(K) uint64
@@ -425,26 +430,4 @@ func (m *Map[K, V]) Close() error {
 		return m.arena.Close()
 	}
 	return nil
-}
-
-// Keys returns the keys in table order (see All).
-func (m *Map[K, V]) Keys() iter.Seq[K] {
-	return func(yield func(K) bool) {
-		for k := range m.All() {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
-// Values returns the values in table order (see All).
-func (m *Map[K, V]) Values() iter.Seq[V] {
-	return func(yield func(V) bool) {
-		for _, v := range m.All() {
-			if !yield(v) {
-				return
-			}
-		}
-	}
 }

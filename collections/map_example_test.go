@@ -31,7 +31,11 @@ func ExampleMap() {
 	if age, ok := ages.Get("ada"); ok {
 		fmt.Println("ada", age)
 	}
-	names := slices.Sorted(ages.Keys())
+	var names []string
+	for name := range ages.All() { // one variable: the keys
+		names = append(names, name)
+	}
+	slices.Sort(names)
 	fmt.Println(names, ages.Len())
 	// Output:
 	// ada 37
@@ -168,7 +172,12 @@ func ExampleMap_All() {
 	if err := m.Err(); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(sum, slices.Sorted(m.Keys()))
+	var left []string
+	for k := range m.All() {
+		left = append(left, k)
+	}
+	slices.Sort(left)
+	fmt.Println(sum, left)
 	// Output: 6 [alpha gamma]
 }
 

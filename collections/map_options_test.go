@@ -11,16 +11,16 @@ import (
 // mapWithSegmentBuckets caps a segment at n buckets (rounded down to a
 // power of two), so that tests cover segment boundaries.
 func mapWithSegmentBuckets(n uint64) MapOption {
-	return func(c *mapConfig) { c.segBuckets = 1 << (bits.Len64(max(n, 1)) - 1) }
+	return mapOpt(func(c *mapConfig) { c.segBuckets = 1 << (bits.Len64(max(n, 1)) - 1) })
 }
 
 // mapWithBatchLines sets the store batch (tests use tiny ones, so that
 // batches fill and flush in the middle of operations).
-func mapWithBatchLines(n int) MapOption { return func(c *mapConfig) { c.batchLines = n } }
+func mapWithBatchLines(n int) MapOption { return mapOpt(func(c *mapConfig) { c.batchLines = n }) }
 
 // mapWithDirectPuts makes every Put store at once (map_wb.go): tests
 // compare both ways, benchmarks measure both.
-func mapWithDirectPuts() MapOption { return func(c *mapConfig) { c.noWB = true } }
+func mapWithDirectPuts() MapOption { return mapOpt(func(c *mapConfig) { c.noWB = true }) }
 
 // splitFixed splits a round of 8-byte keys in one pass (route.Route8):
 // each core writes its keys of each shard into a region of its own of

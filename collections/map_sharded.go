@@ -77,7 +77,7 @@ func newShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*sh
 	var cfg mapConfig
 	for _, o := range opts {
 		if o != nil {
-			o(&cfg)
+			o.applyMap(&cfg)
 		}
 	}
 	var user func(K) uint64
@@ -179,7 +179,7 @@ func (s *shardedMap[K, V]) check() {
 		return
 	}
 	for d, m := range s.shards {
-		for k := range m.Keys() {
+		for k := range m.All() {
 			if got := s.shardOf(&k); got != d {
 				panic(fmt.Sprintf("collections: Map: key %v on shard %d routes to shard %d", k, d, got))
 			}
@@ -199,13 +199,14 @@ func (s *shardedMap[K, V]) live() {
 // It is a read, as a Map's Stats is.
 func (s *shardedMap[K, V]) Stats() MapStats {
 	st := MapStats{Shards: s.shardStats()}
-	for _, sh := range st.Shards {
+	for i := range st.Shards {
+		sh := &st.Shards[i]
 		st.Len += sh.Len
 		st.Capacity += sh.Capacity
 		st.DeviceBytes += sh.DeviceBytes
 		st.HostBytes += sh.HostBytes
 		st.Cache = st.Cache.add(sh.Cache)
-		st.Batch = st.Batch.add(sh.Batch)
+		st.addBatch(sh)
 		st.CombinedGets += sh.CombinedGets
 	}
 	return st

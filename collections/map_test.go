@@ -141,11 +141,11 @@ func (x *mapDiff[K, V]) compare() {
 		x.t.Fatalf("All produced %d entries (%d NaN), want %d", len(seen)+nan, nan, len(x.model))
 	}
 	nk := 0
-	for range x.m.Keys() {
+	for range keysOf(x.m.All()) {
 		nk++
 	}
 	nv := 0
-	for range x.m.Values() {
+	for range valuesOf(x.m.All()) {
 		nv++
 	}
 	if nk != len(x.model) || nv != len(x.model) {

@@ -51,19 +51,25 @@ type tierPair[K comparable, V any] struct {
 	v V
 }
 
-// WithHostCache sizes the map's hot tier: a copy of the most used entries
-// in host memory, so that a Get of a hot key costs a host-memory lookup
-// instead of a round trip to the device. bytes is the tier's budget; 0
-// turns the tier off. Without this option the tier is on where the table
-// is in device memory (the Vulkan backend), with a fiftieth of the table's
-// device bytes, at most a sixteenth of the machine's RAM, and it grows
-// with the table; on the host backend it is off, the table being in host
-// memory already.
-func WithHostCache(bytes int) MapOption {
-	return func(c *mapConfig) {
-		c.cache, c.cacheSet = max(bytes, 0), true
-	}
+// WithHostCache sizes the hot tier of a Map or a BTree: a copy of the most
+// used entries (and, for a tree, leaves) in host memory, so that a Get of
+// a hot key costs a host-memory lookup instead of a round trip to the
+// device. bytes is the tier's budget; 0 turns the tier off. Without this
+// option the tier is on where the container's data is in device memory
+// (the Vulkan backend), with a fiftieth of its device bytes, at most a
+// sixteenth of the machine's RAM, and it grows with the container; on the
+// host backend it is off, the data being in host memory already.
+func WithHostCache(bytes int) interface {
+	MapOption
+	BTreeOption
+} {
+	return hostCache(bytes)
 }
+
+// hostCache is WithHostCache's option: one value for both containers.
+type hostCache int
+
+func (h hostCache) applyMap(c *mapConfig) { c.cache, c.cacheSet = max(int(h), 0), true }
 
 // tierSlot returns the slot size of the map's tier, 0 if its entries are
 // too large to cache.
@@ -470,8 +476,16 @@ type MapStats struct {
 	// Puts' buffer and the hot tier (Cache.Bytes).
 	HostBytes uint64
 	Cache     CacheStats
-	// Batch counts how GetBatch calls were answered.
-	Batch BatchStats
+	// Batch counts how GetBatch calls were answered: each call picks CPU
+	// line loads or GPU rounds by its size and where the table lives, and
+	// these counts show which path a program's batches take.
+	Batch struct {
+		CPUCalls    uint64 // calls answered by CPU line loads
+		GPUCalls    uint64 // calls answered by GPU rounds
+		SharedCalls uint64 // GPU calls whose round was shared with other calls
+		Rounds      uint64 // GPU rounds run (a submission and a wait each)
+		RoundKeys   uint64 // keys those rounds looked up
+	}
 	// CombinedGets counts the Gets that missed the tier while other
 	// goroutines were in Get, and were looked up together with theirs in
 	// one batch of overlapped line loads (map_getcomb.go; off unless
@@ -483,25 +497,13 @@ type MapStats struct {
 	Shards []MapStats
 }
 
-// BatchStats counts how a map's batch lookups (GetBatch) were
-// answered: each call picks CPU line loads or GPU rounds by its size and
-// where the table lives, and these counts show which path a program's
-// batches take.
-type BatchStats struct {
-	CPUCalls    uint64 // calls answered by CPU line loads
-	GPUCalls    uint64 // calls answered by GPU rounds
-	SharedCalls uint64 // GPU calls whose round was shared with other calls
-	Rounds      uint64 // GPU rounds run (a submission and a wait each)
-	RoundKeys   uint64 // keys those rounds looked up
-}
-
-func (s BatchStats) add(o BatchStats) BatchStats {
-	s.CPUCalls += o.CPUCalls
-	s.GPUCalls += o.GPUCalls
-	s.SharedCalls += o.SharedCalls
-	s.Rounds += o.Rounds
-	s.RoundKeys += o.RoundKeys
-	return s
+// addBatch adds a shard's batch counts to s's.
+func (s *MapStats) addBatch(o *MapStats) {
+	s.Batch.CPUCalls += o.Batch.CPUCalls
+	s.Batch.GPUCalls += o.Batch.GPUCalls
+	s.Batch.SharedCalls += o.Batch.SharedCalls
+	s.Batch.Rounds += o.Batch.Rounds
+	s.Batch.RoundKeys += o.Batch.RoundKeys
 }
 
 // Stats returns the map's memory use and its hot tier's counters; on a
@@ -531,12 +533,10 @@ func (m *Map[K, V]) Stats() MapStats {
 		s.CombinedGets = m.comb.shared.Load()
 	}
 	b := &m.gpu.stats
-	s.Batch = BatchStats{
-		CPUCalls:    b.cpuPath.Load(),
-		GPUCalls:    b.gpuPath.Load(),
-		SharedCalls: b.combined.Load(),
-		Rounds:      b.rounds.Load(),
-		RoundKeys:   b.keys.Load(),
-	}
+	s.Batch.CPUCalls = b.cpuPath.Load()
+	s.Batch.GPUCalls = b.gpuPath.Load()
+	s.Batch.SharedCalls = b.combined.Load()
+	s.Batch.Rounds = b.rounds.Load()
+	s.Batch.RoundKeys = b.keys.Load()
 	return s
 }

@@ -119,7 +119,7 @@ func BenchmarkBTreeTierBudget(b *testing.B) {
 					for _, f := range budgets {
 						b.Run(fmt.Sprintf("tier=%g", f), func(b *testing.B) {
 							b.StopTimer()
-							t := btTierBenchTree(b, s, WithBTreeHostCache(int(f*float64(dev))))
+							t := btTierBenchTree(b, s, WithHostCache(int(f*float64(dev))))
 							defer t.Close()
 							b.StartTimer()
 							btTierBenchImpls(b, &btTierBenchSet{sorted: s.sorted, pos: s.pos, t: t}, stream, dist, op == "Range100")

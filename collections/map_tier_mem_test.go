@@ -81,7 +81,7 @@ func TestTierOffersAllocateNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer m.Close()
-		tr, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeHostCache(64<<10))
+		tr, err := NewBTreeOrdered[uint64, uint64](d, WithHostCache(64<<10))
 		if err != nil {
 			t.Fatal(err)
 		}

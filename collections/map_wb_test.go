@@ -136,7 +136,7 @@ func putBehindRun[K, V comparable](t *testing.T, d *vmem.Device, x *mapDiff[K, V
 		case 9:
 			// Puts in the loop body: overwrites of what it meets.
 			i := 0
-			for k := range m.Keys() {
+			for k := range keysOf(m.All()) {
 				if i++; i%3 == 0 {
 					x.put(k, x.genV(r))
 				}

@@ -48,7 +48,7 @@ func TestZeroValueContainers(t *testing.T) {
 // itself is kept and the tree stays valid.
 func TestBTreeWriteInIteration(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		bt, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeLeafEntries(8))
+		bt, err := NewBTreeOrdered[uint64, uint64](d, btWithLeafEntries(8))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -50,12 +50,13 @@ func relSlice(private bool) func(d *vmem.Device) (*relSubject, error) {
 		add("Grow(500)", func() error { return s.Grow(500) }, func() {})
 		add("Resize(900)", func() error { return s.Resize(900) }, func() { model = append(model, make([]rec, 900-len(model))...) })
 		add("CopyFrom", func() error { return s.CopyFrom(batch[:250], 401) }, func() { copy(model[401:], batch[:250]) })
-		add("Writer", func() error {
-			w := s.Writer(4)
+		add("SetBatch", func() error {
+			var idx []int
+			var vals []rec
 			for i := 0; i < min(900, s.Len()); i += 7 {
-				w.Set(i, r(-i))
+				idx, vals = append(idx, i), append(vals, r(-i))
 			}
-			return w.Flush()
+			return s.SetBatch(idx, vals)
 		}, func() {
 			for i := 0; i < 900; i += 7 {
 				model[i] = r(-i)
@@ -315,7 +316,7 @@ func relBTreeEq[V comparable](t *BTree[uint64, V], model map[uint64]V) error {
 
 func relBTree(tier vmem.Tier) func(d *vmem.Device) (*relSubject, error) {
 	return func(d *vmem.Device) (*relSubject, error) {
-		t, err := NewBTreeOrdered[uint64, uint64](d, WithBTreeLeafEntries(4), WithBTreeExtentLeaves(2), WithBTreeTier(tier))
+		t, err := NewBTreeOrdered[uint64, uint64](d, btWithLeafEntries(4), btWithExtentLeaves(2), WithBTreeTier(tier))
 		if err != nil {
 			return nil, err
 		}
@@ -324,7 +325,7 @@ func relBTree(tier vmem.Tier) func(d *vmem.Device) (*relSubject, error) {
 }
 
 func relBTreeStr(d *vmem.Device) (*relSubject, error) {
-	t, err := NewBTreeOrdered[uint64, string](d, WithBTreeLeafEntries(4), WithBTreeExtentLeaves(2))
+	t, err := NewBTreeOrdered[uint64, string](d, btWithLeafEntries(4), btWithExtentLeaves(2))
 	if err != nil {
 		return nil, err
 	}

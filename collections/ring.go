@@ -152,8 +152,13 @@ func (p ringPolicy) String() string {
 	return fmt.Sprintf("ring policy %d", int(p))
 }
 
-// RingOption configures NewRing.
-type RingOption func(*ringConfig)
+// RingOption configures NewRing and LoadRing: WithOverwrite.
+type RingOption interface{ applyRing(*ringConfig) }
+
+// ringOpt is a RingOption of its own function.
+type ringOpt func(*ringConfig)
+
+func (f ringOpt) applyRing(c *ringConfig) { f(c) }
 
 type ringConfig struct {
 	policy      ringPolicy
@@ -175,7 +180,7 @@ func WithOverwrite(on bool) RingOption {
 	return withPolicy(ringErrorWhenFull)
 }
 
-func withPolicy(p ringPolicy) RingOption { return func(c *ringConfig) { c.policy = p } }
+func withPolicy(p ringPolicy) RingOption { return ringOpt(func(c *ringConfig) { c.policy = p }) }
 
 const (
 	ringLine = 64
@@ -330,7 +335,9 @@ func NewRing[T any](dev *vmem.Device, capacity int, opts ...RingOption) (*Ring[T
 	}
 	cfg := ringConfig{stageLines: ringStageLines, parallelMin: ringParallelMin}
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o.applyRing(&cfg)
+		}
 	}
 	if cfg.policy != ringErrorWhenFull && cfg.policy != ringOverwriteOldest {
 		return nil, fmt.Errorf("collections: NewRing: unknown %v: %w", cfg.policy, vmem.ErrRange)
@@ -404,9 +411,6 @@ func (r *Ring[T]) allocSegments(segLines uint64) error {
 	}
 	return nil
 }
-
-// Cap returns the number of elements the ring holds.
-func (r *Ring[T]) Cap() int { return int(r.capacity) }
 
 // Len returns the number of published elements in the ring (see Flush). With
 // a producer or consumer running at the same time it is a snapshot: at most

@@ -114,19 +114,19 @@ func (r *Ring[T]) lineBytes(L uint64) []byte {
 // ringWithSegmentLines caps a segment at n lines (rounded down to a power
 // of two): tests use tiny segments to cover segment boundaries.
 func ringWithSegmentLines(n uint64) RingOption {
-	return func(c *ringConfig) { c.segLines = n }
+	return ringOpt(func(c *ringConfig) { c.segLines = n })
 }
 
 // ringWithParallelMin lowers the run length from which PushBatch stores
 // from several goroutines, so tests cover that path.
 func ringWithParallelMin(n uint64) RingOption {
-	return func(c *ringConfig) { c.parallelMin = n }
+	return ringOpt(func(c *ringConfig) { c.parallelMin = n })
 }
 
 // ringWithStageLines sets the number of staging slots: tests use 2 or 4 so
 // that slot reuse, and the announce handshake guarding it, happen often.
 func ringWithStageLines(n uint64) RingOption {
-	return func(c *ringConfig) { c.stageLines = n }
+	return ringOpt(func(c *ringConfig) { c.stageLines = n })
 }
 
 // ringPubEvery: the check's bound on how far the published tail may lag

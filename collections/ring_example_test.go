@@ -88,7 +88,7 @@ func ExampleNewRing() {
 		panic(err)
 	}
 	e, _ := r.Peek()
-	fmt.Println(r.Len(), r.Cap(), e.Code)
+	fmt.Println(r.Len(), r.Stats().Cap, e.Code)
 
 	_, err = collections.NewRing[[]byte](dev, 10) // no pointers in device memory
 	fmt.Println(errors.Is(err, vmem.ErrPointerType))

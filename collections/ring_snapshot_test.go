@@ -48,8 +48,8 @@ func snapRingRoundTrip[T any](t *testing.T, d *vmem.Device, capacity, pushes int
 			if err != nil {
 				t.Fatal(err)
 			}
-			if l.Cap() != capacity || l.overwrite != (p == ringOverwriteOldest) {
-				t.Fatalf("loaded Cap %d overwrite %v", l.Cap(), l.overwrite)
+			if int(l.capacity) != capacity || l.overwrite != (p == ringOverwriteOldest) {
+				t.Fatalf("loaded Cap %d overwrite %v", int(l.capacity), l.overwrite)
 			}
 			if got := snapRingElems(t, l); !reflect.DeepEqual(got, want) {
 				t.Fatalf("loaded %d elements, want %d", len(got), len(want))

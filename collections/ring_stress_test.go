@@ -74,8 +74,8 @@ func ringStress(t *testing.T, r *Ring[ringStressElem], n, seed uint64) {
 	go func() { // Len from a third goroutine
 		defer wg.Done()
 		for !done.Load() {
-			if l := r.Len(); l < 0 || l > r.Cap() {
-				errc <- fmt.Errorf("Len %d outside [0, %d]", l, r.Cap())
+			if l := r.Len(); l < 0 || l > int(r.capacity) {
+				errc <- fmt.Errorf("Len %d outside [0, %d]", l, int(r.capacity))
 				return
 			}
 			runtime.Gosched()

@@ -283,8 +283,8 @@ func ringDiff[T comparable](t *testing.T, cfg ringDiffConfig, gen func(uint64) T
 				}
 			}
 		}
-		if r.Len() != len(m.items()) || r.Cap() != cfg.capacity || r.tail.Load() != uint64(m.pub) {
-			t.Fatalf("op %d (%s): Len %d Cap %d published %d, model %d %d %d", op, what, r.Len(), r.Cap(), r.tail.Load(), len(m.items()), cfg.capacity, m.pub)
+		if r.Len() != len(m.items()) || int(r.capacity) != cfg.capacity || r.tail.Load() != uint64(m.pub) {
+			t.Fatalf("op %d (%s): Len %d Cap %d published %d, model %d %d %d", op, what, r.Len(), int(r.capacity), r.tail.Load(), len(m.items()), cfg.capacity, m.pub)
 		}
 		if buildconst.Invariants {
 			if err := r.check(); err != nil {

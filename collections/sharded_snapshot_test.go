@@ -155,7 +155,7 @@ func (d *shSnapData) treeRoundTrips(st *BTree[int64, int]) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.checkTree("BTree on a pool round trip", st2.Keys(), st2.Values())
+	d.checkTree("BTree on a pool round trip", keysOf(st2.All()), valuesOf(st2.All()))
 	if lens := st2.sh.shardLens(); n >= p.Len() {
 		for _, l := range lens {
 			if l < n/p.Len() || l > n/p.Len()+1 {
@@ -174,7 +174,7 @@ func (d *shSnapData) treeRoundTrips(st *BTree[int64, int]) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.checkTree("BTree on a pool loaded with splits", st3.Keys(), st3.Values())
+		d.checkTree("BTree on a pool loaded with splits", keysOf(st3.All()), valuesOf(st3.All()))
 		if got := st3.sh.splitKeys(); !slices.Equal(got, tkeys[n/3:n/3+p.Len()-1]) {
 			t.Fatalf("splits %v after a load with splits", got)
 		}
@@ -184,7 +184,7 @@ func (d *shSnapData) treeRoundTrips(st *BTree[int64, int]) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.checkTree("BTree on a pool loaded on one device", bt.Keys(), bt.Values())
+	d.checkTree("BTree on a pool loaded on one device", keysOf(bt.All()), valuesOf(bt.All()))
 	b.Reset()
 	if err := bt.Save(&b); err != nil {
 		t.Fatal(err)
@@ -194,7 +194,7 @@ func (d *shSnapData) treeRoundTrips(st *BTree[int64, int]) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.checkTree("BTree on one device loaded on a pool", st4.Keys(), st4.Values())
+	d.checkTree("BTree on one device loaded on a pool", keysOf(st4.All()), valuesOf(st4.All()))
 	st4.Close()
 	return snap
 }

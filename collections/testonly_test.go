@@ -2,6 +2,7 @@ package collections
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 )
@@ -134,3 +135,25 @@ func (t *shardedBTree[K, V]) splitKeys() []K { return slices.Clone(t.splits) }
 
 // shardLens returns the number of entries of each shard.
 func (t *shardedBTree[K, V]) shardLens() []int { return shLens(t.shards, t.closed) }
+
+// keysOf and valuesOf split an All iterator, as a range over it with one
+// variable (or the blank and one) does.
+func keysOf[K, V any](seq iter.Seq2[K, V]) iter.Seq[K] {
+	return func(yield func(K) bool) {
+		for k := range seq {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func valuesOf[K, V any](seq iter.Seq2[K, V]) iter.Seq[V] {
+	return func(yield func(V) bool) {
+		for _, v := range seq {
+			if !yield(v) {
+				return
+			}
+		}
+	}
+}

@@ -85,14 +85,6 @@ type CacheStats struct {
 	Admissions, Evictions, Rejections uint64
 }
 
-// HitRate is Hits / (Hits + Misses), 0 when nothing was looked up.
-func (s CacheStats) HitRate() float64 {
-	if s.Hits+s.Misses == 0 {
-		return 0
-	}
-	return float64(s.Hits) / float64(s.Hits+s.Misses)
-}
-
 // tierHitSample: one hit in this many is counted (a variable: tests that
 // check the counts of a few hits count every hit).
 var tierHitSample uint32 = 16

@@ -64,7 +64,7 @@ func TestVerbs(t *testing.T) {
 		if err := bt.BulkLoad(keys, vals); err != nil {
 			t.Fatal(err)
 		}
-		checkOrdered(t, bt.Keys(), bt.Values())
+		checkOrdered(t, keysOf(bt.All()), valuesOf(bt.All()))
 
 		r, err := NewRing[int](d, 100)
 		if err != nil {
@@ -118,7 +118,7 @@ func TestVerbs(t *testing.T) {
 		if lens := sb.sh.shardLens(); slices.Contains(lens, 0) {
 			t.Fatalf("a shard is empty: %v", lens)
 		}
-		checkOrdered(t, sb.Keys(), sb.Values())
+		checkOrdered(t, keysOf(sb.All()), valuesOf(sb.All()))
 	})
 }
 
@@ -165,8 +165,6 @@ type kvVerbs[K comparable, V any] interface {
 	Delete(K) (V, bool, error)
 	GetBatch(keys []K, vals []V, found []bool) error
 	All() iter.Seq2[K, V]
-	Keys() iter.Seq[K]
-	Values() iter.Seq[V]
 	Clear() error
 	Save(io.Writer) error
 	Close() error
@@ -216,10 +214,10 @@ func TestVerbsShared(t *testing.T) {
 		if !maps.Equal(got, model) {
 			t.Fatalf("All: %d entries, want %d", len(got), len(model))
 		}
-		if n := len(slices.Collect(c.Keys())); n != len(model) {
+		if n := len(slices.Collect(keysOf(c.All()))); n != len(model) {
 			t.Fatalf("Keys: %d, want %d", n, len(model))
 		}
-		if n := len(slices.Collect(c.Values())); n != len(model) {
+		if n := len(slices.Collect(valuesOf(c.All()))); n != len(model) {
 			t.Fatalf("Values: %d, want %d", n, len(model))
 		}
 		keys := make([]int, 700)
@@ -253,7 +251,7 @@ func TestVerbsShared(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Run("Map", func(t *testing.T) { run(t, m) })
-		bt, err := NewBTreeOrdered[int, int](d, WithBTreeHostCache(4<<10))
+		bt, err := NewBTreeOrdered[int, int](d, WithHostCache(4<<10))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -170,7 +170,7 @@ func ExampleSlice_Chunks() {
 	// Output: 500
 }
 
-func ExampleSlice_Writer() {
+func ExampleSlice_SetBatch() {
 	dev, err := vmem.Open(vmem.Options{Backend: vmem.BackendHost})
 	if err != nil {
 		log.Fatal(err)
@@ -182,13 +182,16 @@ func ExampleSlice_Writer() {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	// Many scattered Sets: the Writer logs them and Flush writes them sorted
-	// by address, whole lines at a time (six times faster on a GPU).
-	w := s.Writer(0)
+	// Many scattered stores at once: SetBatch writes them sorted by
+	// address, whole lines at a time (several times faster on a GPU than
+	// as many Sets).
+	var idx []int
+	var vals []uint32
 	for i := 99; i >= 0; i -= 7 {
-		w.Set(i, uint32(i*i))
+		idx = append(idx, i)
+		vals = append(vals, uint32(i*i))
 	}
-	if err := w.Flush(); err != nil {
+	if err := s.SetBatch(idx, vals); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(s.Get(99), s.Get(92), s.Get(1), s.Get(0))

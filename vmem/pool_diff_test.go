@@ -163,7 +163,20 @@ func (d *poolDiff[T]) apply(step, op int) bool {
 		if len(d.model) == 0 {
 			return false
 		}
-		w := s.Writer(4)
+		if r.IntN(2) == 0 { // SetBatch, repeated indices included
+			var idx []int
+			var vals []T
+			for range r.IntN(100) {
+				i, v := r.IntN(len(d.model)), d.next()
+				idx, vals = append(idx, i), append(vals, v)
+				d.model[i] = v
+			}
+			if err := s.SetBatch(idx, vals); err != nil {
+				t.Fatal(err)
+			}
+			return true
+		}
+		w := s.Writer(4) // the streaming writer behind it, with small batches
 		for range r.IntN(100) {
 			i, v := r.IntN(len(d.model)), d.next()
 			w.Set(i, v)

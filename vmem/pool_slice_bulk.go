@@ -358,19 +358,19 @@ func (s *poolSlice[T]) allRun() int {
 	return s.roundRun()
 }
 
-// poolSliceWriter is a SliceWriter on a pool: one SliceWriter per device
+// poolSliceWriter is a sliceWriter on a pool: one sliceWriter per device
 // (stores logged, sorted by address and written as whole lines at Flush).
-// Its rules are SliceWriter's; Flush writes every device's batch at once.
+// Its rules are sliceWriter's; Flush writes every device's batch at once.
 type poolSliceWriter[T any] struct {
 	s     *poolSlice[T]
 	lines int
-	ws    []*SliceWriter[T]
+	ws    []*sliceWriter[T]
 }
 
 // Writer returns a batch writer with room for lines pending lines per
 // segment of each device's part (0: 65536 stores).
-func (s *poolSlice[T]) Writer(lines int) *poolSliceWriter[T] {
-	return &poolSliceWriter[T]{s: s, lines: lines, ws: make([]*SliceWriter[T], s.nd)}
+func (s *poolSlice[T]) writer(lines int) *poolSliceWriter[T] {
+	return &poolSliceWriter[T]{s: s, lines: lines, ws: make([]*sliceWriter[T], s.nd)}
 }
 
 // Set records a store of v at i; it panics if i is out of range.
@@ -381,7 +381,7 @@ func (w *poolSliceWriter[T]) Set(i int, v T) {
 	}
 	d, l := s.locate(i)
 	if w.ws[d] == nil {
-		w.ws[d] = s.parts[d].Writer(w.lines)
+		w.ws[d] = s.parts[d].writer(w.lines)
 	}
 	w.ws[d].Set(l, v)
 }

@@ -78,7 +78,7 @@ type Slice[T any] struct {
 	unreg   func()                 // removes the Slice from the device's close list
 	tier    Tier                   // tier new segments try first
 
-	// inflight counts SliceWriter batches being written in the background:
+	// inflight counts sliceWriter batches being written in the background:
 	// waited for before a segment moves or is freed.
 	inflight sync.WaitGroup
 

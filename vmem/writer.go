@@ -2,6 +2,7 @@ package vmem
 
 import (
 	"errors"
+	"fmt"
 	"unsafe"
 
 	"github.com/govram/govram/internal/access"
@@ -9,12 +10,50 @@ import (
 	"github.com/govram/govram/layout"
 )
 
-// defaultWriterLines is the batch a SliceWriter collects per segment before
+// defaultWriterLines is the batch a sliceWriter collects per segment before
 // it writes: 65536 stores. Larger batches sort into denser runs of
 // addresses; smaller ones stay in the CPU's caches.
 const defaultWriterLines = 1 << 16
 
-// SliceWriter batches Sets: stores to mapped VRAM are appended to a log in
+// SetBatch stores src[k] at element indices[k]; len(src) must equal
+// len(indices), and every index must be below Len: otherwise it returns
+// an error matching ErrRange and stores nothing. Where an index repeats,
+// the last store wins. It is Set for many elements at once, batched as
+// stores to VRAM need: on mapped VRAM the stores are logged in host
+// memory, sorted by address and written a whole line at a time, several
+// times faster than as many Sets scattered over a large Slice
+// (docs/layout.md; BenchmarkSliceSet). SetBatch is a write: it follows
+// the Slice's rule for writers.
+func (s *Slice[T]) SetBatch(indices []int, src []T) error {
+	var err error
+	if s.sh != nil {
+		err = s.sh.usable()
+	} else {
+		err = s.usable()
+	}
+	if err != nil {
+		return err
+	}
+	if len(src) != len(indices) {
+		return fmt.Errorf("vmem: Slice.SetBatch: %d indices for %d elements of src: %w", len(indices), len(src), ErrRange)
+	}
+	n := s.Len()
+	for _, i := range indices {
+		if uint(i) >= uint(n) {
+			return fmt.Errorf("vmem: Slice.SetBatch: index %d out of range [0, %d): %w", i, n, ErrRange)
+		}
+	}
+	if len(indices) == 0 {
+		return nil
+	}
+	w := s.writer(min(len(indices), defaultWriterLines))
+	for k, i := range indices {
+		w.Set(i, src[k])
+	}
+	return w.Flush()
+}
+
+// sliceWriter batches Sets (SetBatch's engine): stores to mapped VRAM are appended to a log in
 // host memory (lines.StoreLog). A full batch is handed to other
 // goroutines while Sets go on (the log's memory doubles): ordered by
 // address (whole-line records by 4 MiB window) and written by several
@@ -26,10 +65,10 @@ const defaultWriterLines = 1 << 16
 // once); after Flush it is. Do not change the same elements by other means
 // while they are pending, and Flush before growing the Slice (Append, Grow,
 // Resize): a writer whose segment moved reports an error at Flush. A
-// SliceWriter is for one goroutine and follows the Slice's rule for writers.
+// sliceWriter is for one goroutine and follows the Slice's rule for writers.
 // On a pool it keeps one such batch per device and Flush writes every
 // device's at once.
-type SliceWriter[T any] struct {
+type sliceWriter[T any] struct {
 	pw    *poolSliceWriter[T] // on a pool: Set and Flush forward to it
 	s     *Slice[T]
 	lines int
@@ -42,20 +81,20 @@ type SliceWriter[T any] struct {
 	curSeg int
 }
 
-// Writer returns a batch writer with room for lines pending lines per
+// writer returns a batch writer with room for lines pending lines per
 // segment (0: 65536 stores).
-func (s *Slice[T]) Writer(lines int) *SliceWriter[T] {
+func (s *Slice[T]) writer(lines int) *sliceWriter[T] {
 	if s.sh != nil {
-		return &SliceWriter[T]{pw: s.sh.Writer(lines)}
+		return &sliceWriter[T]{pw: s.sh.writer(lines)}
 	}
 	if lines <= 0 {
 		lines = defaultWriterLines
 	}
-	return &SliceWriter[T]{s: s, lines: lines}
+	return &sliceWriter[T]{s: s, lines: lines}
 }
 
 // Set records a store of v at i; it panics if i is out of range.
-func (w *SliceWriter[T]) Set(i int, v T) {
+func (w *sliceWriter[T]) Set(i int, v T) {
 	if w.pw != nil {
 		w.pw.Set(i, v)
 		return
@@ -76,7 +115,7 @@ func (w *SliceWriter[T]) Set(i int, v T) {
 	w.set(seg, sg, j, v)
 }
 
-func (w *SliceWriter[T]) set(seg int, sg *segment, j int, v T) {
+func (w *sliceWriter[T]) set(seg int, sg *segment, j int, v T) {
 	s := w.s
 	switch sg.Kind {
 	case access.Direct:
@@ -115,7 +154,7 @@ func (w *SliceWriter[T]) set(seg int, sg *segment, j int, v T) {
 
 // logSet appends a store to the segment's log: no lookup per store, the
 // sorting happens once per batch at flush.
-func (w *SliceWriter[T]) logSet(seg int, sg *segment, off uintptr, v T) {
+func (w *sliceWriter[T]) logSet(seg int, sg *segment, off uintptr, v T) {
 	for len(w.logs) <= seg {
 		w.logs = append(w.logs, nil)
 	}
@@ -148,18 +187,18 @@ func (w *SliceWriter[T]) logSet(seg int, sg *segment, off uintptr, v T) {
 
 // stale drops a batcher whose segment moved (the Slice grew) and reports
 // the stores it still held.
-func (w *SliceWriter[T]) stale(b *lines.Batcher) {
+func (w *sliceWriter[T]) stale(b *lines.Batcher) {
 	if b.Pending() > 0 && w.err == nil {
 		w.err = errWriterStale
 	}
 	b.Discard()
 }
 
-var errWriterStale = errors.New("vmem: the Slice grew while a SliceWriter held stores; Flush before Append, Grow or Resize")
+var errWriterStale = errors.New("vmem: the Slice grew while a sliceWriter held stores; Flush before Append, Grow or Resize")
 
 // Flush writes every pending store. After the Slice's Close it drops them
 // and returns ErrClosed; after device loss, ErrDeviceLost.
-func (w *SliceWriter[T]) Flush() error {
+func (w *sliceWriter[T]) Flush() error {
 	if w.pw != nil {
 		return w.pw.Flush()
 	}
