@@ -63,7 +63,7 @@ type TierDesc struct {
 // describeDevice converts dev.Info().
 func describeDevice(dev *vmem.Device) Device {
 	in := dev.Info()
-	d := Device{Backend: in.Backend.String(), Name: in.Name, Type: in.Type, Driver: in.Driver,
+	d := Device{Backend: string(in.Backend), Name: in.Name, Type: in.Type, Driver: in.Driver,
 		APIVersion: in.APIVersion, Fallback: in.Fallback, TransferQueue: in.TransferQueue,
 		Kernels: os.Getenv("VMEM_KERNELS") != "0"}
 	for _, t := range in.Tiers {

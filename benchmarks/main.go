@@ -130,9 +130,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c := &config{short: *short, out: *out, format: *format, capHost: *capHost, deadline: *deadline, groupBudget: *groupBudget, buildBudget: *buildBudget,
 		from: *from, list: *list, count: *count, timeFlag: *tm, backendSet: set["backend"]}
 	var err error
-	if c.backend, err = vmem.ParseBackend(*backend); err != nil {
-		return nil, err
-	}
+	c.backend = vmem.Backend(*backend) // Open refuses an unknown name
 	if c.sizes, err = parseSizes(*sizes); err != nil {
 		return nil, err
 	}
@@ -203,8 +201,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cfg.backendSet {
 		// The flag is the more specific request: it wins over VMEM_BACKEND,
 		// which vmem.Open would otherwise obey.
-		if v := os.Getenv("VMEM_BACKEND"); v != "" && v != cfg.backend.String() {
-			os.Setenv("VMEM_BACKEND", cfg.backend.String())
+		if v := os.Getenv("VMEM_BACKEND"); v != "" && v != string(cfg.backend) {
+			os.Setenv("VMEM_BACKEND", string(cfg.backend))
 		}
 	}
 	dev, err := vmem.Open(vmem.Options{Backend: cfg.backend})
@@ -314,7 +312,7 @@ func printList(stdout io.Writer, groups []*group) {
 // the device and the suites' descriptions.
 func newResults(dev *vmem.Device, cfg *config, args []string) *Results {
 	res := &Results{Version: resultsVersion, Started: time.Now(), Command: append([]string{"benchmarks"}, args...),
-		Config: RunConfig{Backend: dev.Backend().String(), Suites: cfg.suites, Sizes: cfg.sizes, Time: cfg.timeFlag,
+		Config: RunConfig{Backend: string(dev.Backend()), Suites: cfg.suites, Sizes: cfg.sizes, Time: cfg.timeFlag,
 			Count: cfg.count, Short: cfg.short, CapacityMax: cfg.capacityMax},
 		Machine: describeMachine(), Device: describeDevice(dev)}
 	if cfg.deadline > 0 {

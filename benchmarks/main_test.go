@@ -28,7 +28,7 @@ var smokeSize = map[bool]int{false: 10_000, true: 1_000}[buildconst.Invariants]
 
 func TestShortRun(t *testing.T) {
 	for _, b := range vmemtest.Backends() {
-		t.Run(b.String(), func(t *testing.T) {
+		t.Run(string(b), func(t *testing.T) {
 			if b == vmem.BackendVulkan {
 				d, err := vmem.Open(vmem.Options{Backend: b})
 				if err != nil {
@@ -42,7 +42,7 @@ func TestShortRun(t *testing.T) {
 			// run sets VMEM_BACKEND to its -backend; restore it after.
 			t.Setenv("VMEM_BACKEND", os.Getenv("VMEM_BACKEND"))
 			dir := t.TempDir()
-			args := []string{"-short", "-backend", b.String(), "-out", dir, "-sizes", sizeName(smokeSize)}
+			args := []string{"-short", "-backend", string(b), "-out", dir, "-sizes", sizeName(smokeSize)}
 			if buildconst.Race || buildconst.Invariants {
 				args = append(args, "-time", "1ms")
 			}
@@ -81,7 +81,7 @@ func checkResults(t *testing.T, dir string, b vmem.Backend) *Results {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Device.Backend != b.String() {
+	if res.Device.Backend != string(b) {
 		t.Errorf("device backend %q, want %q", res.Device.Backend, b)
 	}
 	if res.Machine.CPU == "" || res.Machine.Cores < 1 {

@@ -95,11 +95,18 @@ func sliceGovram(e *env, n int) *impl {
 				return s.Err()
 			})
 			fx.add("set#batch", func(b *B) error {
-				w := s.Writer(0)
+				const batch = 1 << 16 // the batch SetBatch's writer collects per segment
+				ix, vs := make([]int, 0, batch), make([]uint64, 0, batch)
 				for i := range b.N {
-					w.Set(idx[i&(len(idx)-1)], uint64(i))
+					ix, vs = append(ix, idx[i&(len(idx)-1)]), append(vs, uint64(i))
+					if len(ix) == batch {
+						if err := s.SetBatch(ix, vs); err != nil {
+							return err
+						}
+						ix, vs = ix[:0], vs[:0]
+					}
 				}
-				return w.Flush()
+				return s.SetBatch(ix, vs)
 			})
 			fx.add("append", sliceAppendOp(e, n, 1))
 			fx.add("append#batch", sliceAppendOp(e, n, 1024))

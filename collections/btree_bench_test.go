@@ -95,7 +95,7 @@ func btBenchDevice(impl string) *vmem.Device {
 	if strings.HasPrefix(impl, "vulkan") {
 		be = vmem.BackendVulkan
 	}
-	name := be.String()
+	name := string(be)
 	if d, ok := btBench.devs[name]; ok {
 		return d
 	}

@@ -251,7 +251,7 @@ func holesPanicSeq[K, V any](seq func(func(K, V) bool)) {
 // vmem.ErrDeviceLost, the second and later ones included.
 func TestStickyErrorOnRetry(t *testing.T) {
 	for _, b := range vmemtest.Backends() {
-		t.Run(b.String(), func(t *testing.T) {
+		t.Run(string(b), func(t *testing.T) {
 			d := relOpen(t, b)
 			m, err := NewMap[uint64, uint64](d)
 			if err != nil {
@@ -299,7 +299,7 @@ func TestSnapSaveKeepsOldError(t *testing.T) {
 func TestConstructorsOnDeadDevice(t *testing.T) {
 	for _, b := range vmemtest.Backends() {
 		for _, how := range []string{"closed", "lost"} {
-			t.Run(b.String()+"/"+how, func(t *testing.T) {
+			t.Run(string(b)+"/"+how, func(t *testing.T) {
 				d := relOpen(t, b)
 				want := vmem.ErrClosed
 				if how == "lost" {

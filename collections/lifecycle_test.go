@@ -119,7 +119,7 @@ func lcDevice(t *testing.T, b vmem.Backend, way string) *vmem.Device {
 func lcEach(t *testing.T, f func(t *testing.T, d *vmem.Device, way string)) {
 	for _, b := range vmemtest.Backends() {
 		for _, way := range lcWays {
-			t.Run(b.String()+"/"+way, func(t *testing.T) { f(t, lcDevice(t, b, way), way) })
+			t.Run(string(b)+"/"+way, func(t *testing.T) { f(t, lcDevice(t, b, way), way) })
 		}
 	}
 }
@@ -300,7 +300,7 @@ func lcEmpty1[A any](seq func(func(A) bool)) error {
 // containers then report vmem.ErrClosed.
 func TestDeviceCloseWithOpenContainers(t *testing.T) {
 	for _, b := range vmemtest.Backends() {
-		t.Run(b.String(), func(t *testing.T) {
+		t.Run(string(b), func(t *testing.T) {
 			d := lcDevice(t, b, "Device.Close")
 			s, err := vmem.NewSlice[uint64](d, 1<<16)
 			if err != nil {
@@ -358,7 +358,7 @@ func TestDeviceCloseWithOpenContainers(t *testing.T) {
 // and the Stats show nothing in use before the device closes.
 func TestDeviceCloseClean(t *testing.T) {
 	for _, b := range vmemtest.Backends() {
-		t.Run(b.String(), func(t *testing.T) {
+		t.Run(string(b), func(t *testing.T) {
 			d := lcDevice(t, b, "Device.Close")
 			s, _ := vmem.NewSlice[uint64](d, 100)
 			m, _ := NewMap[string, uint64](d)
@@ -387,7 +387,7 @@ func TestDeviceCloseClean(t *testing.T) {
 // function that allocated the leaked block.
 func TestLeakReportNamesAllocation(t *testing.T) {
 	for _, b := range vmemtest.Backends() {
-		t.Run(b.String(), func(t *testing.T) {
+		t.Run(string(b), func(t *testing.T) {
 			d := vmemtest.Open(t, b, vmem.Options{})
 			r, err := lcLeakyHelper(d)
 			if err != nil {

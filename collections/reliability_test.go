@@ -203,7 +203,7 @@ func TestFaultsDeviceLost(t *testing.T) {
 	for _, k := range relKinds() {
 		t.Run(k.name, func(t *testing.T) {
 			for _, b := range vmemtest.Backends() {
-				t.Run(b.String(), func(t *testing.T) {
+				t.Run(string(b), func(t *testing.T) {
 					if k.vulkanOnly && b != vmem.BackendVulkan {
 						t.Skip("same as another variant on this backend")
 					}

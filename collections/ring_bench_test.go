@@ -83,7 +83,7 @@ func ringSizeName(n int) string {
 
 func ringBenchEach(b *testing.B, f func(b *testing.B, d *vmem.Device)) {
 	for _, be := range vmemtest.Backends() {
-		b.Run(be.String(), func(b *testing.B) {
+		b.Run(string(be), func(b *testing.B) {
 			f(b, vmemtest.Open(b, be, vmem.Options{}))
 		})
 	}

@@ -14,7 +14,7 @@ import (
 // benchDevices opens each backend once per benchmark.
 func benchEach(b *testing.B, f func(b *testing.B, d *vmem.Device)) {
 	for _, be := range vmemtest.Backends() {
-		b.Run(be.String(), func(b *testing.B) {
+		b.Run(string(be), func(b *testing.B) {
 			f(b, vmemtest.Open(b, be, vmem.Options{}))
 		})
 	}

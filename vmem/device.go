@@ -55,7 +55,10 @@ type Device struct {
 // the defaults to o, for Open and OpenAll alike, and returns the backend
 // to open.
 func resolveOptions(o Options) (Options, Backend, error) {
-	b := o.Backend
+	b, err := parseBackend(o.Backend)
+	if err != nil {
+		return o, b, err
+	}
 	if eb, ok, err := envBackend(); err != nil {
 		return o, b, err
 	} else if ok {

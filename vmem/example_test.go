@@ -329,14 +329,13 @@ func ExampleSum() {
 	// 301
 }
 
-func ExampleParseBackend() {
-	b, err := vmem.ParseBackend("vulkan")
-	fmt.Println(b, err)
-	_, err = vmem.ParseBackend("cuda")
-	fmt.Println(err != nil)
+func ExampleBackend() {
+	// A Backend is its name: a flag's value converts to it, and Open
+	// refuses a name it does not know.
+	_, err := vmem.Open(vmem.Options{Backend: vmem.Backend("cuda")})
+	fmt.Println(err)
 	// Output:
-	// vulkan <nil>
-	// true
+	// vmem: unknown backend "cuda" (want auto, vulkan or host): vmem: out of range
 }
 
 func ExampleBytes() {

@@ -220,7 +220,7 @@ func TestBadArguments(t *testing.T) {
 // device works again (the same sort then succeeds).
 func TestWaitTimeoutIsNotDeviceLoss(t *testing.T) {
 	for _, be := range vmemtest.Backends() {
-		t.Run(be.String(), func(t *testing.T) {
+		t.Run(string(be), func(t *testing.T) {
 			d := vmemtest.Open(t, be, vmem.Options{Timeout: time.Microsecond})
 			n := 1 << 20
 			// Making and filling the Slice wait for the GPU too, within the

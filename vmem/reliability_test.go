@@ -50,7 +50,7 @@ func TestFaultFailAlloc(t *testing.T) {
 
 func TestFaultFailSubmitIsSticky(t *testing.T) {
 	for _, b := range vmemtest.Backends() {
-		t.Run(b.String(), func(t *testing.T) {
+		t.Run(string(b), func(t *testing.T) {
 			d := vmemtest.Open(t, b, vmem.Options{})
 			blk, err := d.Alloc(vmem.Private, 4096, 0)
 			if err != nil {
@@ -128,7 +128,7 @@ func TestFaultLoseDevice(t *testing.T) {
 // how many and how much, and makes the device unusable.
 func TestDeviceCloseReportsOpenBlocks(t *testing.T) {
 	for _, b := range vmemtest.Backends() {
-		t.Run(b.String(), func(t *testing.T) {
+		t.Run(string(b), func(t *testing.T) {
 			d, err := vmem.Open(vmem.Options{Backend: b})
 			if err != nil {
 				if b == vmem.BackendVulkan && !vmemtest.RequireVulkan() {

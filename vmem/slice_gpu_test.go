@@ -733,7 +733,7 @@ func TestSortOutOfMemory(t *testing.T) {
 // ErrClosed from every kernel operation.
 func TestKernelsAfterDeviceClose(t *testing.T) {
 	for _, b := range vmemtest.Backends() {
-		t.Run(b.String(), func(t *testing.T) {
+		t.Run(string(b), func(t *testing.T) {
 			d, err := vmem.Open(vmem.Options{Backend: b})
 			if err != nil {
 				if b == vmem.BackendVulkan && !vmemtest.RequireVulkan() {

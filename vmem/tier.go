@@ -37,35 +37,27 @@ func (t Tier) String() string {
 	return fmt.Sprintf("Tier(%d)", int(t))
 }
 
-// Backend selects how memory is reached.
-type Backend int
+// Backend selects how memory is reached. It is the backend's name, so a
+// flag or an environment variable converts to it directly
+// (vmem.Backend("host")); Open also takes "vk" and "gpu" for Vulkan,
+// "cpu" for the host, "" for auto, in any case, and refuses other names
+// with an error.
+type Backend string
 
 const (
 	// BackendAuto picks a GPU through Vulkan (discrete first), else the host
 	// backend. Software Vulkan drivers (lavapipe) are skipped by Auto: they
 	// are slower than host memory; ask for Vulkan to use them.
-	BackendAuto Backend = iota
+	BackendAuto Backend = "auto"
 	// BackendVulkan requires a Vulkan device; Open fails with ErrNoDevice otherwise.
-	BackendVulkan
+	BackendVulkan Backend = "vulkan"
 	// BackendHost keeps every tier in off-heap system memory (anonymous mmap).
-	BackendHost
+	BackendHost Backend = "host"
 )
 
-func (b Backend) String() string {
-	switch b {
-	case BackendAuto:
-		return "auto"
-	case BackendVulkan:
-		return "vulkan"
-	case BackendHost:
-		return "host"
-	}
-	return fmt.Sprintf("Backend(%d)", int(b))
-}
-
-// ParseBackend reads "auto", "vulkan" or "host".
-func ParseBackend(s string) (Backend, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
+// parseBackend returns the backend b names.
+func parseBackend(b Backend) (Backend, error) {
+	switch strings.ToLower(strings.TrimSpace(string(b))) {
 	case "", "auto":
 		return BackendAuto, nil
 	case "vulkan", "vk", "gpu":
@@ -73,7 +65,7 @@ func ParseBackend(s string) (Backend, error) {
 	case "host", "cpu":
 		return BackendHost, nil
 	}
-	return BackendAuto, fmt.Errorf("vmem: unknown backend %q (want auto, vulkan or host)", s)
+	return BackendAuto, fmt.Errorf("vmem: unknown backend %q (want auto, vulkan or host): %w", string(b), ErrRange)
 }
 
 // envBackendVar is the environment variable that overrides Options.Backend.
@@ -84,6 +76,6 @@ func envBackend() (Backend, bool, error) {
 	if !ok || s == "" {
 		return BackendAuto, false, nil
 	}
-	b, err := ParseBackend(s)
+	b, err := parseBackend(Backend(s))
 	return b, true, err
 }

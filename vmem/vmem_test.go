@@ -49,7 +49,7 @@ func TestOpenErrors(t *testing.T) {
 
 func TestCloseAndUseAfterClose(t *testing.T) {
 	for _, b := range vmemtest.Backends() {
-		t.Run(b.String(), func(t *testing.T) {
+		t.Run(string(b), func(t *testing.T) {
 			d, err := vmem.Open(vmem.Options{Backend: b})
 			if err != nil {
 				if !vmemtest.RequireVulkan() {

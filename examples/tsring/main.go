@@ -72,11 +72,7 @@ func main() {
 	flag.StringVar(&cfg.dir, "dir", "", "directory for the file (default: a new temporary one)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the file")
 	flag.Parse()
-	b, err := vmem.ParseBackend(*backend)
-	if err != nil {
-		log.Fatal(err)
-	}
-	cfg.backend = b
+	cfg.backend = vmem.Backend(*backend) // Open refuses an unknown name
 	if err := run(cfg, os.Stdout); err != nil {
 		log.Fatal(err)
 	}
@@ -142,7 +138,7 @@ func run(cfg config, w io.Writer) error {
 	total := rounds * cfg.series
 	size := int(unsafe.Sizeof(Sample{}))
 	fmt.Fprintf(w, "ring: %d samples of %d bytes (%s) in the %s tier; %d producers, %d series, %d samples\n",
-		r.Cap(), size, vmem.Bytes(r.Cap()*size), vmem.Mapped, cfg.producers, cfg.series, total)
+		r.Stats().Cap, size, vmem.Bytes(r.Stats().Cap*size), vmem.Mapped, cfg.producers, cfg.series, total)
 
 	ing, drain, err := pipeline(dev, r, cfg, rounds, path)
 	if err != nil {

@@ -27,7 +27,8 @@ func RequireVulkan() bool { return os.Getenv("VMEM_REQUIRE_VULKAN") == "1" }
 
 // Backends lists the backends a test should run on.
 func Backends() []vmem.Backend {
-	if b, _ := vmem.ParseBackend(os.Getenv("VMEM_BACKEND")); b == vmem.BackendHost {
+	// VMEM_BACKEND=host (or cpu) confines Open to the host backend.
+	if b := strings.ToLower(strings.TrimSpace(os.Getenv("VMEM_BACKEND"))); b == string(vmem.BackendHost) || b == "cpu" {
 		return []vmem.Backend{vmem.BackendHost}
 	}
 	return []vmem.Backend{vmem.BackendHost, vmem.BackendVulkan}
@@ -94,7 +95,7 @@ func Leaks(d *vmem.Device) error {
 func Each(t *testing.T, o vmem.Options, f func(t *testing.T, d *vmem.Device)) {
 	t.Helper()
 	for _, b := range Backends() {
-		t.Run(b.String(), func(t *testing.T) {
+		t.Run(string(b), func(t *testing.T) {
 			f(t, Open(t, b, o))
 		})
 	}
