@@ -37,6 +37,6 @@ func distinctBound[K any]() (n uint64, ok bool) {
 }
 
 // isStringType reports whether t is a string type, whose bytes the
-// containers store in device memory themselves (layout.CheckType refuses
+// containers store in device memory themselves (layout.Check refuses
 // it).
 func isStringType(t reflect.Type) bool { return t != nil && t.Kind() == reflect.String }

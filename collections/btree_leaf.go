@@ -9,7 +9,7 @@ import (
 
 	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lines"
-	"github.com/govram/govram/layout"
+	"github.com/govram/govram/internal/recs"
 	"github.com/govram/govram/vmem"
 )
 
@@ -41,7 +41,7 @@ type btGeom struct {
 	cap       int     // entries per leaf (E)
 	keyOff    uintptr // the key array's offset in a leaf
 	valOff    uintptr // the value field's offset in a leaf
-	vrec      layout.Record
+	vrec      recs.Record
 	vdense    bool // values sit back to back (stride = size)
 	leafSize  uintptr
 	leafLines int
@@ -68,14 +68,14 @@ func btGeomFor[K, V any](entries, extent int) (btGeom, error) {
 	}
 	g.cap = e
 	fields := []lines.Field{lines.FieldOf[K]("keys", e)}
-	g.vrec = layout.RecordOf[V]()
+	g.vrec = recs.Of[V]()
 	g.vdense = g.vs == 0 || g.vrec.Dense()
 	if g.vs > 0 {
 		if g.vdense {
 			fields = append(fields, lines.FieldOf[V]("vals", e))
 		} else {
 			// Groups of whole lines, so that no value straddles two.
-			fields = append(fields, lines.Field{Name: "vals", Size: layout.LineSize, Align: layout.LineSize, Count: g.vrec.Lines(e)})
+			fields = append(fields, lines.Field{Name: "vals", Size: recs.LineSize, Align: recs.LineSize, Count: g.vrec.Lines(e)})
 		}
 	}
 	nl, err := lines.NewNodeLayout(fields...)
@@ -86,11 +86,11 @@ func btGeomFor[K, V any](entries, extent int) (btGeom, error) {
 	if g.vs > 0 {
 		g.valOff = nl.Fields[1].Offset
 	}
-	g.leafSize = max(nl.Size, layout.LineSize)
-	g.leafLines = int(g.leafSize / layout.LineSize)
+	g.leafSize = max(nl.Size, recs.LineSize)
+	g.leafLines = int(g.leafSize / recs.LineSize)
 	g.predictMin = btMaxLeaf + 1
-	if g.ks > 0 && g.ks <= layout.LineSize && layout.LineSize%g.ks == 0 && g.keyOff%layout.LineSize == 0 {
-		g.keysPerLine = int(layout.LineSize / g.ks)
+	if g.ks > 0 && g.ks <= recs.LineSize && recs.LineSize%g.ks == 0 && g.keyOff%recs.LineSize == 0 {
+		g.keysPerLine = int(recs.LineSize / g.ks)
 		g.predictMin = 2 * g.keysPerLine
 	}
 	x := extent
@@ -453,8 +453,8 @@ func btBytes(p unsafe.Pointer, n uintptr) []byte { return unsafe.Slice((*byte)(p
 // the same offsets of img. Writers call it: stores still in the batcher are
 // seen.
 func (lv *btLeaves) load(id uint32, img unsafe.Pointer, lo, hi uintptr) error {
-	lo &^= layout.LineSize - 1
-	hi = (hi + layout.LineSize - 1) &^ (layout.LineSize - 1)
+	lo &^= recs.LineSize - 1
+	hi = (hi + recs.LineSize - 1) &^ (recs.LineSize - 1)
 	if hi <= lo {
 		return nil
 	}
@@ -482,11 +482,11 @@ func (lv *btLeaves) store(id uint32, img unsafe.Pointer, lo, hi uintptr) error {
 	case access.Direct:
 		return nil
 	case access.WC:
-		lo &^= layout.LineSize - 1
-		hi = (hi + layout.LineSize - 1) &^ (layout.LineSize - 1)
+		lo &^= recs.LineSize - 1
+		hi = (hi + recs.LineSize - 1) &^ (recs.LineSize - 1)
 		if e.bat != nil {
-			for l := lo; l < hi; l += layout.LineSize {
-				if err := e.bat.Put(e.boff+off+l, btBytes(unsafe.Add(img, l), layout.LineSize)); err != nil {
+			for l := lo; l < hi; l += recs.LineSize {
+				if err := e.bat.Put(e.boff+off+l, btBytes(unsafe.Add(img, l), recs.LineSize)); err != nil {
 					return err
 				}
 			}

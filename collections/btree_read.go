@@ -7,7 +7,7 @@ import (
 	"github.com/govram/govram/collections/internal/strarena"
 	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lineio"
-	"github.com/govram/govram/layout"
+	"github.com/govram/govram/internal/recs"
 )
 
 // btStackLines is how many key lines a lookup loads into a buffer on its
@@ -168,9 +168,9 @@ func (t *BTree[K, V]) getLeaf(k K, val bool) (v V, ok bool) {
 // value's line.
 func (t *BTree[K, V]) getWC(leaf unsafe.Pointer, cnt int, k K, val bool) (v V, ok bool) {
 	g := &t.g
-	lo := g.keyOff &^ (layout.LineSize - 1)
-	hi := (g.keyAt(cnt) + layout.LineSize - 1) &^ (layout.LineSize - 1)
-	var buf [btStackLines * layout.LineSize / 8]uint64
+	lo := g.keyOff &^ (recs.LineSize - 1)
+	hi := (g.keyAt(cnt) + recs.LineSize - 1) &^ (recs.LineSize - 1)
+	var buf [btStackLines * recs.LineSize / 8]uint64
 	var kb []byte
 	if n := hi - lo; n <= unsafe.Sizeof(buf) {
 		kb = unsafe.Slice((*byte)(unsafe.Pointer(&buf)), n)
@@ -227,23 +227,23 @@ func (t *BTree[K, V]) lookLines(leaf unsafe.Pointer, cnt int, k K, l0, nk int, e
 	n := 0
 	kl := unsafe.Add(leaf, g.keyOff+uintptr(s0)*g.ks)
 	for ; n < nk && s0+n*kpl < s1; n++ {
-		srcs[n] = unsafe.Add(kl, n*layout.LineSize)
+		srcs[n] = unsafe.Add(kl, n*recs.LineSize)
 	}
 	keyLines := n
 	var v0, v1 uintptr
 	if val && g.vs > 0 {
-		v0 = g.valAt(s0) &^ (layout.LineSize - 1)
-		v1 = (g.valAt(s1-1) + g.vs + layout.LineSize - 1) &^ (layout.LineSize - 1)
-		if int((v1-v0)/layout.LineSize) > btPredictLines-keyLines {
+		v0 = g.valAt(s0) &^ (recs.LineSize - 1)
+		v1 = (g.valAt(s1-1) + g.vs + recs.LineSize - 1) &^ (recs.LineSize - 1)
+		if int((v1-v0)/recs.LineSize) > btPredictLines-keyLines {
 			return v, false, false
 		}
-		for o := v0; o < v1; o += layout.LineSize {
+		for o := v0; o < v1; o += recs.LineSize {
 			srcs[n] = unsafe.Add(leaf, o)
 			n++
 		}
 	}
-	var buf [btPredictLines * layout.LineSize / 8]uint64
-	bb := unsafe.Slice((*byte)(unsafe.Pointer(&buf)), n*layout.LineSize)
+	var buf [btPredictLines * recs.LineSize / 8]uint64
+	bb := unsafe.Slice((*byte)(unsafe.Pointer(&buf)), n*recs.LineSize)
 	lineio.Gather(bb, srcs[:n])
 	j, found := t.lower(unsafe.Pointer(&buf), s1-s0, k)
 	switch {
@@ -257,7 +257,7 @@ func (t *BTree[K, V]) lookLines(leaf unsafe.Pointer, cnt int, k K, l0, nk int, e
 	}
 	if val && g.vs > 0 {
 		o := g.valAt(s0+j) - v0
-		v = t.vOut(unsafe.Add(unsafe.Pointer(&buf), uintptr(keyLines)*layout.LineSize+o))
+		v = t.vOut(unsafe.Add(unsafe.Pointer(&buf), uintptr(keyLines)*recs.LineSize+o))
 	}
 	return v, true, true
 }
@@ -309,10 +309,10 @@ func btLoadWC[T any](p unsafe.Pointer) T {
 	if size == 0 {
 		return v
 	}
-	o := uintptr(p) & (layout.LineSize - 1)
-	if o+size <= layout.LineSize {
-		var line [layout.LineSize / 8]uint64
-		lineio.Load((*[layout.LineSize]byte)(unsafe.Pointer(&line)), unsafe.Add(p, -int(o)))
+	o := uintptr(p) & (recs.LineSize - 1)
+	if o+size <= recs.LineSize {
+		var line [recs.LineSize / 8]uint64
+		lineio.Load((*[recs.LineSize]byte)(unsafe.Pointer(&line)), unsafe.Add(p, -int(o)))
 		return *(*T)(unsafe.Add(unsafe.Pointer(&line), o))
 	}
 	lineio.Copy(unsafe.Pointer(&v), p, size)

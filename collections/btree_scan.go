@@ -11,8 +11,8 @@ import (
 
 	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/internal/recs"
 	"github.com/govram/govram/internal/waithook"
-	"github.com/govram/govram/layout"
 	"github.com/govram/govram/vmem"
 )
 
@@ -171,7 +171,7 @@ func (g *btGeom) liveLines(cnt int) int {
 		return 0
 	}
 	lines := func(lo, hi uintptr) int {
-		return int(((hi+layout.LineSize-1)&^(layout.LineSize-1) - lo&^(layout.LineSize-1)) / layout.LineSize)
+		return int(((hi+recs.LineSize-1)&^(recs.LineSize-1) - lo&^(recs.LineSize-1)) / recs.LineSize)
 	}
 	n := lines(g.keyAt(0), g.keyAt(cnt))
 	if g.vs > 0 {
@@ -245,8 +245,8 @@ func (t *BTree[K, V]) streamLeaf(e *btExtent, w btWin, dst []byte) {
 	}
 	leaf := unsafe.Add(e.Base, uintptr(w.id&g.xMask)*g.leafSize)
 	load := func(lo, hi uintptr) {
-		lo &^= layout.LineSize - 1
-		hi = (hi + layout.LineSize - 1) &^ (layout.LineSize - 1)
+		lo &^= recs.LineSize - 1
+		hi = (hi + recs.LineSize - 1) &^ (recs.LineSize - 1)
 		lineio.LoadLines(dst[lo:hi], unsafe.Add(leaf, lo))
 	}
 	load(g.keyAt(0), g.keyAt(int(w.cnt)))

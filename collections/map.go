@@ -9,7 +9,7 @@ package collections
 // host and the slots in VRAM:
 //
 //   - A bucket is one 64-byte line of slots (four uint64→uint64 pairs, as
-//     many records as layout.RecordFor fits, at most eight), or one record
+//     many records as layout.Record fits, at most eight), or one record
 //     of whole lines when records are larger. Records never straddle lines,
 //     so a slot is read with one streaming load.
 //   - Each slot has one control byte in host memory (vmem.Host, off the Go
@@ -60,7 +60,7 @@ import (
 	"github.com/govram/govram/collections/internal/strarena"
 	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/held"
-	"github.com/govram/govram/layout"
+	"github.com/govram/govram/internal/recs"
 	"github.com/govram/govram/vmem"
 )
 
@@ -355,7 +355,7 @@ func (m *Map[K, V]) setErr(err error) { m.err.CompareAndSwap(nil, &err) }
 // mapLine is a line buffer aligned for any record.
 type mapLine struct {
 	_ [0]uint64
-	b [layout.LineSize]byte
+	b [recs.LineSize]byte
 }
 
 // Clear removes every entry and keeps the table's memory, like Go's clear.

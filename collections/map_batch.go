@@ -11,7 +11,7 @@ import (
 	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/internal/par"
-	"github.com/govram/govram/layout"
+	"github.com/govram/govram/internal/recs"
 	"github.com/govram/govram/vmem"
 )
 
@@ -35,8 +35,8 @@ const (
 // x's line from host memory, g the lines Gather loaded from VRAM.
 type mapLines struct {
 	_ [0]uint64
-	b [mapGroupKeys][layout.LineSize]byte
-	g [mapGroupKeys * mapGroupLines * layout.LineSize]byte
+	b [mapGroupKeys][recs.LineSize]byte
+	g [mapGroupKeys * mapGroupLines * recs.LineSize]byte
 }
 
 // mapGroupLines: buckets of up to this many lines (a string key's
@@ -110,7 +110,7 @@ func (m *Map[K, V]) probeGroup(t *mapTable, keys []K, ps *[mapGroupKeys]mapProbe
 		case sg.Kind == access.Direct && m.r.lines == 1:
 			// Copied now, so that the misses of the group overlap.
 			p.state = mapKeyDirect
-			lines.b[x] = *(*[layout.LineSize]byte)(unsafe.Add(sg.Base, uintptr(j)*layout.LineSize))
+			lines.b[x] = *(*[recs.LineSize]byte)(unsafe.Add(sg.Base, uintptr(j)*recs.LineSize))
 			p.rp = unsafe.Pointer(&lines.b[x])
 		case sg.Kind == access.Direct:
 			p.state, p.rp = mapKeyDirect, unsafe.Add(sg.Base, uintptr(j)*m.r.bucket)
@@ -120,7 +120,7 @@ func (m *Map[K, V]) probeGroup(t *mapTable, keys []K, ps *[mapGroupKeys]mapProbe
 			p.state = mapKeyLine
 			at[x] = int8(ng)
 			for l := range m.r.lines {
-				srcs[ng] = unsafe.Add(sg.Base, uintptr(j)*m.r.bucket+uintptr(l)*layout.LineSize)
+				srcs[ng] = unsafe.Add(sg.Base, uintptr(j)*m.r.bucket+uintptr(l)*recs.LineSize)
 				ng++
 			}
 		default:
@@ -128,10 +128,10 @@ func (m *Map[K, V]) probeGroup(t *mapTable, keys []K, ps *[mapGroupKeys]mapProbe
 		}
 	}
 	if ng > 0 {
-		lineio.Gather(lines.g[:ng*layout.LineSize], srcs[:ng])
+		lineio.Gather(lines.g[:ng*recs.LineSize], srcs[:ng])
 		for x := range keys {
 			if ps[x].state == mapKeyLine {
-				ps[x].rp = unsafe.Pointer(&lines.g[int(at[x])*layout.LineSize])
+				ps[x].rp = unsafe.Pointer(&lines.g[int(at[x])*recs.LineSize])
 			}
 		}
 	}

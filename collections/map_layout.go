@@ -3,7 +3,7 @@ package collections
 import (
 	"unsafe"
 
-	"github.com/govram/govram/layout"
+	"github.com/govram/govram/internal/recs"
 )
 
 // mapRec is where a slot's fields sit and how slots make buckets.
@@ -36,7 +36,7 @@ type mapRec struct {
 // held whole in its record and a lookup reads two adjacent lines, whose
 // loads overlap, instead of the record and then the arena: one round trip
 // instead of two.
-const mapStrKeyRecord = 2 * layout.LineSize
+const mapStrKeyRecord = 2 * recs.LineSize
 
 // mapLayout decides the record of a Map with keys of size ks/alignment ka
 // (strK: string keys) and values vs/va (strV: string values).
@@ -50,7 +50,7 @@ func mapLayout(ks, ka, vs, va uintptr, strK, strV bool) mapRec {
 		al := max(ka, va, 1)
 		r.valOff = mapRoundUp(ks, max(va, 1))
 		r.size = max(mapRoundUp(r.valOff+vs, al), 1)
-		rec := layout.RecordFor(r.size, al)
+		rec := recs.For(r.size, al)
 		if rec.LinesPer == 1 {
 			r.p = min(rec.PerLine, 8)
 			r.stride = rec.Stride
@@ -62,19 +62,19 @@ func mapLayout(ks, ka, vs, va uintptr, strK, strV bool) mapRec {
 		// [hash][key field][V]: the key part first, so that for values of
 		// several lines the comparison needs only the first line.
 		vsz := mapRoundUp(vs, 8)
-		r.size = max(mapRoundUp(8+mapStrMin+vsz, layout.LineSize), mapStrKeyRecord)
+		r.size = max(mapRoundUp(8+mapStrMin+vsz, recs.LineSize), mapStrKeyRecord)
 		r.keyOff = 8
 		r.keyW = r.size - 8 - vsz
 		r.valOff = 8 + r.keyW
 	case !strK && strV:
 		// [K][value field].
 		r.valOff = mapRoundUp(ks, 8)
-		r.size = mapRoundUp(r.valOff+mapStrMin, layout.LineSize)
+		r.size = mapRoundUp(r.valOff+mapStrMin, recs.LineSize)
 		r.valW = r.size - r.valOff
 	default:
 		// [hash][key field][value field]; the key gets the larger share of
 		// the slack, since it is compared on every probe.
-		r.size = max(mapRoundUp(8+2*mapStrMin, layout.LineSize), mapStrKeyRecord)
+		r.size = max(mapRoundUp(8+2*mapStrMin, recs.LineSize), mapStrKeyRecord)
 		slack := r.size - 8 - 2*mapStrMin
 		r.valW = mapStrMin + slack/3&^7
 		r.keyOff = 8
@@ -83,9 +83,9 @@ func mapLayout(ks, ka, vs, va uintptr, strK, strV bool) mapRec {
 	}
 	if strK || strV {
 		// One record of whole lines per bucket.
-		r.p, r.stride, r.lines = 1, r.size, int(r.size/layout.LineSize)
+		r.p, r.stride, r.lines = 1, r.size, int(r.size/recs.LineSize)
 	}
-	r.bucket = uintptr(r.lines) * layout.LineSize
+	r.bucket = uintptr(r.lines) * recs.LineSize
 	r.lowMask = mapMSB >> (64 - 8*uint(r.p))
 	// Fuller buckets tolerate higher loads: at 7/8 a key of a 4-slot
 	// bucket lies in its home bucket eight times in ten; one-slot buckets

@@ -7,7 +7,7 @@ import (
 
 	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lineio"
-	"github.com/govram/govram/layout"
+	"github.com/govram/govram/internal/recs"
 )
 
 // Get returns the value stored for k and whether there is one. It panics if
@@ -88,7 +88,7 @@ func (m *Map[K, V]) get(kp *K, h uint64) (V, bool) {
 				// does not depend on which slot matched, so its cache miss
 				// overlaps the control bytes' one, as the VRAM load does;
 				// reading the matched slot in place would wait for both.
-				line[0].b = *(*[layout.LineSize]byte)(unsafe.Add(sg.Base, uintptr(j)*layout.LineSize))
+				line[0].b = *(*[recs.LineSize]byte)(unsafe.Add(sg.Base, uintptr(j)*recs.LineSize))
 				rp = unsafe.Pointer(&line)
 			default:
 				rp = unsafe.Add(sg.Base, uintptr(j)*m.r.bucket)
@@ -122,10 +122,10 @@ func (m *Map[K, V]) get(kp *K, h uint64) (V, bool) {
 // lines of a string-key record, whose loads overlap) into buf.
 func (m *Map[K, V]) loadBucketWC(buf *[2]mapLine, sg *mapSeg, j uint64) {
 	if m.r.lines == 1 {
-		lineio.Load(&buf[0].b, unsafe.Add(sg.Base, uintptr(j)*layout.LineSize))
+		lineio.Load(&buf[0].b, unsafe.Add(sg.Base, uintptr(j)*recs.LineSize))
 		return
 	}
-	lineio.LoadLines(unsafe.Slice(&buf[0].b[0], 2*layout.LineSize), unsafe.Add(sg.Base, uintptr(j)*2*layout.LineSize))
+	lineio.LoadLines(unsafe.Slice(&buf[0].b[0], 2*recs.LineSize), unsafe.Add(sg.Base, uintptr(j)*2*recs.LineSize))
 }
 
 // getSlow is Get for tables with private segments or records of more than
@@ -199,7 +199,7 @@ func (m *Map[K, V]) readBucketW(t *mapTable, sg *mapSeg, j uint64) (unsafe.Point
 	case sg.Kind == access.Direct && m.r.lines == 1:
 		// A copy of the whole line, as in Get: its miss does not wait for
 		// the control bytes'.
-		*(*[layout.LineSize]byte)(m.scratch) = *(*[layout.LineSize]byte)(unsafe.Add(sg.Base, uintptr(j)*layout.LineSize))
+		*(*[recs.LineSize]byte)(m.scratch) = *(*[recs.LineSize]byte)(unsafe.Add(sg.Base, uintptr(j)*recs.LineSize))
 		return unsafe.Pointer(&m.scratch[0]), nil
 	}
 	return m.readBucket(sg, j, m.scratch)

@@ -2,11 +2,11 @@ package collections
 
 import (
 	"github.com/govram/govram/internal/lines"
-	"github.com/govram/govram/layout"
+	"github.com/govram/govram/internal/recs"
 )
 
 // planStreams reports whether the access planner reads nl lines spread
 // over span bytes by streaming loads (rather than DMA or a GPU gather).
 func planStreams(nl, span int) bool {
-	return lines.DefaultPlanner().Plan(nl, span, nl*layout.LineSize == span) == lines.Stream
+	return lines.DefaultPlanner().Plan(nl, span, nl*recs.LineSize == span) == lines.Stream
 }

@@ -1,12 +1,13 @@
 // Package layout says how govram lays a type out in mapped VRAM: how its
-// records sit on 64-byte lines ([Record], [RecordOf]), which types may live
-// in device memory ([Check], [CheckType]), and the costs that decide how
-// reads go ([Costs]). A user reads it to see what a record of T costs in
-// lines (its padding, whether it straddles a line) before choosing a value
-// type, and sets Costs on hardware other than the H200. It works on sizes
-// and types and knows nothing of devices; vmem and the collections build
-// on it, and their line I/O, store batching and read planning are not
-// part of the API.
+// records sit on 64-byte lines ([RecordOf], [Record]) and what n of them
+// take ([Record.Lines], [Record.Bytes]), which types may live in device
+// memory ([Check], [ErrPointerType]), and the costs that decide how reads
+// go ([Costs], [H200Costs]). A user reads it to see what a record of T
+// costs in lines (its padding, whether it straddles a line) before
+// choosing a value type, and sets Costs on hardware other than the H200.
+// It works on sizes and types and knows nothing of devices; vmem and the
+// collections build on it, and their line I/O, store batching and read
+// planning are not part of the API.
 //
 // # The physics
 //
@@ -45,7 +46,8 @@
 // # Types
 //
 // Values that live in VRAM must hold no Go pointers: the garbage collector
-// cannot see them there. [CheckType] refuses such types and names the
-// field; strings are refused too (containers that support them store the
-// bytes themselves).
+// cannot see them there. [Check] refuses such types and names the field;
+// strings are refused too (containers that support them store the bytes
+// themselves). vmem and the collections check their element types the
+// same way when they are built.
 package layout

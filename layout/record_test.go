@@ -3,114 +3,62 @@ package layout
 import (
 	"fmt"
 	"testing"
-	"unsafe"
+
+	"github.com/govram/govram/internal/recs"
 )
 
-var aligns = []uintptr{1, 2, 4, 8, 16, 32, 64}
-
-func TestRecordSmallNeverStraddles(t *testing.T) {
-	for size := uintptr(1); size <= LineSize; size++ {
-		for _, align := range aligns {
-			r := RecordFor(size, align)
-			stride := roundUp(size, align)
-			if r.Stride != stride || r.LinesPer != 1 || r.PerLine != int(LineSize/stride) {
-				t.Fatalf("RecordFor(%d, %d) = %+v", size, align, r)
-			}
-			prevEnd := uintptr(0)
-			for i := range 1000 {
-				off := r.Offset(i)
-				if off%align != 0 {
-					t.Fatalf("size %d align %d: record %d at %d misaligned", size, align, i, off)
-				}
-				if off/LineSize != (off+size-1)/LineSize {
-					t.Fatalf("size %d align %d: record %d at %d straddles", size, align, i, off)
-				}
-				if i > 0 && off < prevEnd {
-					t.Fatalf("size %d align %d: record %d at %d overlaps or goes back (prev end %d)", size, align, i, off, prevEnd)
-				}
-				if r.Line(i) != int(off/LineSize) {
-					t.Fatalf("Line(%d) = %d, offset %d", i, r.Line(i), off)
-				}
-				prevEnd = off + size
-				if got := r.Lines(i + 1); got != r.Line(i)+1 {
-					t.Fatalf("size %d: Lines(%d) = %d, last record on line %d", size, i+1, got, r.Line(i))
-				}
-			}
-		}
-	}
-}
-
-func TestRecordLarge(t *testing.T) {
-	for size := uintptr(LineSize + 1); size <= 700; size++ {
-		for _, align := range []uintptr{1, 8, 64, 128} {
-			r := RecordFor(size, align)
-			want := int((size + LineSize - 1) / LineSize)
-			if align > LineSize {
-				want = int(roundUp(roundUp(size, LineSize), align) / LineSize)
-			}
-			if r.LinesPer != want || r.PerLine != 1 {
-				t.Fatalf("RecordFor(%d, %d) = %+v", size, align, r)
-			}
-			for i := range 50 {
-				off := r.Offset(i)
-				if off%LineSize != 0 || off%align != 0 {
-					t.Fatalf("size %d: record %d at %d not line-aligned", size, i, off)
-				}
-				if i > 0 && off < r.Offset(i-1)+size {
-					t.Fatalf("size %d: record %d overlaps", size, i)
-				}
-				// Touches the minimum number of lines.
-				if touched := int((off+size-1)/LineSize - off/LineSize + 1); touched != int((size+LineSize-1)/LineSize) {
-					t.Fatalf("size %d: record %d touches %d lines", size, i, touched)
-				}
-			}
-			if r.Lines(3) != 3*r.LinesPer || r.Bytes(3) != uintptr(3*r.LinesPer*LineSize) {
-				t.Fatalf("size %d: Lines(3) = %d", size, r.Lines(3))
-			}
-		}
-	}
-}
-
-func TestRecordEdges(t *testing.T) {
-	z := RecordFor(0, 1)
-	if z.Offset(5) != 0 || z.Lines(100) != 0 || !z.Dense() {
-		t.Fatalf("zero-size record: %+v", z)
-	}
-	if r := RecordFor(24, 0); r.Align != 1 || r.PerLine != 2 {
-		t.Fatalf("RecordFor(24, 0) = %+v", r)
-	}
-	if r := RecordFor(24, 3); r.Align != 4 {
-		t.Fatalf("RecordFor(24, 3) = %+v, want align rounded up to 4", r)
-	}
+func TestRecordOf(t *testing.T) {
 	type rec24 struct{ A, B, C uint64 }
-	if r := RecordOf[rec24](); r.Size != 24 || r.Align != 8 || r.PerLine != 2 || r.Offset(3) != 64+24 {
+	if r := RecordOf[rec24](); r.Size != 24 || r.Align != 8 || r.Stride != 24 || r.PerLine != 2 || r.LinesPer != 1 {
 		t.Fatalf("RecordOf[rec24] = %+v", r)
 	}
-	if r := RecordOf[[20]byte](); r.PerLine != 3 || r.Offset(3) != 64 {
+	if r := RecordOf[[20]byte](); r.PerLine != 3 || r.Stride != 20 {
 		t.Fatalf("RecordOf[[20]byte] = %+v", r)
 	}
-	dense := map[uintptr]bool{1: true, 8: true, 16: true, 64: true, 128: true, 24: false, 72: false}
-	for size, want := range dense {
-		if got := RecordFor(size, 1).Dense(); got != want {
-			t.Errorf("RecordFor(%d, 1).Dense() = %v, want %v", size, got, want)
-		}
+	if r := RecordOf[[72]byte](); r.PerLine != 1 || r.LinesPer != 2 || r.Stride != 128 {
+		t.Fatalf("RecordOf[[72]byte] = %+v", r)
 	}
-	var x struct{ a [3]uint32 }
-	if r := RecordOf[struct{ a [3]uint32 }](); r.Size != unsafe.Sizeof(x) || r.PerLine != 5 {
-		t.Fatalf("12-byte record: %+v", r)
+	if r := RecordOf[struct{}](); r.Lines(100) != 0 || r.Bytes(100) != 0 {
+		t.Fatalf("zero-size record: %+v", r)
 	}
 }
 
-func ExampleRecordFor() {
-	for _, size := range []uintptr{8, 20, 24, 40, 72} {
-		r := RecordFor(size, 4)
-		fmt.Printf("size %d: stride %d, %d per %d line(s), record 3 at offset %d\n",
-			size, r.Stride, r.PerLine, r.LinesPer, r.Offset(3))
+// TestRecordLines checks Lines and Bytes against the internal layout they
+// report, for every size up to four lines.
+func TestRecordLines(t *testing.T) {
+	for size := uintptr(1); size <= 4*64; size++ {
+		for _, align := range []uintptr{1, 8, 64} {
+			in := recs.For(size, align)
+			r := Record(in)
+			for _, n := range []int{-1, 0, 1, 2, 3, 7, 64, 1000} {
+				want := 0
+				if n > 0 {
+					want = in.Line(n-1) + in.LinesPer
+				}
+				if got := r.Lines(n); got != want {
+					t.Fatalf("size %d align %d: Lines(%d) = %d, want %d", size, align, n, got, want)
+				}
+				if got := r.Bytes(n); got != uintptr(want)*64 {
+					t.Fatalf("size %d align %d: Bytes(%d) = %d, want %d", size, align, n, got, want*64)
+				}
+			}
+		}
+	}
+}
+
+func ExampleRecordOf() {
+	type rec20 struct {
+		ID    uint32
+		Score [4]float32
+	}
+	for _, r := range []Record{RecordOf[uint64](), RecordOf[rec20](), RecordOf[[3]uint64](), RecordOf[[40]byte](), RecordOf[[9]uint64]()} {
+		fmt.Printf("size %d: stride %d, %d per %d line(s), 1000 records in %d lines (%d bytes)\n",
+			r.Size, r.Stride, r.PerLine, r.LinesPer, r.Lines(1000), r.Bytes(1000))
 	}
 	// Output:
-	// size 8: stride 8, 8 per 1 line(s), record 3 at offset 24
-	// size 20: stride 20, 3 per 1 line(s), record 3 at offset 64
-	// size 24: stride 24, 2 per 1 line(s), record 3 at offset 88
-	// size 40: stride 40, 1 per 1 line(s), record 3 at offset 192
-	// size 72: stride 128, 1 per 2 line(s), record 3 at offset 384
+	// size 8: stride 8, 8 per 1 line(s), 1000 records in 125 lines (8000 bytes)
+	// size 20: stride 20, 3 per 1 line(s), 1000 records in 334 lines (21376 bytes)
+	// size 24: stride 24, 2 per 1 line(s), 1000 records in 500 lines (32000 bytes)
+	// size 40: stride 40, 1 per 1 line(s), 1000 records in 1000 lines (64000 bytes)
+	// size 72: stride 128, 1 per 2 line(s), 1000 records in 2000 lines (128000 bytes)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/held"
+	"github.com/govram/govram/internal/recs"
 	"github.com/govram/govram/layout"
 )
 
@@ -209,9 +210,9 @@ func newSlice[T any](dev *Device, n int, opts []SliceOption) (*Slice[T], error) 
 		// Host memory has no lines to respect: the Go array layout.
 		s.perLine, s.group = 1, max(s.size, 1)
 	} else {
-		r := layout.RecordOf[T]()
+		r := recs.Of[T]()
 		s.perLine, s.stride = max(r.PerLine, 1), r.Stride
-		s.group = uintptr(r.LinesPer) * layout.LineSize
+		s.group = uintptr(r.LinesPer) * recs.LineSize
 		if r.Dense() {
 			// Same bytes as a Go array: index arithmetic without a division,
 			// and bulk copies without re-spacing.
@@ -329,7 +330,7 @@ func (s *Slice[T]) setLen(n int) {
 		switch {
 		case sg.Kind == access.Direct:
 			s.fast = unsafe.Slice((*T)(sg.Base), min(n, sg.cap))
-		case sg.Kind == access.WC && s.size <= layout.LineSize:
+		case sg.Kind == access.WC && s.size <= recs.LineSize:
 			s.wcN, s.base0 = uint(min(n, sg.cap)), sg.Base
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/internal/par"
-	"github.com/govram/govram/layout"
+	"github.com/govram/govram/internal/recs"
 )
 
 // Get returns element i. It panics if i is out of range, like a slice, and
@@ -69,7 +69,7 @@ func (s *Slice[T]) load(i int) (T, error) {
 	case access.Direct:
 		return *(*T)(unsafe.Add(sg.Base, s.off(j))), nil
 	case access.WC:
-		if s.size <= layout.LineSize {
+		if s.size <= recs.LineSize {
 			return loadWCSmall[T](unsafe.Add(sg.Base, s.off(j))), nil
 		}
 		return loadWC[T](unsafe.Add(sg.Base, s.off(j)), s.size), nil
@@ -103,7 +103,7 @@ func loadWCSmall[T any](p unsafe.Pointer) T {
 
 // loadWC reads a T at p in write-combining memory with streaming loads only.
 func loadWC[T any](p unsafe.Pointer, size uintptr) T {
-	if size <= layout.LineSize {
+	if size <= recs.LineSize {
 		// The record lies within one line (layout.Record guarantees it):
 		// one streaming load of that line, then pick the record out. The
 		// buffer is word-aligned, and so is the record's offset in it.
@@ -241,7 +241,7 @@ const (
 )
 
 func (s *Slice[T]) getManyLines(idx []int, dst []T) {
-	if s.size > layout.LineSize || s.dev.vk == nil {
+	if s.size > recs.LineSize || s.dev.vk == nil {
 		for k, i := range idx {
 			dst[k] = s.at(i)
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lines"
-	"github.com/govram/govram/layout"
+	"github.com/govram/govram/internal/recs"
 )
 
 // defaultWriterLines is the batch a sliceWriter collects per segment before
@@ -125,7 +125,7 @@ func (w *sliceWriter[T]) set(seg int, sg *segment, j int, v T) {
 		s.set(seg<<s.shift|j, v)
 		return
 	}
-	if s.size <= layout.LineSize {
+	if s.size <= recs.LineSize {
 		w.logSet(seg, sg, s.off(j), v)
 		return
 	}

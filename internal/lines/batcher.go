@@ -254,7 +254,7 @@ func (b *Batcher) GetUint64(off uintptr) (uint64, error) {
 }
 
 // PutValue records a store of v's bytes at off. T must be a type that
-// layout.CheckType accepts; this is not checked here.
+// recs.CheckType accepts; this is not checked here.
 func PutValue[T any](b *Batcher, off uintptr, v T) error { return b.Put(off, bytesOf(&v)) }
 
 // GetValue reads a T at off, as Get.

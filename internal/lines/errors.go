@@ -3,7 +3,7 @@ package lines
 import (
 	"errors"
 
-	"github.com/govram/govram/layout"
+	"github.com/govram/govram/internal/recs"
 )
 
 // Errors returned by this package. Match them with errors.Is; the errors
@@ -17,4 +17,4 @@ var (
 )
 
 // LineSize is the unit of every VRAM access: one 64-byte line.
-const LineSize = layout.LineSize
+const LineSize = recs.LineSize

@@ -71,12 +71,12 @@ func PlannerFor(c layout.Costs) Planner {
 	// Per line, DMA costs 64 bytes of bandwidth; streaming costs StreamLine.
 	perLine := float64(c.StreamLine)
 	if c.DMABytesPerSec > 0 {
-		perLine -= layout.LineSize / c.DMABytesPerSec * float64(time.Second)
+		perLine -= LineSize / c.DMABytesPerSec * float64(time.Second)
 	}
 	p := Planner{StreamMaxLines: 1, DMAMinBytes: -1, GatherMinLines: -1}
 	if c.DMARoundTrip > 0 && perLine > 0 {
 		p.StreamMaxLines = max(int(float64(c.DMARoundTrip)/perLine), 1)
-		p.DMAMinBytes = (p.StreamMaxLines + 1) * layout.LineSize
+		p.DMAMinBytes = (p.StreamMaxLines + 1) * LineSize
 	}
 	if c.GatherRoundTrip > 0 {
 		p.GatherMinLines = max(int(c.GatherRoundTrip/c.StreamLine), p.StreamMaxLines+1)
@@ -110,7 +110,7 @@ func (p Planner) Plan(lines int, spanBytes int, contiguous bool) Method {
 	if lines <= p.StreamMaxLines {
 		return Stream
 	}
-	dense := contiguous || spanBytes <= denseSpan*layout.LineSize*lines
+	dense := contiguous || spanBytes <= denseSpan*LineSize*lines
 	if dense && p.DMAMinBytes >= 0 && spanBytes >= p.DMAMinBytes {
 		return DMA
 	}

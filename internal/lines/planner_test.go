@@ -10,7 +10,7 @@ import (
 func TestPlanner(t *testing.T) {
 	var p Planner // zero value: defaults
 	d := DefaultPlanner()
-	if d.StreamMaxLines < 50 || d.StreamMaxLines > 500 || d.GatherMinLines <= d.StreamMaxLines || d.DMAMinBytes <= d.StreamMaxLines*layout.LineSize {
+	if d.StreamMaxLines < 50 || d.StreamMaxLines > 500 || d.GatherMinLines <= d.StreamMaxLines || d.DMAMinBytes <= d.StreamMaxLines*LineSize {
 		t.Fatalf("implausible defaults %+v", d)
 	}
 	cases := []struct {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/govram/govram/layout"
+	"github.com/govram/govram/internal/recs"
 )
 
 func storeLogCase[T any](t *testing.T, region, maxEntries, ops int, seed uint64) {
@@ -22,7 +22,7 @@ func storeLogCase[T any](t *testing.T, region, maxEntries, ops int, seed uint64)
 	}
 	var zero T
 	size := int(unsafe.Sizeof(zero))
-	r := layout.RecordFor(unsafe.Sizeof(zero), unsafe.Alignof(zero))
+	r := recs.For(unsafe.Sizeof(zero), unsafe.Alignof(zero))
 	slots := region / LineSize * r.PerLine
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for i := 0; i < ops; i++ {

@@ -18,7 +18,7 @@ func bytesAt(p unsafe.Pointer, off uintptr, n int) []byte {
 }
 
 // bytesOf views the memory of *v as bytes. Valid for as long as v is: the
-// slice keeps v alive, and T is a plain value type (see layout.CheckType).
+// slice keeps v alive, and T is a plain value type (see recs.CheckType).
 func bytesOf[T any](v *T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))
 }
