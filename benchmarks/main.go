@@ -342,7 +342,7 @@ func newResults(dev *vmem.Device, cfg *config, args []string) *Results {
 func noteLeaks(dev *vmem.Device, res *Results) bool {
 	leaked := false
 	for t := vmem.Tier(0); t < vmem.NumTiers; t++ {
-		if st := dev.Stats(t); st.Blocks > 0 {
+		if st := dev.Info().Tiers[t]; st.Blocks > 0 {
 			leaked = true
 			res.Notes = append(res.Notes, fmt.Sprintf("%d blocks (%s) of the %s tier were still allocated after the run: a case or container leaked them",
 				st.Blocks, fmtBytes(float64(st.InUse)), t))

@@ -28,8 +28,8 @@ func memNow(dev *vmem.Device) memSnap {
 	metrics.Read(s)
 	m := memSnap{heap: int64(metricUint(s[0])), rss: rssBytes()}
 	if dev != nil {
-		m.device = int64(dev.Stats(vmem.Mapped).InUse + dev.Stats(vmem.Private).InUse)
-		m.hostTier = int64(dev.Stats(vmem.Host).InUse)
+		m.device = int64(dev.Info().Tiers[vmem.Mapped].InUse + dev.Info().Tiers[vmem.Private].InUse)
+		m.hostTier = int64(dev.Info().Tiers[vmem.Host].InUse)
 	}
 	return m
 }

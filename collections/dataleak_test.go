@@ -36,7 +36,7 @@ var dlOpts = vmem.Options{ChunkSize: 1 << 20}
 func dlAllZero(t *testing.T, d *vmem.Device, after string) {
 	t.Helper()
 	for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
-		st := d.Stats(tier)
+		st := d.Info().Tiers[tier]
 		size := st.LargestFree &^ 63
 		if size == 0 {
 			continue

@@ -96,7 +96,7 @@ func TestImpossibleContainerSizes(t *testing.T) {
 			}
 		}
 		for tier := range vmem.Tier(vmem.NumTiers) {
-			if st := d.Stats(tier); st.Blocks != 0 {
+			if st := d.Info().Tiers[tier]; st.Blocks != 0 {
 				t.Errorf("%s tier: %d blocks held after the refusals", tier, st.Blocks)
 			}
 		}
@@ -107,7 +107,7 @@ func TestImpossibleContainerSizes(t *testing.T) {
 func holesBlocks(d *vmem.Device) int {
 	n := 0
 	for tier := range vmem.Tier(vmem.NumTiers) {
-		n += d.Stats(tier).Blocks
+		n += d.Info().Tiers[tier].Blocks
 	}
 	return n
 }

@@ -88,7 +88,7 @@ func lcClose(t *testing.T, d *vmem.Device, way string, closeFn func() error) {
 			t.Errorf("Device.Close: %q does not say what was still allocated", err)
 		}
 		for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
-			if st := d.Stats(tier); st.Blocks != 0 || st.InUse != 0 || st.Reserved != 0 {
+			if st := d.Info().Tiers[tier]; st.Blocks != 0 || st.InUse != 0 || st.Reserved != 0 {
 				t.Errorf("after Device.Close, %s tier: %+v", tier, st)
 			}
 		}
@@ -372,7 +372,7 @@ func TestDeviceCloseClean(t *testing.T) {
 				}
 			}
 			for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
-				if st := d.Stats(tier); st.Blocks != 0 || st.InUse != 0 {
+				if st := d.Info().Tiers[tier]; st.Blocks != 0 || st.InUse != 0 {
 					t.Errorf("%s tier after closing every container: %+v", tier, st)
 				}
 			}

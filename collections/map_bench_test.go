@@ -123,9 +123,9 @@ func mapBenchBuild(b *testing.B, n int) *mapBenchSet {
 // mapHostBytes is the host memory the device's blocks use: the host tier
 // on a GPU, every tier on the host backend.
 func mapHostBytes(d *vmem.Device) uint64 {
-	b := d.Stats(vmem.Host).InUse
+	b := d.Info().Tiers[vmem.Host].InUse
 	if d.Backend() == vmem.BackendHost {
-		b += d.Stats(vmem.Mapped).InUse + d.Stats(vmem.Private).InUse
+		b += d.Info().Tiers[vmem.Mapped].InUse + d.Info().Tiers[vmem.Private].InUse
 	}
 	return b
 }

@@ -226,7 +226,7 @@ func snapFuzzErr(t *testing.T, d *vmem.Device, err error) {
 		t.Fatalf("unexpected error kind: %v", err)
 	}
 	for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
-		if st := d.Stats(tier); st.Blocks != 0 {
+		if st := d.Info().Tiers[tier]; st.Blocks != 0 {
 			t.Fatalf("%s tier: %d blocks leaked", tier, st.Blocks)
 		}
 	}

@@ -176,9 +176,9 @@ func (d *Device) Close() error {
 	if d.closed.Load() {
 		return nil
 	}
-	var open [NumTiers]Stats
+	var open [NumTiers]tierStats
 	for t := range d.tiers {
-		open[t] = d.Stats(Tier(t))
+		open[t] = d.stats(Tier(t))
 	}
 	owners := d.takeOwners()
 	for _, f := range owners {

@@ -51,7 +51,7 @@ func ExampleDevice_Alloc() {
 	if err := dev.Read(buf, blk, 10); err != nil {
 		log.Fatal(err)
 	}
-	st := dev.Stats(vmem.Private) // sizes are counted in whole 64-byte lines
+	st := dev.Info().Tiers[vmem.Private] // sizes are counted in whole 64-byte lines
 	fmt.Printf("%s; %d block, %s in use\n", buf, st.Blocks, vmem.Bytes(st.InUse))
 
 	err = dev.Read(buf, blk, 995) // past the end

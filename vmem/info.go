@@ -37,11 +37,17 @@ type TierInfo struct {
 	Limit uint64
 	// MaxBlock is the largest single block.
 	MaxBlock uint64
-	Stats
+	// What the device holds in the tier now: Reserved bytes taken from
+	// the driver in chunks (Chunks of them), InUse bytes of them handed
+	// out to containers (rounded to 64 bytes) in Blocks pieces, and the
+	// LargestFree range left inside the chunks held.
+	Reserved, InUse uint64
+	Blocks, Chunks  int
+	LargestFree     uint64
 }
 
-// Stats counts a tier's memory.
-type Stats struct {
+// tierStats counts a tier's memory (TierInfo).
+type tierStats struct {
 	Reserved    uint64 // taken from the driver in chunks
 	InUse       uint64 // handed out in blocks (rounded to 64 bytes)
 	Blocks      int    // live blocks
@@ -59,7 +65,9 @@ func (d *Device) Info() Info {
 	for t := range d.tiers {
 		ts := &d.tiers[t]
 		ti := TierInfo{Tier: Tier(t), Available: ts.available, MemoryType: ts.memType,
-			Capacity: ts.capacity, Limit: ts.limit, MaxBlock: ts.maxChunk, Stats: d.Stats(Tier(t))}
+			Capacity: ts.capacity, Limit: ts.limit, MaxBlock: ts.maxChunk}
+		st := d.stats(Tier(t))
+		ti.Reserved, ti.InUse, ti.Blocks, ti.Chunks, ti.LargestFree = st.Reserved, st.InUse, st.Blocks, st.Chunks, st.LargestFree
 		if ts.heap >= 0 && ts.heap < len(budget) {
 			ti.Budget, ti.HeapUsage = budget[ts.heap], usage[ts.heap]
 		}
@@ -68,16 +76,16 @@ func (d *Device) Info() Info {
 	return in
 }
 
-// Stats returns the tier's counters.
-func (d *Device) Stats(t Tier) Stats {
+// stats returns the tier's counters.
+func (d *Device) stats(t Tier) tierStats {
 	if t < 0 || t >= NumTiers {
-		return Stats{}
+		return tierStats{}
 	}
 	ts := &d.tiers[t]
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	st := ts.a.Stats()
-	return Stats{Reserved: ts.reserved, InUse: ts.inUse, Blocks: ts.blocks, Chunks: st.Regions, LargestFree: st.LargestFree}
+	return tierStats{Reserved: ts.reserved, InUse: ts.inUse, Blocks: ts.blocks, Chunks: st.Regions, LargestFree: st.LargestFree}
 }
 
 // String formats Info for people.

@@ -26,7 +26,7 @@ func FuzzSizes(f *testing.F) {
 		defer d.Close()
 		within := func(what string) {
 			for tr := range vmem.Tier(vmem.NumTiers) {
-				if st := d.Stats(tr); st.Reserved > limit {
+				if st := d.Info().Tiers[tr]; st.Reserved > limit {
 					t.Fatalf("%s: %s tier reserved %d bytes, over its limit %d", what, tr, st.Reserved, limit)
 				}
 			}
@@ -67,7 +67,7 @@ func FuzzSizes(f *testing.F) {
 			}
 		}
 		for tr := range vmem.Tier(vmem.NumTiers) {
-			if st := d.Stats(tr); st.Blocks > 0 && s == nil {
+			if st := d.Info().Tiers[tr]; st.Blocks > 0 && s == nil {
 				t.Fatalf("%s tier: %d blocks held after the calls failed", tr, st.Blocks)
 			}
 		}

@@ -21,7 +21,7 @@ import (
 func heldBlocks(d *vmem.Device) int {
 	n := 0
 	for t := range vmem.Tier(vmem.NumTiers) {
-		n += d.Stats(t).Blocks
+		n += d.Info().Tiers[t].Blocks
 	}
 	return n
 }
@@ -88,7 +88,7 @@ func TestAllocWithinHeap(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer d.Free(small)
-		held := d.Stats(vmem.Mapped)
+		held := d.Info().Tiers[vmem.Mapped]
 		// Just more than the heap has left beside the chunk already held.
 		over := ti.Capacity - held.Reserved + 64<<10
 		if over > ti.MaxBlock {
@@ -108,7 +108,7 @@ func TestAllocWithinHeap(t *testing.T) {
 			t.Fatalf("Alloc of %d bytes with %d of a %d-byte heap taken: %v, want ErrOutOfMemory",
 				over, held.Reserved, ti.Capacity, err)
 		}
-		if st := d.Stats(vmem.Mapped); st.Blocks != held.Blocks || st.Reserved != held.Reserved {
+		if st := d.Info().Tiers[vmem.Mapped]; st.Blocks != held.Blocks || st.Reserved != held.Reserved {
 			t.Errorf("the refused Alloc changed the tier: %+v, was %+v", st, held)
 		}
 	})

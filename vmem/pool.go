@@ -33,31 +33,20 @@ import (
 )
 
 // Placement says how a Slice made on a Pool spreads its elements over the
-// pool's devices (WithPlacement).
-type Placement int
+// pool's devices (WithPlacement). It is the placement's name.
+type Placement string
 
 const (
 	// Stripe spreads elements evenly: consecutive runs (stripes) of elements
 	// go to the devices in turn, so every device holds about the same share
 	// and bulk operations keep every GPU busy. It is the default. A striped
 	// container can grow only while every device has room for its share.
-	Stripe Placement = iota
+	Stripe Placement = "stripe"
 	// FillFirst fills device 0 (its mapped tier, then its private tier),
 	// then device 1, and so on: the most capacity, and a small container
 	// stays on one GPU, but bulk work on a range usually touches one device.
-	FillFirst
+	FillFirst Placement = "fill-first"
 )
-
-// String names the placement.
-func (p Placement) String() string {
-	switch p {
-	case Stripe:
-		return "stripe"
-	case FillFirst:
-		return "fill-first"
-	}
-	return fmt.Sprintf("Placement(%d)", int(p))
-}
 
 // poolMaxDevices bounds a pool: batch operations record a device number in
 // one byte per element.
@@ -71,7 +60,7 @@ const poolMaxDevices = 256
 type Pool struct {
 	devs      []*Device
 	owned     bool         // Close closes the devices (OpenAll)
-	placement atomic.Int32 // of Slices made without WithPlacement (Stripe; tests set it)
+	fillFirst atomic.Bool // Slices made without WithPlacement fill first (tests set it)
 	closeOnce sync.Once
 	closeErr  error
 	closed    atomic.Bool
@@ -264,13 +253,12 @@ func (p *Pool) Len() int { return len(p.devs) }
 // pool from OpenAll: its Info, Stats and Err are that GPU's.
 func (p *Pool) Device(i int) *Device { return p.devs[i] }
 
-// Stats returns the tier's counters summed over the devices (LargestFree
-// is the largest on any one device: no block spans devices). Each
-// device's own are Device(i).Stats(t).
-func (p *Pool) Stats(t Tier) Stats {
-	var sum Stats
+// stats returns the tier's counters summed over the devices (LargestFree
+// is the largest on any one device: no block spans devices).
+func (p *Pool) stats(t Tier) tierStats {
+	var sum tierStats
 	for _, d := range p.devs {
-		s := d.Stats(t)
+		s := d.stats(t)
 		sum.Reserved += s.Reserved
 		sum.InUse += s.InUse
 		sum.Blocks += s.Blocks

@@ -107,7 +107,7 @@ func TestPoolCapacity(t *testing.T) {
 	size := vmem.Bytes(uint64(n) * 8)
 	t.Logf("one Slice[uint64] on the pool, of %d elements = %s (%.1f GiB), placement %s, allocated in %v", n, size, float64(n)*8/(1<<30), pl, time.Since(start))
 	for d, l := range vmem.DeviceLens(s) {
-		t.Logf("device %d: %s; mapped %+v; private %+v", d, vmem.Bytes(uint64(l)*8), p.Device(d).Stats(vmem.Mapped), p.Device(d).Stats(vmem.Private))
+		t.Logf("device %d: %s; mapped %+v; private %+v", d, vmem.Bytes(uint64(l)*8), p.Device(d).Info().Tiers[vmem.Mapped], p.Device(d).Info().Tiers[vmem.Private])
 	}
 	if got := float64(n) * 8 / (1 << 30); got < minGiB {
 		t.Errorf("capacity %.1f GiB, want at least %.1f GiB", got, minGiB)

@@ -32,7 +32,7 @@ func Part[T any](s *Slice[T], d int) *Slice[T] { return s.sh.parts[d] }
 
 // SetPlacement sets the placement of Slices made on p from now on without
 // WithPlacement, so that a test runs with both.
-func SetPlacement(p *Pool, pl Placement) { p.placement.Store(int32(pl)) }
+func SetPlacement(p *Pool, pl Placement) { p.fillFirst.Store(pl == FillFirst) }
 
 // GetManyCPU is getMany: the batch read by interleaved line loads, which
 // panics where GetBatch returns an error.
@@ -56,4 +56,10 @@ func parsePlacement(s string) (Placement, error) {
 // large ones make bulk copies larger transfers.
 func withStripe(n int) SliceOption {
 	return func(c *sliceConfig) { c.stripe = n }
+}
+
+// PoolStats is the pool's counters of tier t, summed over its devices.
+func PoolStats(p *Pool, t Tier) TierInfo {
+	s := p.stats(t)
+	return TierInfo{Tier: t, Reserved: s.Reserved, InUse: s.InUse, Blocks: s.Blocks, Chunks: s.Chunks, LargestFree: s.LargestFree}
 }

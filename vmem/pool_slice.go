@@ -102,7 +102,10 @@ func newPoolSlice[T any](pool *Pool, n int, opts []SliceOption) (*Slice[T], erro
 	if n < 0 {
 		return nil, fmt.Errorf("vmem: NewSlice: negative length %d: %w", n, ErrRange)
 	}
-	cfg := sliceConfig{placement: Placement(pool.placement.Load())}
+	cfg := sliceConfig{placement: Stripe}
+	if pool.fillFirst.Load() {
+		cfg.placement = FillFirst
+	}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)

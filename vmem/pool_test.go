@@ -70,7 +70,7 @@ func openPool(t testing.TB, k poolKind, opts ...vmem.Options) *vmem.Pool {
 func eachPool(t *testing.T, f func(t *testing.T, p *vmem.Pool)) {
 	for _, k := range poolKinds() {
 		for _, pl := range []vmem.Placement{vmem.Stripe, vmem.FillFirst} {
-			t.Run(k.name+"/"+pl.String(), func(t *testing.T) {
+			t.Run(k.name+"/"+string(pl), func(t *testing.T) {
 				p := openPool(t, k)
 				vmem.SetPlacement(p, pl)
 				f(t, p)
@@ -166,11 +166,11 @@ func TestPoolStats(t *testing.T) {
 		}
 	}
 	for i := range p.Len() {
-		if s := p.Device(i).Stats(vmem.Mapped); s.Blocks != i+1 || s.InUse != uint64(4096*(i+1)) {
+		if s := p.Device(i).Info().Tiers[vmem.Mapped]; s.Blocks != i+1 || s.InUse != uint64(4096*(i+1)) {
 			t.Errorf("device %d: %+v", i, s)
 		}
 	}
-	if tot := p.Stats(vmem.Mapped); tot.Blocks != 6 || tot.InUse != 6*4096 {
+	if tot := vmem.PoolStats(p, vmem.Mapped); tot.Blocks != 6 || tot.InUse != 6*4096 {
 		t.Errorf("total %+v", tot)
 	}
 	for i := range p.Len() {
@@ -192,7 +192,7 @@ func TestParsePlacement(t *testing.T) {
 		if got, err := vmem.ParsePlacement(s); err != nil || got != want {
 			t.Errorf("ParsePlacement(%q) = %v, %v", s, got, err)
 		}
-		if got, _ := vmem.ParsePlacement(want.String()); got != want {
+		if got, _ := vmem.ParsePlacement(string(want)); got != want {
 			t.Errorf("%v does not round-trip", want)
 		}
 	}
@@ -581,7 +581,7 @@ func TestPoolSliceConcurrentReads(t *testing.T) {
 // most of what the devices hold then succeeds.
 func TestPoolSliceFillToCap(t *testing.T) {
 	for _, pl := range []vmem.Placement{vmem.Stripe, vmem.FillFirst} {
-		t.Run(pl.String(), func(t *testing.T) {
+		t.Run(string(pl), func(t *testing.T) {
 			o := vmem.Options{ChunkSize: 64 << 10}
 			o.Limits[vmem.Mapped] = 1 << 20
 			p := openPool(t, poolKind{"host3", vmem.BackendHost, 3}, o)

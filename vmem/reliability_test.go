@@ -26,7 +26,7 @@ func TestFaultFailAlloc(t *testing.T) {
 				if !errors.Is(err, vmem.ErrOutOfMemory) || !b.IsZero() {
 					t.Fatalf("third Alloc: %v, %v; want ErrOutOfMemory", b, err)
 				}
-				if st := d.Stats(vmem.Mapped); st.Blocks != 2 {
+				if st := d.Info().Tiers[vmem.Mapped]; st.Blocks != 2 {
 					t.Fatalf("the failed Alloc changed the blocks: %+v", st)
 				}
 				continue
@@ -162,7 +162,7 @@ func TestDeviceCloseReportsOpenBlocks(t *testing.T) {
 				t.Errorf("Alloc after Close: %v", err)
 			}
 			for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
-				if st := d.Stats(tier); st != (vmem.Stats{}) {
+				if st := d.Info().Tiers[tier]; st.Reserved != 0 || st.InUse != 0 || st.Blocks != 0 || st.Chunks != 0 {
 					t.Errorf("%s after Close: %+v", tier, st)
 				}
 			}

@@ -614,8 +614,8 @@ func TestSliceKernelsMixedTiers(t *testing.T) {
 	}
 	vals := randNumbers[uint64](rng, n, 0)
 	s := newFilled(t, d, vals, vmem.WithSegmentBytes(16<<10))
-	if d.Stats(vmem.Private).Blocks == 0 || d.Stats(vmem.Mapped).Blocks == 0 {
-		t.Fatalf("segments not spread over both tiers: mapped %+v private %+v", d.Stats(vmem.Mapped), d.Stats(vmem.Private))
+	if d.Info().Tiers[vmem.Private].Blocks == 0 || d.Info().Tiers[vmem.Mapped].Blocks == 0 {
+		t.Fatalf("segments not spread over both tiers: mapped %+v private %+v", d.Info().Tiers[vmem.Mapped], d.Info().Tiers[vmem.Private])
 	}
 	idx := make([]int, 5000)
 	for i := range idx {

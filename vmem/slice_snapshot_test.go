@@ -539,7 +539,7 @@ func FuzzLoadSlice(f *testing.F) {
 				t.Fatal("loaded Slice saves to other bytes")
 			}
 		}
-		if st := d.Stats(vmem.Mapped); st.Blocks != 0 {
+		if st := d.Info().Tiers[vmem.Mapped]; st.Blocks != 0 {
 			t.Fatalf("%d blocks leaked", st.Blocks)
 		}
 	})

@@ -312,7 +312,7 @@ func TestSliceSpillsToPrivate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Stats(vmem.Private).InUse == 0 {
+		if d.Info().Tiers[vmem.Private].InUse == 0 {
 			t.Fatal("nothing went to the private tier")
 		}
 		for _, i := range []int{0, 1, n / 2, n - 1} {

@@ -185,7 +185,7 @@ func TestAllocPatterns(t *testing.T) {
 		}
 		d.Trim()
 		for _, tier := range tiers {
-			if st := d.Stats(tier); st.Chunks != 0 || st.Reserved != 0 {
+			if st := d.Info().Tiers[tier]; st.Chunks != 0 || st.Reserved != 0 {
 				t.Errorf("%s: chunks not returned: %+v", tier, st)
 			}
 		}
@@ -214,7 +214,7 @@ func TestExhaustion(t *testing.T) {
 			if len(bs) != limit>>20 {
 				t.Errorf("%s: %d blocks of 1 MiB under a %d MiB limit", tier, len(bs), limit>>20)
 			}
-			st := d.Stats(tier)
+			st := d.Info().Tiers[tier]
 			if st.Reserved > limit || st.Blocks != len(bs) {
 				t.Errorf("%s after OOM: %+v", tier, st)
 			}
@@ -233,7 +233,7 @@ func TestExhaustion(t *testing.T) {
 				}
 			}
 			d.Trim()
-			if st := d.Stats(tier); st.Reserved != 0 || st.InUse != 0 {
+			if st := d.Info().Tiers[tier]; st.Reserved != 0 || st.InUse != 0 {
 				t.Errorf("%s: leaked %+v", tier, st)
 			}
 		}
@@ -393,7 +393,7 @@ func TestInjectedFaults(t *testing.T) {
 		if _, err := d.Alloc(vmem.Mapped, 64, 0); !errors.Is(err, vmem.ErrOutOfMemory) {
 			t.Fatalf("injected OOM: %v", err)
 		}
-		if st := d.Stats(vmem.Mapped); st.Blocks != 1 {
+		if st := d.Info().Tiers[vmem.Mapped]; st.Blocks != 1 {
 			t.Fatalf("failed Alloc changed the tier: %+v", st)
 		}
 		b, err := d.Alloc(vmem.Mapped, 64, 0)

@@ -51,7 +51,7 @@ func TestQuickstart(t *testing.T) {
 			t.Errorf("memory line shows no device memory in use: %v", m)
 		}
 		// run closed what it made (vmemtest also fails the test on a leak).
-		if st := d.Stats(vmem.Mapped); st.InUse != 0 {
+		if st := d.Info().Tiers[vmem.Mapped]; st.InUse != 0 {
 			t.Errorf("run left %d bytes of mapped memory in use", st.InUse)
 		}
 	})

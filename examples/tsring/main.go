@@ -165,8 +165,8 @@ func run(cfg config, w io.Writer) error {
 	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(heap)
 	fmt.Fprintf(w, "memory: Go heap %s live; off the heap: mapped %s, private %s, host tier %s\n",
-		vmem.Bytes(heap[0].Value.Uint64()), vmem.Bytes(dev.Stats(vmem.Mapped).InUse),
-		vmem.Bytes(dev.Stats(vmem.Private).InUse), vmem.Bytes(dev.Stats(vmem.Host).InUse))
+		vmem.Bytes(heap[0].Value.Uint64()), vmem.Bytes(dev.Info().Tiers[vmem.Mapped].InUse),
+		vmem.Bytes(dev.Info().Tiers[vmem.Private].InUse), vmem.Bytes(dev.Info().Tiers[vmem.Host].InUse))
 
 	got, err := verify(path, cfg.series, rounds)
 	if err != nil {

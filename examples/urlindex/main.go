@@ -106,7 +106,7 @@ func run(cfg config, w io.Writer) error {
 	after := gcNow()
 	runtime.GC()
 	heap := heapBytes()
-	off := dev.Stats(vmem.Mapped).InUse + dev.Stats(vmem.Private).InUse + dev.Stats(vmem.Host).InUse
+	off := dev.Info().Tiers[vmem.Mapped].InUse + dev.Info().Tiers[vmem.Private].InUse + dev.Info().Tiers[vmem.Host].InUse
 	fmt.Fprintf(w, "govram Map:  %d unique of %d in %v (%.2f M URLs/s); Go heap %s, off-heap %s; GC %d cycles, %.3f s CPU\n",
 		m.Len(), cfg.n, took.Round(time.Millisecond), float64(cfg.n)/took.Seconds()/1e6,
 		vmem.Bytes(heap), vmem.Bytes(off), after.cycles-before.cycles, after.gcCPU-before.gcCPU)

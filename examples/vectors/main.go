@@ -113,7 +113,7 @@ func run(cfg config, w io.Writer) error {
 	metrics.Read(heap)
 	fmt.Fprintf(w, "store: %d vectors of %d float32 (%s) generated and loaded in %v; Go heap %s, device: mapped %s, private %s\n",
 		cfg.n, dim, vmem.Bytes(size), took.Round(time.Millisecond), vmem.Bytes(heap[0].Value.Uint64()),
-		vmem.Bytes(dev.Stats(vmem.Mapped).InUse), vmem.Bytes(dev.Stats(vmem.Private).InUse))
+		vmem.Bytes(dev.Info().Tiers[vmem.Mapped].InUse), vmem.Bytes(dev.Info().Tiers[vmem.Private].InUse))
 
 	queries := make([]vec, cfg.queries)
 	for i := range queries {

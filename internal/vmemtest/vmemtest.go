@@ -73,7 +73,7 @@ const maxReported = 5
 func Leaks(d *vmem.Device) error {
 	var b strings.Builder
 	for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
-		if st := d.Stats(tier); st.Blocks != 0 || st.InUse != 0 {
+		if st := d.Info().Tiers[tier]; st.Blocks != 0 || st.InUse != 0 {
 			fmt.Fprintf(&b, "%s tier: %d blocks (%d bytes) still allocated\n", tier, st.Blocks, st.InUse)
 		}
 	}
