@@ -43,7 +43,7 @@ func shOpenPool(t testing.TB, k shPoolKind, o vmem.Options) *vmem.Pool {
 	for i := range devs {
 		devs[i] = vmemtest.Open(t, k.backend, o)
 	}
-	p, err := vmem.NewPool(devs...)
+	p, err := vmemtest.NewPool(devs...)
 	if err != nil {
 		t.Fatal(err)
 	}

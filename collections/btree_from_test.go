@@ -161,7 +161,7 @@ func TestBTreeAscendDescendFrom(t *testing.T) {
 			// Splits in the keys' range and, with three devices, one
 			// above it: the last shard stays empty.
 			r := 12 * uint64(n)
-			sp := []uint64{r / 2, 10*r + 10}[:p.Len()-1]
+			sp := []uint64{r / 2, 10*r + 10}[:len(p.Devices())-1]
 			t.Run(fmt.Sprintf("u64/%d", n), func(t *testing.T) {
 				tr, err := NewBTreeOrdered[uint64, uint64](p, WithSplits(sp...), btWithLeafEntries(8), btWithFan(4))
 				if err != nil {
@@ -171,7 +171,7 @@ func TestBTreeAscendDescendFrom(t *testing.T) {
 				btFromCheck(t, btFromFill(t, tr, lessU, u64, n, rng, sp...))
 			})
 			t.Run(fmt.Sprintf("string/%d", n), func(t *testing.T) {
-				ss := []string{btFromStrKey(r / 2), "~"}[:p.Len()-1] // "~": above every key
+				ss := []string{btFromStrKey(r / 2), "~"}[:len(p.Devices())-1] // "~": above every key
 				tr, err := NewBTreeOrdered[string, uint64](p, WithSplits(ss...), btWithLeafEntries(6), btWithFan(4))
 				if err != nil {
 					t.Fatal(err)

@@ -77,8 +77,8 @@ func TestBTreePoolStats(t *testing.T) {
 			tr.ReplaceOrInsert(k, k)
 		}
 		st := tr.Stats()
-		if len(st.Shards) != p.Len() {
-			t.Fatalf("%d shards in Stats, want %d", len(st.Shards), p.Len())
+		if len(st.Shards) != len(p.Devices()) {
+			t.Fatalf("%d shards in Stats, want %d", len(st.Shards), len(p.Devices()))
 		}
 		lens := []int{100, 50}
 		sum := 0
@@ -123,7 +123,7 @@ func TestBTreePoolSequences(t *testing.T) {
 			for i := range keys {
 				keys[i] = fmt.Sprintf("key %05d, long enough for the arena", i)
 			}
-			tr, err := NewBTreeOrdered[string, string](p, WithSplits([]string{keys[200], keys[400]}[:p.Len()-1]...))
+			tr, err := NewBTreeOrdered[string, string](p, WithSplits([]string{keys[200], keys[400]}[:len(p.Devices())-1]...))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -84,13 +84,13 @@ func btSplitsOf[K any](less func(a, b K) bool, opts []BTreeOption) ([]K, error) 
 // shBTNew makes the body of a tree on pool: one tree per device made by
 // mk with opts, the shards divided by splits (checked by btSplitsOf).
 func shBTNew[K, V any](pool *vmem.Pool, less func(a, b K) bool, mk func(*vmem.Device, []BTreeOption) (*BTree[K, V], error), splits []K, opts []BTreeOption) (*shardedBTree[K, V], error) {
-	if pool.Len() == 0 {
+	if len(pool.Devices()) == 0 {
 		return nil, fmt.Errorf("collections: NewBTree: empty pool: %w", vmem.ErrNoDevice)
 	}
 	if err := pool.Err(); err != nil {
 		return nil, fmt.Errorf("collections: NewBTree: %w", err)
 	}
-	t := &shardedBTree[K, V]{pool: pool, less: less, shards: make([]*BTree[K, V], pool.Len())}
+	t := &shardedBTree[K, V]{pool: pool, less: less, shards: make([]*BTree[K, V], len(pool.Devices()))}
 	if splits != nil {
 		if len(splits) >= len(t.shards) {
 			return nil, fmt.Errorf("collections: NewBTree: %d splits for %d devices", len(splits), len(t.shards))
@@ -99,7 +99,7 @@ func shBTNew[K, V any](pool *vmem.Pool, less func(a, b K) bool, mk func(*vmem.De
 	}
 	opts = slices.DeleteFunc(slices.Clone(opts), func(o BTreeOption) bool { return o == nil })
 	for d := range t.shards {
-		b, err := mk(pool.Device(d), opts)
+		b, err := mk(pool.Devices()[d], opts)
 		if err != nil {
 			t.Close()
 			return nil, fmt.Errorf("collections: NewBTree: device %d: %w", d, err)

@@ -330,7 +330,7 @@ func TestShardedBTreeModel(t *testing.T) {
 			shBTDiff(t, s, steps, 1)
 		})
 		t.Run("with-splits", func(t *testing.T) {
-			sp := []int64{-2000, 3000}[:p.Len()-1]
+			sp := []int64{-2000, 3000}[:len(p.Devices())-1]
 			s, err := NewBTree[int64, uint64](p, func(a, b int64) bool { return a < b }, WithSplits(sp...), btWithLeafEntries(5))
 			if err != nil {
 				t.Fatal(err)
@@ -362,7 +362,7 @@ func TestShardedBTreeFaults(t *testing.T) {
 		for i := range ks {
 			ks[i], vs[i] = int64(i), uint64(i)*3
 		}
-		kdev(p.Device(p.Len() - 1)).InjectFaults(kern.Faults{FailAlloc: 1})
+		kdev(p.Devices()[len(p.Devices())-1]).InjectFaults(kern.Faults{FailAlloc: 1})
 		if err := s.BulkLoad(ks, vs); !errors.Is(err, vmem.ErrOutOfMemory) {
 			t.Fatalf("BulkLoad with a failing device: %v, want vmem.ErrOutOfMemory", err)
 		}
@@ -373,7 +373,7 @@ func TestShardedBTreeFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Now a failing load above the maximum leaves the loaded tree as it was.
-		kdev(p.Device(p.Len() - 1)).InjectFaults(kern.Faults{FailAlloc: 1})
+		kdev(p.Devices()[len(p.Devices())-1]).InjectFaults(kern.Faults{FailAlloc: 1})
 		more := make([]int64, 600)
 		for i := range more {
 			more[i] = int64(1000 + i)

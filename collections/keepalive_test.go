@@ -331,7 +331,7 @@ func TestShardedKeptAlive(t *testing.T) {
 				waits += vmemtest.KeptAlive(t, newTree(t, op.empty), func(bt SB) { op.run(t, bt) })
 			})
 		}
-		kaWaited(t, kdev(p.Device(0)).KernelsAvailable(), waits)
+		kaWaited(t, kdev(p.Devices()[0]).KernelsAvailable(), waits)
 	})
 }
 

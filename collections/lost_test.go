@@ -53,7 +53,7 @@ func errString(r any) string {
 // plain memory, read inline with no check (see Slice.Get).
 func TestReadsPanicWhenLost(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		pool, err := vmem.NewPool(d)
+		pool, err := vmemtest.NewPool(d)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -64,7 +64,7 @@ type shardedMap[K comparable, V any] struct {
 // for the unevenness of hashing). WithHostCache's bytes are each shard's
 // tier (Stats adds them up).
 func newShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*shardedMap[K, V], error) {
-	if pool == nil || pool.Len() == 0 {
+	if pool == nil || len(pool.Devices()) == 0 {
 		return nil, errors.New("collections: NewMap: nil or empty pool")
 	}
 	if err := pool.Err(); err != nil {
@@ -87,7 +87,7 @@ func newShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*sh
 			return nil, fmt.Errorf("collections: NewMap: WithHasher got a %T, want a func(%v) uint64", cfg.hasher, reflect.TypeFor[K]())
 		}
 	}
-	nd := pool.Len()
+	nd := len(pool.Devices())
 	shardOpts := append([]MapOption(nil), opts...)
 	if cfg.capacity > 0 {
 		// Each shard gets its share plus four standard deviations of a
@@ -111,7 +111,7 @@ func newShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*sh
 	}
 	// Shards are made at once: a large capacity is zeroed by each device.
 	err = shRun(all, func(d int) error {
-		m, err := newMap[K, V](pool.Device(d), shardOpts...)
+		m, err := newMap[K, V](pool.Devices()[d], shardOpts...)
 		s.shards[d] = m
 		return err
 	})

@@ -71,7 +71,7 @@ func BenchmarkShardedMapGetBatch(b *testing.B) {
 	shBenchQueued(b)
 	p := shBenchPool(b)
 	defer p.Close()
-	one, err := vmem.NewPool(p.Device(0))
+	one, err := vmemtest.NewPool(p.Devices()[0])
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func BenchmarkShardedMapGetBatch(b *testing.B) {
 	pools := []struct {
 		name string
 		p    *vmem.Pool
-	}{{"one", one}, {fmt.Sprintf("all-%d", p.Len()), p}}
+	}{{"one", one}, {fmt.Sprintf("all-%d", len(p.Devices())), p}}
 	for _, n := range vmemtest.BenchSizes(b, 1e5) {
 		keys, q := shBenchQueries(n, batch)
 		vals := make([]uint64, len(q))
@@ -331,7 +331,7 @@ func shBenchPool(b *testing.B) *vmem.Pool {
 			b.Fatal(err)
 		}
 	}
-	p, err := vmem.NewPool(devs...)
+	p, err := vmemtest.NewPool(devs...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -212,7 +212,7 @@ func shSteps(p *vmem.Pool) int {
 	if testing.Short() {
 		n = 250
 	}
-	if p.Device(0).Backend() == vmem.BackendVulkan {
+	if p.Devices()[0].Backend() == vmem.BackendVulkan {
 		n /= 2
 	}
 	if buildconst.Race {
@@ -266,7 +266,7 @@ func TestShardedMapFaults(t *testing.T) {
 		last := len(s.sh.shards) - 1
 		// A single Put that must grow the last shard's table fails and
 		// changes nothing.
-		kdev(p.Device(last)).InjectFaults(kern.Faults{FailAlloc: 1})
+		kdev(p.Devices()[last]).InjectFaults(kern.Faults{FailAlloc: 1})
 		// (In invariants builds the walk after a write allocates too and
 		// may take the fault instead, so the loop is bounded.)
 		failed := false
@@ -300,7 +300,7 @@ func TestShardedMapFaults(t *testing.T) {
 		// its new value. (On Vulkan the first allocation may be the GPU
 		// copy of the control bytes, which falls back to another tier, so
 		// the batch may also succeed.)
-		kdev(p.Device(last)).InjectFaults(kern.Faults{FailAlloc: 1})
+		kdev(p.Devices()[last]).InjectFaults(kern.Faults{FailAlloc: 1})
 		nk := 20000
 		if buildconst.Invariants {
 			nk = 4000 // every store then walks the table
@@ -312,7 +312,7 @@ func TestShardedMapFaults(t *testing.T) {
 			vals[i] = uint64(i) + 1_000_000
 		}
 		err = s.PutBatch(keys, vals)
-		if err != nil && !errors.Is(err, vmem.ErrOutOfMemory) || err == nil && p.Device(0).Backend() == vmem.BackendHost {
+		if err != nil && !errors.Is(err, vmem.ErrOutOfMemory) || err == nil && p.Devices()[0].Backend() == vmem.BackendHost {
 			t.Fatalf("PutBatch with a failing device: %v, want vmem.ErrOutOfMemory", err)
 		}
 		got := make([]uint64, len(keys))
@@ -629,7 +629,7 @@ func TestShardedMapGetBatchFixed(t *testing.T) {
 					delete(model, k)
 				}
 			}
-			if kdev(p.Device(0)).KernelsAvailable() && len(s.sh.shards) == 2 {
+			if kdev(p.Devices()[0]).KernelsAvailable() && len(s.sh.shards) == 2 {
 				// The split itself: regions of spread keys hold; one shard's do not.
 				sh := s.sh.shards[0]
 				hmode, _ := sh.gpuMode()
@@ -720,8 +720,8 @@ func TestShardedMapStats(t *testing.T) {
 		}
 		var sum MapStats
 		per := st.Shards
-		if len(per) != p.Len() {
-			t.Fatalf("Stats().Shards has %d entries, want %d", len(per), p.Len())
+		if len(per) != len(p.Devices()) {
+			t.Fatalf("Stats().Shards has %d entries, want %d", len(per), len(p.Devices()))
 		}
 		for _, sh := range per {
 			if sh.Cache.Capacity == 0 {

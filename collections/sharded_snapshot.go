@@ -49,7 +49,7 @@ func mapLoadPool[K comparable, V any](pool *vmem.Pool, r io.Reader, opts []MapOp
 }
 
 func shMapLoad[K comparable, V any](pool *vmem.Pool, r io.Reader, opts []MapOption) (*shardedMap[K, V], error) {
-	if pool == nil || pool.Len() == 0 {
+	if pool == nil || len(pool.Devices()) == 0 {
 		return nil, errors.New("nil or empty pool")
 	}
 	if _, _, err := mapCheckTypes[K, V](); err != nil {
@@ -64,8 +64,8 @@ func shMapLoad[K comparable, V any](pool *vmem.Pool, r io.Reader, opts []MapOpti
 		return nil, fmt.Errorf("%w: map header has aux fields set", snapfmt.ErrCorrupt)
 	}
 	// Keys spread evenly over the shards: each device holds its share.
-	nd := uint64(pool.Len())
-	if err := snapCountCheck(pool.Device(0), (h.Count+nd-1)/nd, 1); err != nil {
+	nd := uint64(len(pool.Devices()))
+	if err := snapCountCheck(pool.Devices()[0], (h.Count+nd-1)/nd, 1); err != nil {
 		return nil, err
 	}
 	if err := sr.Prefetch(); err != nil {
@@ -135,7 +135,7 @@ func (t *shardedBTree[K, V]) shLoadBody(r io.Reader) error {
 		return fmt.Errorf("%w: tree header has aux fields set", snapfmt.ErrCorrupt)
 	}
 	nd := uint64(len(t.shards))
-	if err := snapCountCheck(t.pool.Device(0), (h.Count+nd-1)/nd, 1); err != nil {
+	if err := snapCountCheck(t.pool.Devices()[0], (h.Count+nd-1)/nd, 1); err != nil {
 		return err
 	}
 	if err := sr.Prefetch(); err != nil {

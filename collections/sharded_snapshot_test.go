@@ -120,7 +120,7 @@ func (d *shSnapData) mapRoundTrips(sm *Map[string, int]) {
 	}
 	d.checkMap("pool map round trip", sm2.All(), sm2.Len())
 	sm2.Close()
-	m, err := LoadMap[string, int](p.Device(0), bytes.NewReader(snap))
+	m, err := LoadMap[string, int](p.Devices()[0], bytes.NewReader(snap))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,9 +156,9 @@ func (d *shSnapData) treeRoundTrips(st *BTree[int64, int]) []byte {
 		t.Fatal(err)
 	}
 	d.checkTree("BTree on a pool round trip", keysOf(st2.All()), valuesOf(st2.All()))
-	if lens := st2.sh.shardLens(); n >= p.Len() {
+	if lens := st2.sh.shardLens(); n >= len(p.Devices()) {
 		for _, l := range lens {
-			if l < n/p.Len() || l > n/p.Len()+1 {
+			if l < n/len(p.Devices()) || l > n/len(p.Devices())+1 {
 				t.Fatalf("shards hold %v entries: not an even spread of %d", lens, n)
 			}
 		}
@@ -169,18 +169,18 @@ func (d *shSnapData) treeRoundTrips(st *BTree[int64, int]) []byte {
 		}
 	}
 	st2.Close()
-	if n > 2 && p.Len() > 1 {
-		st3, err := LoadBTreeOrdered[int64, int](p, bytes.NewReader(snap), WithSplits(tkeys[n/3:n/3+p.Len()-1]...))
+	if n > 2 && len(p.Devices()) > 1 {
+		st3, err := LoadBTreeOrdered[int64, int](p, bytes.NewReader(snap), WithSplits(tkeys[n/3:n/3+len(p.Devices())-1]...))
 		if err != nil {
 			t.Fatal(err)
 		}
 		d.checkTree("BTree on a pool loaded with splits", keysOf(st3.All()), valuesOf(st3.All()))
-		if got := st3.sh.splitKeys(); !slices.Equal(got, tkeys[n/3:n/3+p.Len()-1]) {
+		if got := st3.sh.splitKeys(); !slices.Equal(got, tkeys[n/3:n/3+len(p.Devices())-1]) {
 			t.Fatalf("splits %v after a load with splits", got)
 		}
 		st3.Close()
 	}
-	bt, err := LoadBTreeOrdered[int64, int](p.Device(0), bytes.NewReader(snap))
+	bt, err := LoadBTreeOrdered[int64, int](p.Devices()[0], bytes.NewReader(snap))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,8 +104,8 @@ func TestVerbs(t *testing.T) {
 		checkHas(t, sm.Has)
 
 		var splits []int
-		for i := 1; i < p.Len(); i++ {
-			splits = append(splits, keys[i*len(keys)/p.Len()])
+		for i := 1; i < len(p.Devices()); i++ {
+			splits = append(splits, keys[i*len(keys)/len(p.Devices())])
 		}
 		sb, err := NewBTreeOrdered[int, int](p, WithSplits(splits...))
 		if err != nil {

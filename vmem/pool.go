@@ -22,6 +22,7 @@ package vmem
 import (
 	"errors"
 	"fmt"
+	"github.com/govram/govram/internal/testhooks"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,7 +60,7 @@ const poolMaxDevices = 256
 // devices then.
 type Pool struct {
 	devs      []*Device
-	owned     bool         // Close closes the devices (OpenAll)
+	owned     bool        // Close closes the devices (OpenAll)
 	fillFirst atomic.Bool // Slices made without WithPlacement fill first (tests set it)
 	closeOnce sync.Once
 	closeErr  error
@@ -216,16 +217,17 @@ func poolSelect(pds []vk.PhysicalDevice, sel string, auto bool) ([]int, error) {
 	return idx, nil
 }
 
-// NewPool makes a pool of devices the caller opened (and keeps closing):
+// newPool makes a pool of devices the caller opened (and keeps closing):
 // Close of the pool leaves them open. The devices must be distinct and
 // open; there may be 1 to 256 of them.
 //
-// Tests use it to simulate several GPUs: several host devices, or one
-// Vulkan device (lavapipe) opened twice as two logical devices. Such a
-// pool exercises every code path of the pool containers (routing,
-// spilling, fan-out, errors), but its devices share one memory and one
-// processor, so it says nothing about the speed of several GPUs.
-func NewPool(devs ...*Device) (*Pool, error) {
+// Tests use it (internal/testhooks) to simulate several GPUs: several
+// host devices, or one Vulkan device (lavapipe) opened twice as two
+// logical devices. Such a pool exercises every code path of the pool
+// containers (routing, spilling, fan-out, errors), but its devices share
+// one memory and one processor, so it says nothing about the speed of
+// several GPUs.
+func newPool(devs ...*Device) (*Pool, error) {
 	if len(devs) == 0 {
 		return nil, fmt.Errorf("vmem: NewPool: no devices: %w", ErrNoDevice)
 	}
@@ -246,12 +248,12 @@ func NewPool(devs ...*Device) (*Pool, error) {
 	return &Pool{devs: slices.Clone(devs)}, nil
 }
 
-// Len returns the number of devices.
-func (p *Pool) Len() int { return len(p.devs) }
+// Devices returns the pool's devices, in the driver's order for a pool
+// from OpenAll: each one's Info and Err are that GPU's.
+func (p *Pool) Devices() []*Device { return slices.Clone(p.devs) }
 
-// Device returns device i (0 <= i < Len), in the driver's order for a
-// pool from OpenAll: its Info, Stats and Err are that GPU's.
-func (p *Pool) Device(i int) *Device { return p.devs[i] }
+// len returns the number of devices.
+func (p *Pool) len() int { return len(p.devs) }
 
 // stats returns the tier's counters summed over the devices (LargestFree
 // is the largest on any one device: no block spans devices).
@@ -280,16 +282,6 @@ func (p *Pool) Err() error {
 		}
 	}
 	return nil
-}
-
-// String formats the pool's devices for people.
-func (p *Pool) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "pool of %d devices\n", len(p.devs))
-	for i, d := range p.devs {
-		fmt.Fprintf(&b, "device %d: %s", i, d.Info())
-	}
-	return b.String()
 }
 
 // Close closes the devices of a pool from OpenAll (each Device.Close: the
@@ -322,4 +314,14 @@ func (p *Pool) usable() error {
 		return ErrClosed
 	}
 	return nil
+}
+
+func init() {
+	testhooks.NewPool = func(devs []any) (any, error) {
+		ds := make([]*Device, len(devs))
+		for i, d := range devs {
+			ds[i], _ = d.(*Device)
+		}
+		return newPool(ds...)
+	}
 }

@@ -76,12 +76,12 @@ func TestPoolCapacity(t *testing.T) {
 	}
 	defer p.Close()
 	t.Logf("%s", p)
-	if p.Device(0).Backend() != vmem.BackendVulkan && maxGiB == 0 {
+	if p.Devices()[0].Backend() != vmem.BackendVulkan && maxGiB == 0 {
 		t.Skip("no GPU: set VMEM_POOL_CAPACITY_MAX_GIB to run on host memory")
 	}
 	var want uint64
-	for i := range p.Len() {
-		want += p.Device(i).Info().Tiers[vmem.Mapped].Capacity // mapped and private share the VRAM heap
+	for i := range len(p.Devices()) {
+		want += p.Devices()[i].Info().Tiers[vmem.Mapped].Capacity // mapped and private share the VRAM heap
 	}
 	if maxGiB > 0 {
 		want = min(want, uint64(maxGiB*(1<<30)))
@@ -107,7 +107,7 @@ func TestPoolCapacity(t *testing.T) {
 	size := vmem.Bytes(uint64(n) * 8)
 	t.Logf("one Slice[uint64] on the pool, of %d elements = %s (%.1f GiB), placement %s, allocated in %v", n, size, float64(n)*8/(1<<30), pl, time.Since(start))
 	for d, l := range vmem.DeviceLens(s) {
-		t.Logf("device %d: %s; mapped %+v; private %+v", d, vmem.Bytes(uint64(l)*8), p.Device(d).Info().Tiers[vmem.Mapped], p.Device(d).Info().Tiers[vmem.Private])
+		t.Logf("device %d: %s; mapped %+v; private %+v", d, vmem.Bytes(uint64(l)*8), p.Devices()[d].Info().Tiers[vmem.Mapped], p.Devices()[d].Info().Tiers[vmem.Private])
 	}
 	if got := float64(n) * 8 / (1 << 30); got < minGiB {
 		t.Errorf("capacity %.1f GiB, want at least %.1f GiB", got, minGiB)
@@ -115,7 +115,7 @@ func TestPoolCapacity(t *testing.T) {
 
 	// Fill: the next chunk is generated on all cores while CopyFrom moves
 	// this one (a striped chunk covers every device, so they all work).
-	chunk := min(n, max(p.Len()*(64<<20)/8, 1))
+	chunk := min(n, max(len(p.Devices())*(64<<20)/8, 1))
 	bufs := [2][]uint64{make([]uint64, chunk), make([]uint64, chunk)}
 	start = time.Now()
 	poolGen(bufs[0][:min(chunk, n)], 0)
@@ -180,14 +180,14 @@ func BenchmarkPoolSliceCopy(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.Close()
-	one, err := vmem.NewPool(p.Device(0))
+	one, err := vmemtest.NewPool(p.Devices()[0])
 	if err != nil {
 		b.Fatal(err)
 	}
 	pools := []struct {
 		name string
 		p    *vmem.Pool
-	}{{"one", one}, {fmt.Sprintf("all-%d", p.Len()), p}}
+	}{{"one", one}, {fmt.Sprintf("all-%d", len(p.Devices())), p}}
 	for _, n := range vmemtest.BenchSizes(b, 4e6) {
 		buf := make([]uint64, n)
 		poolGen(buf, 0)

@@ -115,7 +115,7 @@ func newPoolSlice[T any](pool *Pool, n int, opts []SliceOption) (*Slice[T], erro
 		return nil, fmt.Errorf("vmem: NewSlice: unknown %v", cfg.placement)
 	}
 	var zero T
-	s := &poolSlice[T]{nd: pool.Len(), place: cfg.placement, size: unsafe.Sizeof(zero)}
+	s := &poolSlice[T]{nd: pool.len(), place: cfg.placement, size: unsafe.Sizeof(zero)}
 	// The Slice handed out: its own fields stay those of an empty Slice
 	// (no fast path, so Get goes to s), but for Len, mirrored from s after
 	// every change, and Err, which s's errors reach.

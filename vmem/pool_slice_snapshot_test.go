@@ -80,7 +80,7 @@ func poolSnapRoundTrip[T any](t *testing.T, p, other *vmem.Pool, n int) {
 		s := poolSliceOf(t, p, want, opts...)
 		defer s.Close()
 		data := poolSnapSave(t, s)
-		one := snapSliceOf(t, p.Device(0), want)
+		one := snapSliceOf(t, p.Devices()[0], want)
 		if single := snapSave(t, one); !bytes.Equal(single, data) {
 			t.Fatalf("PoolSlice.Save wrote %d bytes unlike Slice.Save's %d", len(data), len(single))
 		}
@@ -115,7 +115,7 @@ func poolSnapRoundTrip[T any](t *testing.T, p, other *vmem.Pool, n int) {
 				}
 				l.Close()
 			}
-			l, err := vmem.LoadSlice[T](p.Device(0), mk())
+			l, err := vmem.LoadSlice[T](p.Devices()[0], mk())
 			if err != nil {
 				t.Fatalf("LoadSlice/%s: %v", rname, err)
 			}
@@ -141,7 +141,7 @@ func TestPoolSliceSnapshotRoundTrip(t *testing.T) {
 // blocks and stages, so that the pipelines overlap their stages.
 func TestPoolSliceSnapshotLarge(t *testing.T) {
 	eachPool(t, func(t *testing.T, p *vmem.Pool) {
-		if buildconst.Race && p.Device(0).Backend() == vmem.BackendVulkan {
+		if buildconst.Race && p.Devices()[0].Backend() == vmem.BackendVulkan {
 			t.Skip("slow under the race detector on lavapipe")
 		}
 		n := 2*snapBlockElems[uint64]() + 12345
@@ -201,7 +201,7 @@ func TestPoolSliceSnapshotTypeMismatch(t *testing.T) {
 		check("float64", l3, err)
 		l4, err := vmem.LoadSlice[snapPair](p, bytes.NewReader(data))
 		check("struct{Lo, Hi uint32}", l4, err)
-		_, err = vmem.LoadSlice[int64](p.Device(0), bytes.NewReader(data))
+		_, err = vmem.LoadSlice[int64](p.Devices()[0], bytes.NewReader(data))
 		check("LoadSlice int64", nil, err)
 	})
 }
@@ -215,7 +215,7 @@ func TestPoolSliceSnapshotDamage(t *testing.T) {
 		data := poolSnapSave(t, s)
 		s.Close()
 		step := 1
-		if p.Device(0).Backend() == vmem.BackendVulkan || buildconst.Race {
+		if p.Devices()[0].Backend() == vmem.BackendVulkan || buildconst.Race {
 			step = 7
 		}
 		for cut := 0; cut < len(data); cut += step {

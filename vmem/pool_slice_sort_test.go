@@ -17,7 +17,7 @@ import (
 // poolSortSizes are lengths around stripe (16) and part boundaries.
 func poolSortSizes(p *vmem.Pool) []int {
 	ns := []int{0, 1, 2, 15, 16, 17, 33, 1000, 4099}
-	if !buildconst.Race || p.Device(0).Backend() == vmem.BackendHost {
+	if !buildconst.Race || p.Devices()[0].Backend() == vmem.BackendHost {
 		ns = append(ns, 100_003)
 	}
 	return ns
@@ -64,7 +64,7 @@ func poolSortCheck[T vmem.Number](t *testing.T, p *vmem.Pool, vals []T, slicesTo
 			t.Fatalf("%d elements (lens %v): element %d = %v, slices.Sort gives %v", len(vals), vmem.DeviceLens(s), i, got[i], want[i])
 		}
 	}
-	one := snapSliceOf(t, p.Device(p.Len()-1), vals)
+	one := snapSliceOf(t, p.Devices()[len(p.Devices())-1], vals)
 	defer one.Close()
 	if err := vmem.Sort(one); err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func poolSumCheck[T vmem.Number](t *testing.T, p *vmem.Pool, vals []T, opts ...v
 	t.Helper()
 	s := poolSliceOf(t, p, vals, opts...)
 	defer s.Close()
-	one := snapSliceOf(t, p.Device(0), vals)
+	one := snapSliceOf(t, p.Devices()[0], vals)
 	defer one.Close()
 	got, err := vmem.Sum(s)
 	want, werr := vmem.Sum(one)
@@ -221,7 +221,7 @@ func TestPoolSliceSum(t *testing.T) {
 		}
 		s := poolSliceOf(t, p, poolRandInts[int8](r, 1000, 127), vmem.WithStripe(16))
 		defer s.Close()
-		one := snapSliceOf(t, p.Device(0), poolElems(t, s))
+		one := snapSliceOf(t, p.Devices()[0], poolElems(t, s))
 		defer one.Close()
 		wide, err := vmem.SumAs[int64](s)
 		if want, _ := vmem.SumAs[int64](one); err != nil || wide != want {

@@ -58,7 +58,7 @@ func openPool(t testing.TB, k poolKind, opts ...vmem.Options) *vmem.Pool {
 		}
 		devs[i] = vmemtest.Open(t, k.backend, o)
 	}
-	p, err := vmem.NewPool(devs...)
+	p, err := vmemtest.NewPool(devs...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,27 +80,27 @@ func eachPool(t *testing.T, f func(t *testing.T, p *vmem.Pool)) {
 }
 
 func TestPoolNew(t *testing.T) {
-	if _, err := vmem.NewPool(); !errors.Is(err, vmem.ErrNoDevice) {
+	if _, err := vmemtest.NewPool(); !errors.Is(err, vmem.ErrNoDevice) {
 		t.Errorf("NewPool(): %v, want ErrNoDevice", err)
 	}
 	d := vmemtest.Open(t, vmem.BackendHost, vmem.Options{})
-	if _, err := vmem.NewPool(d, nil); !errors.Is(err, vmem.ErrNoDevice) {
+	if _, err := vmemtest.NewPool(d, nil); !errors.Is(err, vmem.ErrNoDevice) {
 		t.Errorf("NewPool(d, nil): %v, want ErrNoDevice", err)
 	}
-	if _, err := vmem.NewPool(d, d); err == nil {
+	if _, err := vmemtest.NewPool(d, d); err == nil {
 		t.Error("NewPool(d, d) accepted a device twice")
 	}
 	d2, _ := vmem.Open(vmem.Options{Backend: vmem.BackendHost})
 	d2.Close()
-	if _, err := vmem.NewPool(d, d2); !errors.Is(err, vmem.ErrClosed) {
+	if _, err := vmemtest.NewPool(d, d2); !errors.Is(err, vmem.ErrClosed) {
 		t.Errorf("NewPool with a closed device: %v, want ErrClosed", err)
 	}
-	p, err := vmem.NewPool(d)
+	p, err := vmemtest.NewPool(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Len() != 1 || p.Device(0) != d {
-		t.Errorf("pool: len %d, device 0 %p, want %p", p.Len(), p.Device(0), d)
+	if len(p.Devices()) != 1 || p.Devices()[0] != d {
+		t.Errorf("pool: len %d, device 0 %p, want %p", len(p.Devices()), p.Devices()[0], d)
 	}
 	p.Close()
 	p.Close()
@@ -117,10 +117,10 @@ func TestPoolOpenAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Len() < 1 {
-		t.Fatalf("%d devices", p.Len())
+	if len(p.Devices()) < 1 {
+		t.Fatalf("%d devices", len(p.Devices()))
 	}
-	in := []vmem.Info{p.Device(0).Info()}
+	in := []vmem.Info{p.Devices()[0].Info()}
 	if in[0].Backend == vmem.BackendHost && in[0].Fallback == "" && os.Getenv("VMEM_BACKEND") != "host" {
 		t.Errorf("host fallback without a reason: %+v", in[0])
 	}
@@ -128,7 +128,7 @@ func TestPoolOpenAll(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Error(err)
 	}
-	if err := p.Device(0).Err(); !errors.Is(err, vmem.ErrClosed) {
+	if err := p.Devices()[0].Err(); !errors.Is(err, vmem.ErrClosed) {
 		t.Errorf("OpenAll pool's Close left device 0 open: %v", err)
 	}
 
@@ -143,8 +143,8 @@ func TestPoolOpenAll(t *testing.T) {
 		t.Skipf("no Vulkan device: %v", err)
 	}
 	defer p.Close()
-	for i := range p.Len() {
-		if in := p.Device(i).Info(); in.Backend != vmem.BackendVulkan {
+	for i := range len(p.Devices()) {
+		if in := p.Devices()[i].Info(); in.Backend != vmem.BackendVulkan {
 			t.Errorf("device %d: backend %v", i, in.Backend)
 		}
 	}
@@ -156,32 +156,32 @@ func TestPoolOpenAll(t *testing.T) {
 func TestPoolStats(t *testing.T) {
 	p := openPool(t, poolKind{"host3", vmem.BackendHost, 3})
 	var blks []vmem.Block
-	for i := range p.Len() {
+	for i := range len(p.Devices()) {
 		for range i + 1 {
-			b, err := p.Device(i).Alloc(vmem.Mapped, 4096, 0)
+			b, err := p.Devices()[i].Alloc(vmem.Mapped, 4096, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			blks = append(blks, b)
 		}
 	}
-	for i := range p.Len() {
-		if s := p.Device(i).Info().Tiers[vmem.Mapped]; s.Blocks != i+1 || s.InUse != uint64(4096*(i+1)) {
+	for i := range len(p.Devices()) {
+		if s := p.Devices()[i].Info().Tiers[vmem.Mapped]; s.Blocks != i+1 || s.InUse != uint64(4096*(i+1)) {
 			t.Errorf("device %d: %+v", i, s)
 		}
 	}
 	if tot := vmem.PoolStats(p, vmem.Mapped); tot.Blocks != 6 || tot.InUse != 6*4096 {
 		t.Errorf("total %+v", tot)
 	}
-	for i := range p.Len() {
-		if in := p.Device(i).Info(); in.Tiers[vmem.Mapped].Blocks != i+1 {
+	for i := range len(p.Devices()) {
+		if in := p.Devices()[i].Info(); in.Tiers[vmem.Mapped].Blocks != i+1 {
 			t.Errorf("Info of device %d: %+v", i, in.Tiers[vmem.Mapped])
 		}
 	}
 	k := 0
-	for i := range p.Len() {
+	for i := range len(p.Devices()) {
 		for range i + 1 {
-			p.Device(i).Free(blks[k])
+			p.Devices()[i].Free(blks[k])
 			k++
 		}
 	}
@@ -227,7 +227,7 @@ func poolSteps(b vmem.Backend) int {
 
 func TestPoolSliceModel(t *testing.T) {
 	eachPool(t, func(t *testing.T, p *vmem.Pool) {
-		b := p.Device(0).Backend()
+		b := p.Devices()[0].Backend()
 		t.Run("uint32/stripe8", func(t *testing.T) {
 			poolSliceDiff(t, p, func(x uint64) uint32 { return uint32(x) }, poolSteps(b), vmem.WithStripe(8), vmem.WithSegmentBytes(1024))
 		})
@@ -413,7 +413,7 @@ func TestPoolSliceFaults(t *testing.T) {
 			if err := s.Append(model...); err != nil {
 				t.Fatal(err)
 			}
-			last := p.Device(p.Len() - 1)
+			last := p.Device(len(p.Devices()) - 1)
 			kdev(last).InjectFaults(kern.Faults{FailAlloc: 1})
 			before := vmem.DeviceLens(s)
 			if err := s.Append(make([]uint64, 20000)...); !errors.Is(err, vmem.ErrOutOfMemory) {
@@ -432,7 +432,7 @@ func TestPoolSliceFaults(t *testing.T) {
 			model = append(model, 7)
 
 			// Lose device 1 during a bulk write.
-			kdev(p.Device(1)).InjectFaults(kern.Faults{FailSubmit: 1})
+			kdev(p.Devices()[1]).InjectFaults(kern.Faults{FailSubmit: 1})
 			src := make([]uint64, len(model))
 			err = s.CopyFrom(src, 0)
 			if !errors.Is(err, vmem.ErrDeviceLost) {
@@ -476,7 +476,7 @@ func TestPoolSliceClose(t *testing.T) {
 	devs := []*vmem.Device{vmemtest.Open(t, vmem.BackendHost, vmem.Options{})}
 	d1, _ := vmem.Open(vmem.Options{Backend: vmem.BackendHost})
 	devs = append(devs, d1)
-	q, _ := vmem.NewPool(devs...)
+	q, _ := vmemtest.NewPool(devs...)
 	s2, err := vmem.NewSlice[uint64](q, 100, vmem.WithStripe(4))
 	if err != nil {
 		t.Fatal(err)

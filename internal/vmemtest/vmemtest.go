@@ -15,6 +15,7 @@ package vmemtest
 import (
 	"errors"
 	"fmt"
+	"github.com/govram/govram/internal/testhooks"
 	"os"
 	"strings"
 	"testing"
@@ -112,4 +113,17 @@ func Panics(f func()) (msg string, panicked bool) {
 	}()
 	f()
 	return "", false
+}
+
+// NewPool makes a pool of devices the caller opened (and keeps closing),
+// as OpenAll makes one of every GPU: tests simulate several GPUs with
+// several host devices, or one Vulkan device opened twice.
+func NewPool(devs ...*vmem.Device) (*vmem.Pool, error) {
+	ds := make([]any, len(devs))
+	for i, d := range devs {
+		ds[i] = d
+	}
+	p, err := testhooks.NewPool(ds)
+	pool, _ := p.(*vmem.Pool)
+	return pool, err
 }
