@@ -75,7 +75,9 @@ func TestPoolCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	t.Logf("%s", p)
+	for i, d := range p.Devices() {
+		t.Logf("device %d: %s", i, d.Info())
+	}
 	if p.Devices()[0].Backend() != vmem.BackendVulkan && maxGiB == 0 {
 		t.Skip("no GPU: set VMEM_POOL_CAPACITY_MAX_GIB to run on host memory")
 	}

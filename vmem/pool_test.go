@@ -124,7 +124,9 @@ func TestPoolOpenAll(t *testing.T) {
 	if in[0].Backend == vmem.BackendHost && in[0].Fallback == "" && os.Getenv("VMEM_BACKEND") != "host" {
 		t.Errorf("host fallback without a reason: %+v", in[0])
 	}
-	t.Logf("%s", p)
+	for i, d := range p.Devices() {
+		t.Logf("device %d: %s", i, d.Info())
+	}
 	if err := p.Close(); err != nil {
 		t.Error(err)
 	}
@@ -413,7 +415,7 @@ func TestPoolSliceFaults(t *testing.T) {
 			if err := s.Append(model...); err != nil {
 				t.Fatal(err)
 			}
-			last := p.Device(len(p.Devices()) - 1)
+			last := p.Devices()[len(p.Devices())-1]
 			kdev(last).InjectFaults(kern.Faults{FailAlloc: 1})
 			before := vmem.DeviceLens(s)
 			if err := s.Append(make([]uint64, 20000)...); !errors.Is(err, vmem.ErrOutOfMemory) {

@@ -64,8 +64,8 @@ func TestSliceStatsPool(t *testing.T) {
 		}
 		st := s.Stats()
 		sliceStatsCheck(t, st, 100000)
-		if len(st.Shards) != p.Len() {
-			t.Fatalf("%d shards in the Stats of a Slice on a pool of %d", len(st.Shards), p.Len())
+		if len(st.Shards) != len(p.Devices()) {
+			t.Fatalf("%d shards in the Stats of a Slice on a pool of %d", len(st.Shards), len(p.Devices()))
 		}
 		sum := 0
 		for _, sh := range st.Shards {
