@@ -341,7 +341,7 @@ func newResults(dev *vmem.Device, cfg *config, args []string) *Results {
 // run (a case or container leaked them) and reports whether any did.
 func noteLeaks(dev *vmem.Device, res *Results) bool {
 	leaked := false
-	for t := vmem.Tier(0); t < vmem.NumTiers; t++ {
+	for t := vmem.Tier(0); t <= vmem.Host; t++ {
 		if st := dev.Info().Tiers[t]; st.Blocks > 0 {
 			leaked = true
 			res.Notes = append(res.Notes, fmt.Sprintf("%d blocks (%s) of the %s tier were still allocated after the run: a case or container leaked them",

@@ -495,7 +495,7 @@ func btDevices(t testing.TB) []*vmem.Device {
 	t.Helper()
 	devs := []*vmem.Device{
 		vmemtest.Open(t, vmem.BackendHost, vmem.Options{}),
-		vmemtest.Open(t, vmem.BackendHost, vmem.Options{ChunkSize: 64 << 10, Limits: [vmem.NumTiers]uint64{vmem.Mapped: 64 << 10}}),
+		vmemtest.Open(t, vmem.BackendHost, vmem.Options{ChunkSize: 64 << 10, Limits: [3]uint64{vmem.Mapped: 64 << 10}}),
 	}
 	if d, err := vmem.Open(vmem.Options{Backend: vmem.BackendVulkan}); err == nil {
 		t.Cleanup(func() {

@@ -477,7 +477,7 @@ func TestBTreeClosed(t *testing.T) {
 // on delete and replace, all or nothing when memory runs out (the device's
 // tiers are capped so that it does).
 func TestBTreeStringValues(t *testing.T) {
-	lim := [vmem.NumTiers]uint64{vmem.Mapped: 192 << 10, vmem.Private: 128 << 10}
+	lim := [3]uint64{vmem.Mapped: 192 << 10, vmem.Private: 128 << 10}
 	vmemtest.Each(t, vmem.Options{ChunkSize: 64 << 10, Limits: lim}, func(t *testing.T, d *vmem.Device) {
 		tr, err := NewBTreeOrdered[int32, string](d, btWithLeafEntries(8))
 		if err != nil {

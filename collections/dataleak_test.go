@@ -35,7 +35,7 @@ var dlOpts = vmem.Options{ChunkSize: 1 << 20}
 // the freed containers lived) and fails if any byte is not zero.
 func dlAllZero(t *testing.T, d *vmem.Device, after string) {
 	t.Helper()
-	for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
+	for tier := vmem.Tier(0); tier <= vmem.Host; tier++ {
 		st := d.Info().Tiers[tier]
 		size := st.LargestFree &^ 63
 		if size == 0 {

@@ -87,7 +87,7 @@ func lcClose(t *testing.T, d *vmem.Device, way string, closeFn func() error) {
 		if !strings.Contains(err.Error(), "still allocated") {
 			t.Errorf("Device.Close: %q does not say what was still allocated", err)
 		}
-		for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
+		for tier := vmem.Tier(0); tier <= vmem.Host; tier++ {
 			if st := d.Info().Tiers[tier]; st.Blocks != 0 || st.InUse != 0 || st.Reserved != 0 {
 				t.Errorf("after Device.Close, %s tier: %+v", tier, st)
 			}
@@ -371,7 +371,7 @@ func TestDeviceCloseClean(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
+			for tier := vmem.Tier(0); tier <= vmem.Host; tier++ {
 				if st := d.Info().Tiers[tier]; st.Blocks != 0 || st.InUse != 0 {
 					t.Errorf("%s tier after closing every container: %+v", tier, st)
 				}

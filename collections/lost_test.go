@@ -70,7 +70,7 @@ func TestReadsPanicWhenLost(t *testing.T) {
 			fx.keys[i] = uint64(i)
 		}
 		keys := fx.keys
-		fx.sl, err = vmem.NewSlice[uint64](d, n, vmem.WithSegmentBytes(4096))
+		fx.sl, err = vmem.NewSlice[uint64](d, n, vmemtest.WithSegmentBytes(4096))
 		must(err)
 		defer fx.sl.Close()
 		must(fx.sl.CopyFrom(keys, 0))

@@ -225,7 +225,7 @@ func snapFuzzErr(t *testing.T, d *vmem.Device, err error) {
 	if err != nil && !errors.Is(err, vmem.ErrCorrupt) && !errors.Is(err, vmem.ErrTypeMismatch) && !errors.Is(err, vmem.ErrOutOfMemory) {
 		t.Fatalf("unexpected error kind: %v", err)
 	}
-	for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
+	for tier := vmem.Tier(0); tier <= vmem.Host; tier++ {
 		if st := d.Info().Tiers[tier]; st.Blocks != 0 {
 			t.Fatalf("%s tier: %d blocks leaked", tier, st.Blocks)
 		}

@@ -422,7 +422,7 @@ func TestMapGrowth(t *testing.T) {
 // TestMapSpill gives the mapped tier too little room, so the slots (and
 // string bytes) spill into the private tier, reached only by DMA.
 func TestMapSpill(t *testing.T) {
-	var lim [vmem.NumTiers]uint64
+	var lim [3]uint64
 	lim[vmem.Mapped] = 256 << 10
 	// Every access to the private tier is a DMA round trip (milliseconds
 	// on lavapipe): a short run covers the paths.

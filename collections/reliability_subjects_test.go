@@ -6,6 +6,7 @@ package collections
 import (
 	"errors"
 	"fmt"
+	"github.com/govram/govram/internal/vmemtest"
 	"maps"
 	"slices"
 	"strings"
@@ -19,7 +20,7 @@ import (
 func relSlice(private bool) func(d *vmem.Device) (*relSubject, error) {
 	type rec struct{ A, B, C uint64 }
 	return func(d *vmem.Device) (*relSubject, error) {
-		opts := []vmem.SliceOption{vmem.WithSegmentBytes(4096)}
+		opts := []vmem.SliceOption{vmemtest.WithSegmentBytes(4096)}
 		if private {
 			opts = append(opts, vmem.InTier(vmem.Private))
 		}

@@ -58,7 +58,7 @@ func (d *Device) alloc(t Tier, size, align uint64, untouched bool) (Block, error
 		return Block{}, err
 	}
 	defer d.exit()
-	if t < 0 || t >= NumTiers {
+	if t < 0 || t >= numTiers {
 		return Block{}, fmt.Errorf("vmem: Alloc: unknown tier %d", int(t))
 	}
 	ts := &d.tiers[t]

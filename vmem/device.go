@@ -30,7 +30,7 @@ type Device struct {
 
 	opts    Options
 	planner lines.Planner // from opts.Costs
-	tiers   [NumTiers]tierState
+	tiers   [numTiers]tierState
 	vk      *vkState // nil on the host backend
 	info    Info     // static part, filled at Open
 
@@ -176,7 +176,7 @@ func (d *Device) Close() error {
 	if d.closed.Load() {
 		return nil
 	}
-	var open [NumTiers]tierStats
+	var open [numTiers]tierStats
 	for t := range d.tiers {
 		open[t] = d.stats(Tier(t))
 	}

@@ -16,7 +16,7 @@ type Info struct {
 	Fallback string
 	// TransferQueue describes the queue DMA runs on.
 	TransferQueue string
-	Tiers         [NumTiers]TierInfo
+	Tiers         [3]TierInfo // indexed by Tier
 }
 
 // TierInfo describes one tier.
@@ -78,7 +78,7 @@ func (d *Device) Info() Info {
 
 // stats returns the tier's counters.
 func (d *Device) stats(t Tier) tierStats {
-	if t < 0 || t >= NumTiers {
+	if t < 0 || t >= numTiers {
 		return tierStats{}
 	}
 	ts := &d.tiers[t]

@@ -13,7 +13,7 @@ import (
 // quarter of it, so that bulk calls cross segments.
 func keepNew(t *testing.T, d *vmem.Device, tier vmem.Tier, n int) *vmem.Slice[uint64] {
 	t.Helper()
-	s, err := vmem.NewSlice[uint64](d, n, vmem.InTier(tier), vmem.WithSegmentBytes(uint64(n)*8/4))
+	s, err := vmem.NewSlice[uint64](d, n, vmem.InTier(tier), vmemtest.WithSegmentBytes(uint64(n)*8/4))
 	if err != nil {
 		t.Fatal(err)
 	}

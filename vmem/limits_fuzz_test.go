@@ -19,13 +19,13 @@ func FuzzSizes(f *testing.F) {
 	f.Add(int64(1000), int64(2000), int8(1), int64(9223372036854775807), uint64(64<<20), uint64(4096))
 	const limit = 16 << 20
 	f.Fuzz(func(t *testing.T, n, capacity int64, tier int8, grow int64, size, align uint64) {
-		d, err := vmem.Open(vmem.Options{Backend: vmem.BackendHost, Limits: [vmem.NumTiers]uint64{limit, limit, limit}})
+		d, err := vmem.Open(vmem.Options{Backend: vmem.BackendHost, Limits: [3]uint64{limit, limit, limit}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer d.Close()
 		within := func(what string) {
-			for tr := range vmem.Tier(vmem.NumTiers) {
+			for tr := range vmem.Tier(3) {
 				if st := d.Info().Tiers[tr]; st.Reserved > limit {
 					t.Fatalf("%s: %s tier reserved %d bytes, over its limit %d", what, tr, st.Reserved, limit)
 				}
@@ -52,7 +52,7 @@ func FuzzSizes(f *testing.F) {
 				t.Fatalf("failed Resize(%d) changed Len %d -> %d", grow, l, s.Len())
 			}
 			within("Resize")
-		} else if n >= 0 && capacity >= 0 && tier >= 0 && tier < vmem.NumTiers &&
+		} else if n >= 0 && capacity >= 0 && tier >= 0 && tier <= int8(vmem.Host) &&
 			!errors.Is(err, vmem.ErrOutOfMemory) && !errors.Is(err, vmem.ErrTooLarge) {
 			t.Fatalf("NewSlice(%d, cap %d, tier %d): %v", n, capacity, tier, err)
 		}
@@ -66,7 +66,7 @@ func FuzzSizes(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		for tr := range vmem.Tier(vmem.NumTiers) {
+		for tr := range vmem.Tier(3) {
 			if st := d.Info().Tiers[tr]; st.Blocks > 0 && s == nil {
 				t.Fatalf("%s tier: %d blocks held after the calls failed", tr, st.Blocks)
 			}

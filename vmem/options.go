@@ -19,8 +19,9 @@ type Options struct {
 	// time (rounded to 64 KiB; default 256 MiB, never more than the device's
 	// maxMemoryAllocationSize). Blocks over half of it get a chunk of their own.
 	ChunkSize uint64
-	// Limits caps the bytes reserved per tier (0: only the device limits).
-	Limits [NumTiers]uint64
+	// Limits caps the bytes reserved per tier, indexed by Tier (0: only
+	// the device limits).
+	Limits [3]uint64
 	// Timeout bounds one wait for the GPU (default 60 s), plus an allowance
 	// that grows with the bytes the waited-for work goes through, so that a
 	// large sort on a slow device is not cut short. A wait that still runs

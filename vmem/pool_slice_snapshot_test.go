@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/govram/govram/internal/vmemtest"
 	"io"
 	"testing"
 	"testing/iotest"
@@ -76,7 +77,7 @@ func poolSnapData[T any](n int) []T {
 func poolSnapRoundTrip[T any](t *testing.T, p, other *vmem.Pool, n int) {
 	t.Run(fmt.Sprintf("%dB/%d", unsafe.Sizeof(*new(T)), n), func(t *testing.T) {
 		want := poolSnapData[T](n)
-		opts := []vmem.SliceOption{vmem.WithStripe(16), vmem.WithSegmentBytes(4096)}
+		opts := []vmem.SliceOption{vmem.WithStripe(16), vmemtest.WithSegmentBytes(4096)}
 		s := poolSliceOf(t, p, want, opts...)
 		defer s.Close()
 		data := poolSnapSave(t, s)

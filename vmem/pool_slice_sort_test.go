@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/govram/govram/internal/vmemtest"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -85,7 +86,7 @@ func TestPoolSliceSort(t *testing.T) {
 			t.Run(fmt.Sprint(n), func(t *testing.T) {
 				stripe := vmem.WithStripe(16)
 				poolSortCheck(t, p, poolRandInts[int32](r, n, 1000), true, stripe)
-				poolSortCheck(t, p, poolRandInts[int64](r, n, math.MaxInt64/2), true, stripe, vmem.WithSegmentBytes(4096))
+				poolSortCheck(t, p, poolRandInts[int64](r, n, math.MaxInt64/2), true, stripe, vmemtest.WithSegmentBytes(4096))
 				poolSortCheck(t, p, poolRandInts[uint8](r, n, 100), true, vmem.WithStripe(5))
 				poolSortCheck(t, p, poolRandInts[uint32](r, n, 1<<31), true)
 				poolSortCheck(t, p, poolRandFloats[float32](r, n), true, stripe)
@@ -163,7 +164,7 @@ func TestPoolSliceSortSpilled(t *testing.T) {
 			}
 			p := openPool(t, k, opts...)
 			r := rand.New(rand.NewPCG(9, 9))
-			ff := []vmem.SliceOption{vmem.WithPlacement(vmem.FillFirst), vmem.WithSegmentBytes(32 << 10)}
+			ff := []vmem.SliceOption{vmem.WithPlacement(vmem.FillFirst), vmemtest.WithSegmentBytes(32 << 10)}
 			n := 150_001
 			poolSortCheck(t, p, poolRandInts[int64](r, n, 1<<40), true, ff...)
 			poolSortCheck(t, p, poolRandFloats[float32](r, 2*n), true, ff...)

@@ -231,12 +231,12 @@ func TestPoolSliceModel(t *testing.T) {
 	eachPool(t, func(t *testing.T, p *vmem.Pool) {
 		b := p.Devices()[0].Backend()
 		t.Run("uint32/stripe8", func(t *testing.T) {
-			poolSliceDiff(t, p, func(x uint64) uint32 { return uint32(x) }, poolSteps(b), vmem.WithStripe(8), vmem.WithSegmentBytes(1024))
+			poolSliceDiff(t, p, func(x uint64) uint32 { return uint32(x) }, poolSteps(b), vmem.WithStripe(8), vmemtest.WithSegmentBytes(1024))
 		})
 		t.Run("prec/stripe5", func(t *testing.T) {
 			// 5 rounds up to 8; segments of a few records cover their
 			// boundaries.
-			poolSliceDiff(t, p, precOf, poolSteps(b), vmem.WithStripe(5), vmem.WithSegmentBytes(512))
+			poolSliceDiff(t, p, precOf, poolSteps(b), vmem.WithStripe(5), vmemtest.WithSegmentBytes(512))
 		})
 		t.Run("uint64/default", func(t *testing.T) {
 			poolSliceDiff(t, p, func(x uint64) uint64 { return x * 0x9e3779b97f4a7c15 }, poolSteps(b)/2)
@@ -249,7 +249,7 @@ func TestPoolSliceModel(t *testing.T) {
 func TestPoolSliceAll(t *testing.T) {
 	eachPool(t, func(t *testing.T, p *vmem.Pool) {
 		for _, n := range []int{1, 15, 16, 17, 1000, 300_001} {
-			s, err := vmem.NewSlice[uint64](p, n, vmem.WithStripe(16), vmem.WithSegmentBytes(4096))
+			s, err := vmem.NewSlice[uint64](p, n, vmem.WithStripe(16), vmemtest.WithSegmentBytes(4096))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -337,7 +337,7 @@ func TestPoolSliceSpill(t *testing.T) {
 				opts = []vmem.Options{small, small, last}
 			}
 			p := openPool(t, k, opts...)
-			s, err := vmem.NewSlice[uint64](p, 0, vmem.WithPlacement(vmem.FillFirst), vmem.WithSegmentBytes(32<<10))
+			s, err := vmem.NewSlice[uint64](p, 0, vmem.WithPlacement(vmem.FillFirst), vmemtest.WithSegmentBytes(32<<10))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -403,7 +403,7 @@ func TestPoolSliceFaults(t *testing.T) {
 			var o vmem.Options
 			o.Limits[vmem.Private] = 64
 			p := openPool(t, k, o)
-			s, err := vmem.NewSlice[uint64](p, 0, vmem.WithStripe(64), vmem.WithSegmentBytes(4096))
+			s, err := vmem.NewSlice[uint64](p, 0, vmem.WithStripe(64), vmemtest.WithSegmentBytes(4096))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -587,7 +587,7 @@ func TestPoolSliceFillToCap(t *testing.T) {
 			o := vmem.Options{ChunkSize: 64 << 10}
 			o.Limits[vmem.Mapped] = 1 << 20
 			p := openPool(t, poolKind{"host3", vmem.BackendHost, 3}, o)
-			s, err := vmem.NewSlice[uint64](p, 10, vmem.WithPlacement(pl), vmem.WithStripe(256), vmem.WithSegmentBytes(64<<10))
+			s, err := vmem.NewSlice[uint64](p, 10, vmem.WithPlacement(pl), vmem.WithStripe(256), vmemtest.WithSegmentBytes(64<<10))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -161,7 +161,7 @@ func TestDeviceCloseReportsOpenBlocks(t *testing.T) {
 			if _, err := d.Alloc(vmem.Mapped, 64, 0); !errors.Is(err, vmem.ErrClosed) {
 				t.Errorf("Alloc after Close: %v", err)
 			}
-			for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
+			for tier := vmem.Tier(0); tier <= vmem.Host; tier++ {
 				if st := d.Info().Tiers[tier]; st.Reserved != 0 || st.InUse != 0 || st.Blocks != 0 || st.Chunks != 0 {
 					t.Errorf("%s after Close: %+v", tier, st)
 				}
@@ -201,7 +201,7 @@ func traceHelperAlloc(d *vmem.Device) (vmem.Block, error) { return d.Alloc(vmem.
 func TestReusedBlocksAreZero(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{ChunkSize: 1 << 20}, func(t *testing.T, d *vmem.Device) {
 		pat := bytes.Repeat([]byte{0xA5}, 300<<10)
-		for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
+		for tier := vmem.Tier(0); tier <= vmem.Host; tier++ {
 			for round := range 3 {
 				a, err := d.Alloc(tier, uint64(len(pat)), 0)
 				if err != nil {
@@ -239,7 +239,7 @@ func TestSliceGrowthIsZero(t *testing.T) {
 		}
 		old.Fill(0xA5A5A5A5A5A5A5A5)
 		old.Close()
-		s, err := vmem.NewSlice[uint64](d, 0, vmem.WithSegmentBytes(64<<10))
+		s, err := vmem.NewSlice[uint64](d, 0, vmemtest.WithSegmentBytes(64<<10))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package vmem
 import (
 	"errors"
 	"fmt"
+	"github.com/govram/govram/internal/testhooks"
 	"math"
 	"math/bits"
 	"sync"
@@ -125,10 +126,10 @@ func WithCapacity(c int) SliceOption { return func(o *sliceConfig) { o.capacity 
 // keeps the data away from the CPU's mapping, for DMA-only use).
 func InTier(t Tier) SliceOption { return func(o *sliceConfig) { o.tier = t } }
 
-// WithSegmentBytes caps a segment's size (default 1 GiB on a GPU). Smaller
+// withSegmentBytes caps a segment's size (default 1 GiB on a GPU). Smaller
 // segments spill into the private tier in finer steps; tests use them to
 // cover segment boundaries.
-func WithSegmentBytes(n uint64) SliceOption { return func(o *sliceConfig) { o.segBytes = n } }
+func withSegmentBytes(n uint64) SliceOption { return func(o *sliceConfig) { o.segBytes = n } }
 
 // maxSegment bounds a segment on a GPU: large enough that index arithmetic
 // is a shift, small enough to fit in the driver's allocation limit and to
@@ -194,7 +195,7 @@ func newSlice[T any](dev *Device, n int, opts []SliceOption) (*Slice[T], error) 
 			o(&cfg)
 		}
 	}
-	if cfg.tier < 0 || cfg.tier >= NumTiers {
+	if cfg.tier < 0 || cfg.tier >= numTiers {
 		return nil, fmt.Errorf("vmem: NewSlice: InTier(%d): no such tier: %w", int(cfg.tier), ErrRange)
 	}
 	if cfg.capacity < 0 {
@@ -545,4 +546,8 @@ func (e *stickyErr) get() error {
 		return *p
 	}
 	return nil
+}
+
+func init() {
+	testhooks.SegmentBytes = func(n uint64) any { return withSegmentBytes(n) }
 }

@@ -46,7 +46,7 @@ func segOpts(n int) [][]vmem.SliceOption {
 	if n < 1000 {
 		return [][]vmem.SliceOption{nil}
 	}
-	return [][]vmem.SliceOption{nil, {vmem.WithSegmentBytes(4096)}}
+	return [][]vmem.SliceOption{nil, {vmemtest.WithSegmentBytes(4096)}}
 }
 
 // totalOrder64 maps float bits to a signed integer whose order is IEEE
@@ -299,7 +299,7 @@ func testGather[T comparable](t *testing.T, d *vmem.Device) {
 			for i := range vals {
 				vals[i] = mk[T](uint64(i) * 0x9e3779b97f4a7c15)
 			}
-			for _, opts := range [][]vmem.SliceOption{nil, {vmem.WithSegmentBytes(4096)}, {vmem.InTier(vmem.Private)}} {
+			for _, opts := range [][]vmem.SliceOption{nil, {vmemtest.WithSegmentBytes(4096)}, {vmem.InTier(vmem.Private)}} {
 				s := newFilled(t, d, vals, opts...)
 				for _, m := range []int{0, 1, 7, 257, 4000} {
 					idx := make([]int, m)
@@ -377,7 +377,7 @@ func testFill[T comparable](t *testing.T, d *vmem.Device) {
 	var zero T
 	t.Run(fmt.Sprintf("%T", zero), func(t *testing.T) {
 		for _, n := range []int{0, 1, 100, 3001} {
-			for _, opts := range [][]vmem.SliceOption{nil, {vmem.WithSegmentBytes(8192)}, {vmem.InTier(vmem.Private)}} {
+			for _, opts := range [][]vmem.SliceOption{nil, {vmemtest.WithSegmentBytes(8192)}, {vmem.InTier(vmem.Private)}} {
 				vals := make([]T, n)
 				for i := range vals {
 					vals[i] = mk[T](uint64(i) + 1)
@@ -446,7 +446,7 @@ func testSum[T vmem.Number](t *testing.T, d *vmem.Device) {
 			default:
 				vals = randNumbers[T](rng, n, 0)
 			}
-			for _, opts := range [][]vmem.SliceOption{nil, {vmem.WithSegmentBytes(4096)}} {
+			for _, opts := range [][]vmem.SliceOption{nil, {vmemtest.WithSegmentBytes(4096)}} {
 				sumCheck(t, d, vals, opts...)
 			}
 		}
@@ -552,7 +552,7 @@ func FuzzSliceKernels(f *testing.F) {
 		}
 		var opts []vmem.SliceOption
 		if seg >= 64 {
-			opts = append(opts, vmem.WithSegmentBytes(uint64(seg)))
+			opts = append(opts, vmemtest.WithSegmentBytes(uint64(seg)))
 		}
 		for _, d := range devs {
 			s := newFilled(t, d, vals, opts...)
@@ -600,7 +600,7 @@ func FuzzSliceKernels(f *testing.F) {
 // TestSliceKernelsMixedTiers runs every kernel on a Slice whose segments
 // lie partly in the mapped tier and partly in the private one.
 func TestSliceKernelsMixedTiers(t *testing.T) {
-	var lim [vmem.NumTiers]uint64
+	var lim [3]uint64
 	lim[vmem.Mapped] = 64 << 10
 	d := vmemtest.Open(t, vmem.BackendVulkan, vmem.Options{Limits: lim})
 	if d.Backend() != vmem.BackendVulkan {
@@ -613,7 +613,7 @@ func TestSliceKernelsMixedTiers(t *testing.T) {
 		n = 12000
 	}
 	vals := randNumbers[uint64](rng, n, 0)
-	s := newFilled(t, d, vals, vmem.WithSegmentBytes(16<<10))
+	s := newFilled(t, d, vals, vmemtest.WithSegmentBytes(16<<10))
 	if d.Info().Tiers[vmem.Private].Blocks == 0 || d.Info().Tiers[vmem.Mapped].Blocks == 0 {
 		t.Fatalf("segments not spread over both tiers: mapped %+v private %+v", d.Info().Tiers[vmem.Mapped], d.Info().Tiers[vmem.Private])
 	}
@@ -664,7 +664,7 @@ func TestSliceKernelsConcurrentReaders(t *testing.T) {
 		kernelsOn(t, d)
 		rng := rand.New(rand.NewPCG(4, 4))
 		vals := randNumbers[uint32](rng, 5000, 0)
-		s := newFilled(t, d, vals, vmem.WithSegmentBytes(8192))
+		s := newFilled(t, d, vals, vmemtest.WithSegmentBytes(8192))
 		var want uint64
 		for _, v := range vals {
 			want += uint64(v)
@@ -708,7 +708,7 @@ func TestSliceKernelsConcurrentReaders(t *testing.T) {
 // TestSortOutOfMemory: when neither VRAM tier has room for the sort's
 // scratch, Sort and SortBy fail with ErrOutOfMemory and change nothing.
 func TestSortOutOfMemory(t *testing.T) {
-	var lim [vmem.NumTiers]uint64
+	var lim [3]uint64
 	lim[vmem.Mapped] = 256 << 10
 	lim[vmem.Private] = 64 << 10
 	d := vmemtest.Open(t, vmem.BackendVulkan, vmem.Options{Limits: lim})

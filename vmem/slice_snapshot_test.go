@@ -117,7 +117,7 @@ func snapRoundTrip[T any](t *testing.T, d *vmem.Device, n int, opts ...vmem.Slic
 func TestSliceSnapshotRoundTrip(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		// Full size: several blocks, stages and 64 KiB segments.
-		big, many, seg := 9000, 300000, vmem.WithSegmentBytes(64<<10)
+		big, many, seg := 9000, 300000, vmemtest.WithSegmentBytes(64<<10)
 		if testing.Short() || buildconst.Race {
 			big, many = 600, 20000
 		}
@@ -239,7 +239,7 @@ func TestSliceSnapshotAbsurdHeader(t *testing.T) {
 			b := snapHeader[uint64](1<<24, 8)
 			b = binary.LittleEndian.AppendUint32(b, 16<<20)
 			b = binary.LittleEndian.AppendUint32(b, 0)
-			_, err := vmem.LoadSlice[uint64](d, r(b), vmem.WithSegmentBytes(1<<20))
+			_, err := vmem.LoadSlice[uint64](d, r(b), vmemtest.WithSegmentBytes(1<<20))
 			if !errors.Is(err, vmem.ErrCorrupt) {
 				t.Errorf("count 1<<24 without data: %v, want ErrCorrupt", err)
 			}
@@ -290,12 +290,12 @@ func TestSliceSnapshotWriterError(t *testing.T) {
 // and Load frees what it allocated.
 func TestSliceSnapshotFaults(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		s, _ := snapFill[uint64](t, d, 5000, vmem.WithSegmentBytes(4096))
+		s, _ := snapFill[uint64](t, d, 5000, vmemtest.WithSegmentBytes(4096))
 		data := snapSave(t, s)
 		s.Close()
 		for n := int64(1); n <= 4; n++ {
 			kdev(d).InjectFaults(kern.Faults{FailAlloc: n})
-			l, err := vmem.LoadSlice[uint64](d, bytes.NewReader(data), vmem.WithSegmentBytes(4096))
+			l, err := vmem.LoadSlice[uint64](d, bytes.NewReader(data), vmemtest.WithSegmentBytes(4096))
 			kdev(d).InjectFaults(kern.Faults{})
 			if err == nil {
 				l.Close()
@@ -391,17 +391,17 @@ func TestSliceSnapshotLargeSegments(t *testing.T) {
 			blocks = 1
 		}
 		t.Run("uint64", func(t *testing.T) {
-			snapLarge[uint64](t, d, blocks*snapBlockElems[uint64]()+12345, vmem.WithSegmentBytes(3<<20))
+			snapLarge[uint64](t, d, blocks*snapBlockElems[uint64]()+12345, vmemtest.WithSegmentBytes(3<<20))
 		})
 		// Records spaced out (on Vulkan), blocks that end inside a line.
 		if !buildconst.Race || d.Backend() == vmem.BackendVulkan {
 			t.Run("24B", func(t *testing.T) {
-				snapLarge[snap24](t, d, blocks*snapBlockElems[snap24]()+77, vmem.WithSegmentBytes(5<<20))
+				snapLarge[snap24](t, d, blocks*snapBlockElems[snap24]()+77, vmemtest.WithSegmentBytes(5<<20))
 			})
 		}
 		if !testing.Short() && !buildconst.Race {
 			t.Run("100B", func(t *testing.T) {
-				snapLarge[snap100](t, d, snapBlockElems[snap100]()+1000, vmem.WithSegmentBytes(1<<20))
+				snapLarge[snap100](t, d, snapBlockElems[snap100]()+1000, vmemtest.WithSegmentBytes(1<<20))
 			})
 		}
 	})
@@ -459,7 +459,7 @@ func TestSliceSnapshotLateDamage(t *testing.T) {
 		s, _ := snapFillLarge[uint64](t, d, n)
 		data := snapSave(t, s)
 		s.Close()
-		seg := vmem.WithSegmentBytes(2 << 20)
+		seg := vmemtest.WithSegmentBytes(2 << 20)
 		last := len(data) - 64 - (n%per)*8/2 // inside the last block's data
 		cases := map[string][]byte{
 			"flip": func() []byte { b := bytes.Clone(data); b[last] ^= 0x10; return b }(),

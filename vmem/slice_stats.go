@@ -8,7 +8,7 @@ type SliceStats struct {
 	// TierBytes is the memory of the segments in each tier (Mapped,
 	// Private, Host): device bytes on a GPU, host memory on the host
 	// backend.
-	TierBytes [NumTiers]uint64
+	TierBytes [3]uint64
 	// Shards holds each device's figures, in the pool's order, for a Slice
 	// on a pool (the fields above add them up); nil on one device.
 	Shards []SliceStats

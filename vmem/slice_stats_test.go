@@ -38,7 +38,7 @@ func TestSliceStats(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if st := s.Stats(); st.Len != 0 || st.Cap != 0 || st.Segments != 0 || st.TierBytes != [vmem.NumTiers]uint64{} {
+		if st := s.Stats(); st.Len != 0 || st.Cap != 0 || st.Segments != 0 || st.TierBytes != [3]uint64{} {
 			t.Fatalf("Stats after Close: %+v", st)
 		}
 

@@ -34,7 +34,7 @@ func mk[T any](seed uint64) T {
 // model and compares them after every step.
 func sliceOps[T comparable](t *testing.T, d *vmem.Device, ops []byte, segBytes uint64) {
 	t.Helper()
-	s, err := vmem.NewSlice[T](d, 0, vmem.WithSegmentBytes(segBytes))
+	s, err := vmem.NewSlice[T](d, 0, vmemtest.WithSegmentBytes(segBytes))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,9 +289,9 @@ func TestSlicePointerTypes(t *testing.T) {
 }
 
 func TestSliceSpillsToPrivate(t *testing.T) {
-	o := vmem.Options{Limits: [vmem.NumTiers]uint64{vmem.Mapped: 1 << 20}, ChunkSize: 1 << 20}
+	o := vmem.Options{Limits: [3]uint64{vmem.Mapped: 1 << 20}, ChunkSize: 1 << 20}
 	vmemtest.Each(t, o, func(t *testing.T, d *vmem.Device) {
-		s, err := vmem.NewSlice[e64](d, 0, vmem.WithSegmentBytes(256<<10))
+		s, err := vmem.NewSlice[e64](d, 0, vmemtest.WithSegmentBytes(256<<10))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -359,7 +359,7 @@ func TestSliceClose(t *testing.T) {
 func TestSliceWriterLarge(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		const n = 1 << 19 // 32 MiB of 64-byte elements
-		s, err := vmem.NewSlice[e64](d, n, vmem.WithSegmentBytes(16<<20))
+		s, err := vmem.NewSlice[e64](d, n, vmemtest.WithSegmentBytes(16<<20))
 		if err != nil {
 			t.Fatal(err)
 		}

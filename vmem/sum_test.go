@@ -168,7 +168,7 @@ func TestSumBackends(t *testing.T) {
 		}
 		return v
 	}
-	small := []vmem.SliceOption{vmem.WithSegmentBytes(64 << 10)}
+	small := []vmem.SliceOption{vmemtest.WithSegmentBytes(64 << 10)}
 
 	cases := []sumCase{
 		{"float32 ones 2e7", func(t *testing.T, d *vmem.Device) []any {

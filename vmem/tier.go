@@ -21,9 +21,11 @@ const (
 	// Host is system memory outside the Go heap. On the Vulkan backend it is
 	// pinned memory the GPU can reach, so DMA to and from it needs no staging.
 	Host
-	// NumTiers is the number of tiers.
-	NumTiers = 3
 )
+
+// numTiers is the number of tiers: the arrays indexed by Tier (Options.Limits,
+// Info.Tiers, SliceStats.TierBytes) have three elements.
+const numTiers = 3
 
 func (t Tier) String() string {
 	switch t {

@@ -194,7 +194,7 @@ func TestAllocPatterns(t *testing.T) {
 
 func TestExhaustion(t *testing.T) {
 	const limit = 32 << 20
-	o := vmem.Options{ChunkSize: 8 << 20, Limits: [vmem.NumTiers]uint64{limit, limit, limit}}
+	o := vmem.Options{ChunkSize: 8 << 20, Limits: [3]uint64{limit, limit, limit}}
 	vmemtest.Each(t, o, func(t *testing.T, d *vmem.Device) {
 		for _, tier := range tiers {
 			var bs []vmem.Block

@@ -39,7 +39,7 @@ func TestVectors(t *testing.T) {
 func TestSearchRuns(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		cfg := config{n: 3000, queries: 4, k: 5, clusters: 3, seed: 9}
-		s, err := vmem.NewSlice[vec](d, 0, vmem.WithSegmentBytes(64<<10))
+		s, err := vmem.NewSlice[vec](d, 0, vmemtest.WithSegmentBytes(64<<10))
 		if err != nil {
 			t.Fatal(err)
 		}

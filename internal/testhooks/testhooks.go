@@ -7,3 +7,7 @@ package testhooks
 // opened and keeps closing. Tests use it to simulate several GPUs with
 // several host devices, or one Vulkan device opened twice.
 var NewPool func(devs []any) (any, error)
+
+// SegmentBytes returns a vmem.SliceOption that caps a Slice's segments at
+// n bytes, so that tests cover segment boundaries with little data.
+var SegmentBytes func(n uint64) any

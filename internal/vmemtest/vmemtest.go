@@ -73,7 +73,7 @@ const maxReported = 5
 // allocation stacks.
 func Leaks(d *vmem.Device) error {
 	var b strings.Builder
-	for tier := vmem.Tier(0); tier < vmem.NumTiers; tier++ {
+	for tier := vmem.Tier(0); tier <= vmem.Host; tier++ {
 		if st := d.Info().Tiers[tier]; st.Blocks != 0 || st.InUse != 0 {
 			fmt.Fprintf(&b, "%s tier: %d blocks (%d bytes) still allocated\n", tier, st.Blocks, st.InUse)
 		}
@@ -126,4 +126,10 @@ func NewPool(devs ...*vmem.Device) (*vmem.Pool, error) {
 	p, err := testhooks.NewPool(ds)
 	pool, _ := p.(*vmem.Pool)
 	return pool, err
+}
+
+// WithSegmentBytes caps a Slice's segments at n bytes (the default is 1
+// GiB on a GPU), so that a test covers segment boundaries with little data.
+func WithSegmentBytes(n uint64) vmem.SliceOption {
+	return testhooks.SegmentBytes(n).(vmem.SliceOption)
 }

@@ -149,7 +149,7 @@ func New(dev *vmem.Device, o Options) (*Arena, error) {
 	if dev == nil {
 		return nil, errors.New("strarena: New: nil device")
 	}
-	if o.Tier < 0 || o.Tier >= vmem.NumTiers {
+	if o.Tier < 0 || o.Tier > vmem.Host {
 		return nil, fmt.Errorf("strarena: New: unknown tier %d", int(o.Tier))
 	}
 	first := o.FirstSegment

@@ -174,7 +174,7 @@ func TestArena(t *testing.T) {
 func TestArenaSpill(t *testing.T) {
 	// A mapped tier of 64 KiB forces the later segments into the private
 	// tier: one arena then spans both.
-	var lim [vmem.NumTiers]uint64
+	var lim [3]uint64
 	lim[vmem.Mapped] = 64 << 10
 	vmemtest.Each(t, vmem.Options{Limits: lim, ChunkSize: 64 << 10}, func(t *testing.T, d *vmem.Device) {
 		run(t, d, Options{FirstSegment: 16 << 10}, 99, 600, 5000)
