@@ -45,7 +45,6 @@ func TestBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		want("Grow(-1)", s.Grow(-1), vmem.ErrRange)
 		want("Resize(-1)", s.Resize(-1), vmem.ErrRange)
 		want("CopyFrom past the end", s.CopyFrom(make([]uint64, 5), 8), vmem.ErrRange)
 		want("CopyTo past the end", s.CopyTo(make([]uint64, 5), 8), vmem.ErrRange)

@@ -8,6 +8,7 @@ package collections
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,7 +67,7 @@ func TestNoDataLeaks(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if err := s.Fill(dlPat); err != nil {
+			if err := s.CopyFrom(slices.Repeat([]dlRec{dlPat}, 5000), 0); err != nil {
 				return err
 			}
 			return s.Close()
@@ -150,7 +151,7 @@ func TestNoDataLeaksNewContainers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.Fill(dlPat)
+		a.CopyFrom(slices.Repeat([]dlRec{dlPat}, 4000), 0)
 		a.Close()
 		// Grown from one element, so every segment it takes is new.
 		s, err := vmem.NewSlice[dlRec](d, 1)

@@ -48,7 +48,6 @@ func relSlice(private bool) func(d *vmem.Device) (*relSubject, error) {
 			batch[i] = r(1000 + i)
 		}
 		add("Append(300)", func() error { return s.Append(batch...) }, func() { model = append(model, batch...) })
-		add("Grow(500)", func() error { return s.Grow(500) }, func() {})
 		add("Resize(900)", func() error { return s.Resize(900) }, func() { model = append(model, make([]rec, 900-len(model))...) })
 		add("CopyFrom", func() error { return s.CopyFrom(batch[:250], 401) }, func() { copy(model[401:], batch[:250]) })
 		add("SetBatch", func() error {
@@ -71,7 +70,13 @@ func relSlice(private bool) func(d *vmem.Device) (*relSubject, error) {
 			}
 			return s.Err()
 		}, model: func() { model[5] = r(55) }})
-		add("Fill", func() error { return s.Fill(r(7)) }, func() {
+		add("CopyFrom(all)", func() error {
+			all := make([]rec, s.Len())
+			for i := range all {
+				all[i] = r(7)
+			}
+			return s.CopyFrom(all, 0)
+		}, func() {
 			for i := range model {
 				model[i] = r(7)
 			}

@@ -146,7 +146,7 @@ func newPoolSlice[T any](pool *Pool, n int, opts []SliceOption) (*Slice[T], erro
 		return nil, err
 	}
 	if cfg.capacity > n {
-		if err := s.Grow(cfg.capacity - n); err != nil {
+		if err := s.grow(cfg.capacity - n); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -409,9 +409,9 @@ func (s *poolSlice[T]) resizeFill(n int) error {
 	return nil
 }
 
-// Grow makes room for n more elements without changing Len. On error the
+// grow makes room for n more elements without changing Len. On error the
 // Slice is unchanged, apart from capacity reserved on the way.
-func (s *poolSlice[T]) Grow(n int) error {
+func (s *poolSlice[T]) grow(n int) error {
 	if n < 0 {
 		return fmt.Errorf("vmem: Slice.Grow(%d): %w", n, ErrRange)
 	}
@@ -427,7 +427,7 @@ func (s *poolSlice[T]) Grow(n int) error {
 		}
 		return s.fan(ds, func(d int) error {
 			p := s.parts[d]
-			return devErr("Grow", d, p.Grow(s.stripeLen(d, s.n+n)-p.Len()))
+			return devErr("Grow", d, p.grow(s.stripeLen(d, s.n+n)-p.Len()))
 		})
 	}
 	// FillFirst: which device takes the new elements is only known by

@@ -408,10 +408,10 @@ func (s *Slice[T]) reserveWith(c int, untouched bool) error {
 	return nil
 }
 
-// Grow makes room for n more elements without changing Len.
-func (s *Slice[T]) Grow(n int) error {
+// grow makes room for n more elements without changing Len.
+func (s *Slice[T]) grow(n int) error {
 	if s.sh != nil {
-		return s.synced(s.sh.Grow(n))
+		return s.synced(s.sh.grow(n))
 	}
 	if n < 0 {
 		return fmt.Errorf("vmem: Slice.Grow(%d): %w", n, ErrRange)

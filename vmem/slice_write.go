@@ -134,10 +134,10 @@ func (s *Slice[T]) setSeg(sg *segment, j int, v T) {
 	}
 }
 
-// Fill sets every element to v.
-func (s *Slice[T]) Fill(v T) error {
+// fill sets every element to v.
+func (s *Slice[T]) fill(v T) error {
 	if s.sh != nil {
-		return s.sh.Fill(v)
+		return s.sh.fill(v)
 	}
 	if err := s.usable(); err != nil {
 		return err
