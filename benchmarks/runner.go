@@ -162,7 +162,7 @@ func (r *runner) runImpl(g *group, im *impl) {
 	setup := time.Since(start)
 	if err != nil {
 		status := StatusFailed
-		if errors.Is(err, vmem.ErrOutOfMemory) || errors.Is(err, vmem.ErrTooLarge) || errors.Is(err, vmem.ErrNoTier) || errors.Is(err, errSkip) {
+		if errors.Is(err, vmem.ErrOutOfMemory) || errors.Is(err, vmem.ErrTooLarge) || errors.Is(err, errSkip) {
 			status = StatusSkipped
 		}
 		note := err.Error()

@@ -97,7 +97,7 @@ func (t *BTree[K, V]) routeBuild(nl int) error {
 		}
 		room := nl + nl/4 // a tree that grows rebuilds without reallocating
 		b, err := t.mem.Alloc(vmem.Private, uint64(room)*20)
-		if err != nil && (errors.Is(err, vmem.ErrOutOfMemory) || errors.Is(err, vmem.ErrNoTier)) {
+		if err != nil && errors.Is(err, vmem.ErrOutOfMemory) {
 			b, err = t.mem.Alloc(vmem.Mapped, uint64(room)*20)
 		}
 		if err != nil {

@@ -173,7 +173,7 @@ func (m *Map[K, V]) gpuMirror(kb kern.Batch[vmem.Block], t *mapTable) (bool, err
 		for i := range t.segs {
 			size := mapRoundUp(uintptr(t.segs[i].n)*uintptr(m.r.p)+8, 64)
 			b, err := m.dev.Alloc(vmem.Private, uint64(size), 64)
-			if err != nil && (errors.Is(err, vmem.ErrOutOfMemory) || errors.Is(err, vmem.ErrNoTier)) {
+			if err != nil && errors.Is(err, vmem.ErrOutOfMemory) {
 				b, err = m.dev.Alloc(vmem.Mapped, uint64(size), 64)
 			}
 			if err != nil {

@@ -63,7 +63,7 @@ func (d *Device) alloc(t Tier, size, align uint64, untouched bool) (Block, error
 	}
 	ts := &d.tiers[t]
 	if !ts.available {
-		return Block{}, fmt.Errorf("%w: %s", ErrNoTier, t)
+		return Block{}, fmt.Errorf("%w: %s", errNoTier, t)
 	}
 	if size == 0 {
 		return Block{}, fmt.Errorf("vmem: Alloc: size 0: %w", ErrRange)

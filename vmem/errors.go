@@ -26,8 +26,6 @@ var (
 	// ErrRange: an offset or length outside the block, or a value that
 	// does not fit its type (a Sum larger than the element type holds).
 	ErrRange = errors.New("vmem: out of range")
-	// ErrNoTier: the device has no memory for the tier.
-	ErrNoTier = errors.New("vmem: tier not available")
 	// ErrPointerType: an element type holds pointers, which the garbage
 	// collector cannot follow into device memory. The error names the field.
 	ErrPointerType = layout.ErrPointerType
@@ -37,6 +35,10 @@ var (
 	// key or value types than the Load it was given to.
 	ErrTypeMismatch = errors.New("vmem: snapshot type mismatch")
 )
+
+// errNoTier: the device has no memory of the tier asked for, which is
+// running out of it from the start (it matches ErrOutOfMemory).
+var errNoTier = fmt.Errorf("vmem: tier not available: %w", ErrOutOfMemory)
 
 // vkError is a failed Vulkan call that also matches one of the sentinels.
 type vkError struct {

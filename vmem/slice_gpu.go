@@ -121,7 +121,7 @@ func (d *Device) kernAllocAll(sizes []uint64) ([]kernPart, func(), error) {
 	}
 	alloc := func(sz uint64) (Block, error) {
 		b, err := d.Alloc(Private, sz, 256)
-		if err != nil && (errors.Is(err, ErrOutOfMemory) || errors.Is(err, ErrNoTier) || errors.Is(err, ErrTooLarge)) {
+		if err != nil && (errors.Is(err, ErrOutOfMemory) || errors.Is(err, ErrTooLarge)) {
 			b, err = d.Alloc(Mapped, sz, 256)
 		}
 		return b, err
