@@ -9,6 +9,7 @@ package collections
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/govram/govram/internal/human"
 	"io"
 	"iter"
 	"math"
@@ -119,7 +120,7 @@ func snapCountCheck(dev *vmem.Device, count uint64, minBytes uint64) error {
 	}
 	minBytes = max(minBytes, 1)
 	if count > math.MaxInt/minBytes || count*minBytes > most {
-		return fmt.Errorf("%w: %d entries, more than the device holds (%s)", snapfmt.ErrCorrupt, count, vmem.Bytes(most))
+		return fmt.Errorf("%w: %d entries, more than the device holds (%s)", snapfmt.ErrCorrupt, count, human.Bytes(most))
 	}
 	return nil
 }

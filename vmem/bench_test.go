@@ -3,6 +3,7 @@ package vmem_test
 import (
 	"errors"
 	"fmt"
+	"github.com/govram/govram/internal/human"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -171,15 +172,15 @@ func TestCapacity(t *testing.T) {
 				held = append(held, blk)
 				got += size
 			}
-			t.Logf("%s tier: %s allocated", tier, vmem.Bytes(got))
+			t.Logf("%s tier: %s allocated", tier, human.Bytes(got))
 			total += got
 		}
-		t.Logf("total allocated: %s\n%s", vmem.Bytes(total), d.Info())
+		t.Logf("total allocated: %s\n%s", human.Bytes(total), d.Info())
 		if s := os.Getenv("VMEM_CAPACITY_MIN"); s != "" {
 			var gib uint64
 			fmt.Sscan(s, &gib)
 			if total < gib<<30 {
-				t.Errorf("allocated %s, want at least %d GiB", vmem.Bytes(total), gib)
+				t.Errorf("allocated %s, want at least %d GiB", human.Bytes(total), gib)
 			}
 		}
 		// The memory is really there: write and read a byte at the end of the last block.

@@ -3,6 +3,7 @@ package vmem
 import (
 	"errors"
 	"fmt"
+	"github.com/govram/govram/internal/human"
 	"os"
 	"slices"
 	"strconv"
@@ -233,7 +234,7 @@ type openBlocksError struct {
 
 func (e *openBlocksError) Error() string {
 	return fmt.Sprintf("vmem: Close: %d blocks (%s) still allocated, in %d open containers; all freed",
-		e.blocks, Bytes(e.bytes), e.owners)
+		e.blocks, human.Bytes(e.bytes), e.owners)
 }
 func (e *openBlocksError) Is(t error) bool { return t == ErrOpenBlocks }
 

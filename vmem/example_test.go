@@ -8,6 +8,7 @@ package vmem_test
 import (
 	"errors"
 	"fmt"
+	"github.com/govram/govram/internal/human"
 	"log"
 
 	"github.com/govram/govram/vmem"
@@ -52,7 +53,7 @@ func ExampleDevice_Alloc() {
 		log.Fatal(err)
 	}
 	st := dev.Info().Tiers[vmem.Private] // sizes are counted in whole 64-byte lines
-	fmt.Printf("%s; %d block, %s in use\n", buf, st.Blocks, vmem.Bytes(st.InUse))
+	fmt.Printf("%s; %d block, %s in use\n", buf, st.Blocks, human.Bytes(st.InUse))
 
 	err = dev.Read(buf, blk, 995) // past the end
 	fmt.Println(errors.Is(err, vmem.ErrRange))
@@ -336,9 +337,4 @@ func ExampleBackend() {
 	fmt.Println(err)
 	// Output:
 	// vmem: unknown backend "cuda" (want auto, vulkan or host): vmem: out of range
-}
-
-func ExampleBytes() {
-	fmt.Println(vmem.Bytes(512), vmem.Bytes(1536), vmem.Bytes(140<<30))
-	// Output: 512 B 1.5 KiB 140.0 GiB
 }

@@ -2,6 +2,7 @@ package vmem
 
 import (
 	"fmt"
+	"github.com/govram/govram/internal/human"
 	"strings"
 )
 
@@ -110,35 +111,19 @@ func (in Info) String() string {
 			fmt.Fprintf(&b, "  %-8s not available\n", t.Tier)
 			continue
 		}
-		fmt.Fprintf(&b, "  %-8s capacity %s", t.Tier, Bytes(t.Capacity))
+		fmt.Fprintf(&b, "  %-8s capacity %s", t.Tier, human.Bytes(t.Capacity))
 		if t.Budget > 0 {
-			fmt.Fprintf(&b, ", budget %s", Bytes(t.Budget))
+			fmt.Fprintf(&b, ", budget %s", human.Bytes(t.Budget))
 		}
 		if t.Limit > 0 {
-			fmt.Fprintf(&b, ", limit %s", Bytes(t.Limit))
+			fmt.Fprintf(&b, ", limit %s", human.Bytes(t.Limit))
 		}
 		fmt.Fprintf(&b, ", max block %s, in use %s in %d blocks, reserved %s",
-			Bytes(t.MaxBlock), Bytes(t.InUse), t.Blocks, Bytes(t.Reserved))
+			human.Bytes(t.MaxBlock), human.Bytes(t.InUse), t.Blocks, human.Bytes(t.Reserved))
 		if t.MemoryType >= 0 {
 			fmt.Fprintf(&b, " (memory type %d)", t.MemoryType)
 		}
 		b.WriteByte('\n')
 	}
 	return b.String()
-}
-
-// Bytes formats a byte count with a binary unit.
-type Bytes uint64
-
-func (n Bytes) String() string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", uint64(n))
-	}
-	div, exp := uint64(unit), 0
-	for m := uint64(n) / unit; m >= unit && exp < 5; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -11,6 +11,7 @@ package vmem_test
 import (
 	"errors"
 	"fmt"
+	"github.com/govram/govram/internal/human"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -100,16 +101,16 @@ func TestPoolCapacity(t *testing.T) {
 		if !errors.Is(err, vmem.ErrOutOfMemory) {
 			t.Fatal(err)
 		}
-		t.Logf("asked for %s: %v", vmem.Bytes(want), err)
+		t.Logf("asked for %s: %v", human.Bytes(want), err)
 		if err := s.Resize(s.Cap()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	n := s.Len()
-	size := vmem.Bytes(uint64(n) * 8)
+	size := human.Bytes(uint64(n) * 8)
 	t.Logf("one Slice[uint64] on the pool, of %d elements = %s (%.1f GiB), placement %s, allocated in %v", n, size, float64(n)*8/(1<<30), pl, time.Since(start))
 	for d, l := range vmem.DeviceLens(s) {
-		t.Logf("device %d: %s; mapped %+v; private %+v", d, vmem.Bytes(uint64(l)*8), p.Devices()[d].Info().Tiers[vmem.Mapped], p.Devices()[d].Info().Tiers[vmem.Private])
+		t.Logf("device %d: %s; mapped %+v; private %+v", d, human.Bytes(uint64(l)*8), p.Devices()[d].Info().Tiers[vmem.Mapped], p.Devices()[d].Info().Tiers[vmem.Private])
 	}
 	if got := float64(n) * 8 / (1 << 30); got < minGiB {
 		t.Errorf("capacity %.1f GiB, want at least %.1f GiB", got, minGiB)

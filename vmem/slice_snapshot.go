@@ -23,6 +23,7 @@ package vmem
 
 import (
 	"fmt"
+	"github.com/govram/govram/internal/human"
 	"io"
 	"math"
 	"reflect"
@@ -337,7 +338,7 @@ func sliceSnapCheck(h snapfmt.Header, size uintptr, most uint64, where string) (
 	case h.BlockSize != bs:
 		return 0, fmt.Errorf("%w: block size %d, want %d for %d-byte elements", snapfmt.ErrCorrupt, h.BlockSize, bs, size)
 	case h.Count > math.MaxInt/uint64(max(size, 1)) || h.Count*uint64(max(size, 1)) > most:
-		return 0, fmt.Errorf("%w: %d elements of %d bytes, more than %s (%s)", snapfmt.ErrCorrupt, h.Count, size, where, Bytes(most))
+		return 0, fmt.Errorf("%w: %d elements of %d bytes, more than %s (%s)", snapfmt.ErrCorrupt, h.Count, size, where, human.Bytes(most))
 	}
 	return int(uintptr(bs) / max(size, 1)), nil
 }

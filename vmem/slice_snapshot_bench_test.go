@@ -2,6 +2,7 @@ package vmem_test
 
 import (
 	"fmt"
+	"github.com/govram/govram/internal/human"
 	"io"
 	"os"
 	"strconv"
@@ -103,7 +104,7 @@ func BenchmarkSliceSnapshot(b *testing.B) {
 	benchEach(b, func(b *testing.B, d *vmem.Device) {
 		s, err := vmem.NewSlice[uint64](d, n)
 		if err != nil {
-			b.Skipf("no room for %s: %v", vmem.Bytes(nbytes), err)
+			b.Skipf("no room for %s: %v", human.Bytes(nbytes), err)
 		}
 		defer s.Close()
 		if err := s.Fill(0x0123456789abcdef); err != nil {

@@ -13,6 +13,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/govram/govram/internal/human"
 	"io"
 	"log"
 	"math"
@@ -133,7 +134,7 @@ func run(cfg config, w io.Writer) error {
 	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(heap)
 	fmt.Fprintf(w, "memory: Go heap %s live; off the heap (device Stats): mapped %s, private %s, host tier %s\n",
-		vmem.Bytes(heap[0].Value.Uint64()), vmem.Bytes(dev.Info().Tiers[vmem.Mapped].InUse),
-		vmem.Bytes(dev.Info().Tiers[vmem.Private].InUse), vmem.Bytes(dev.Info().Tiers[vmem.Host].InUse))
+		human.Bytes(heap[0].Value.Uint64()), human.Bytes(dev.Info().Tiers[vmem.Mapped].InUse),
+		human.Bytes(dev.Info().Tiers[vmem.Private].InUse), human.Bytes(dev.Info().Tiers[vmem.Host].InUse))
 	return nil
 }

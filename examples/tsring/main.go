@@ -23,6 +23,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/govram/govram/internal/human"
 	"io"
 	"log"
 	"math"
@@ -138,14 +139,14 @@ func run(cfg config, w io.Writer) error {
 	total := rounds * cfg.series
 	size := int(unsafe.Sizeof(Sample{}))
 	fmt.Fprintf(w, "ring: %d samples of %d bytes (%s) in the %s tier; %d producers, %d series, %d samples\n",
-		r.Stats().Cap, size, vmem.Bytes(r.Stats().Cap*size), vmem.Mapped, cfg.producers, cfg.series, total)
+		r.Stats().Cap, size, human.Bytes(r.Stats().Cap*size), vmem.Mapped, cfg.producers, cfg.series, total)
 
 	ing, drain, err := pipeline(dev, r, cfg, rounds, path)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "ingest: PushBatch took %d samples (%s) in %v of its own time: %.2f M samples/s, %.0f MB/s\n",
-		ing.samples, vmem.Bytes(ing.samples*size), ing.push.Round(time.Millisecond),
+		ing.samples, human.Bytes(ing.samples*size), ing.push.Round(time.Millisecond),
 		float64(ing.samples)/ing.push.Seconds()/1e6, float64(ing.samples*size)/ing.push.Seconds()/1e6)
 	fmt.Fprintf(w, "end to end: %v, %.2f M samples/s (the slower side sets the pace); producers found the ring full %d times\n",
 		ing.took.Round(time.Millisecond), float64(ing.samples)/ing.took.Seconds()/1e6, ing.full)
@@ -165,8 +166,8 @@ func run(cfg config, w io.Writer) error {
 	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(heap)
 	fmt.Fprintf(w, "memory: Go heap %s live; off the heap: mapped %s, private %s, host tier %s\n",
-		vmem.Bytes(heap[0].Value.Uint64()), vmem.Bytes(dev.Info().Tiers[vmem.Mapped].InUse),
-		vmem.Bytes(dev.Info().Tiers[vmem.Private].InUse), vmem.Bytes(dev.Info().Tiers[vmem.Host].InUse))
+		human.Bytes(heap[0].Value.Uint64()), human.Bytes(dev.Info().Tiers[vmem.Mapped].InUse),
+		human.Bytes(dev.Info().Tiers[vmem.Private].InUse), human.Bytes(dev.Info().Tiers[vmem.Host].InUse))
 
 	got, err := verify(path, cfg.series, rounds)
 	if err != nil {

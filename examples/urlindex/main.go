@@ -20,6 +20,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/govram/govram/internal/human"
 	"io"
 	"log"
 	"math/rand/v2"
@@ -109,7 +110,7 @@ func run(cfg config, w io.Writer) error {
 	off := dev.Info().Tiers[vmem.Mapped].InUse + dev.Info().Tiers[vmem.Private].InUse + dev.Info().Tiers[vmem.Host].InUse
 	fmt.Fprintf(w, "govram Map:  %d unique of %d in %v (%.2f M URLs/s); Go heap %s, off-heap %s; GC %d cycles, %.3f s CPU\n",
 		m.Len(), cfg.n, took.Round(time.Millisecond), float64(cfg.n)/took.Seconds()/1e6,
-		vmem.Bytes(heap), vmem.Bytes(off), after.cycles-before.cycles, after.gcCPU-before.gcCPU)
+		human.Bytes(heap), human.Bytes(off), after.cycles-before.cycles, after.gcCPU-before.gcCPU)
 	if err := checkSample(m, cfg); err != nil {
 		return err
 	}
@@ -126,7 +127,7 @@ func run(cfg config, w io.Writer) error {
 	heap = heapBytes()
 	fmt.Fprintf(w, "Go map:      %d unique of %d in %v (%.2f M URLs/s); Go heap %s; GC %d cycles, %.3f s CPU\n",
 		len(g), cfg.n, took.Round(time.Millisecond), float64(cfg.n)/took.Seconds()/1e6,
-		vmem.Bytes(heap), after.cycles-before.cycles, after.gcCPU-before.gcCPU)
+		human.Bytes(heap), after.cycles-before.cycles, after.gcCPU-before.gcCPU)
 
 	// Both indexes saw the same stream, so they must agree on every id.
 	if len(g) != m.Len() {

@@ -17,6 +17,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/govram/govram/internal/human"
 	"io"
 	"log"
 	"math"
@@ -112,8 +113,8 @@ func run(cfg config, w io.Writer) error {
 	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(heap)
 	fmt.Fprintf(w, "store: %d vectors of %d float32 (%s) generated and loaded in %v; Go heap %s, device: mapped %s, private %s\n",
-		cfg.n, dim, vmem.Bytes(size), took.Round(time.Millisecond), vmem.Bytes(heap[0].Value.Uint64()),
-		vmem.Bytes(dev.Info().Tiers[vmem.Mapped].InUse), vmem.Bytes(dev.Info().Tiers[vmem.Private].InUse))
+		cfg.n, dim, human.Bytes(size), took.Round(time.Millisecond), human.Bytes(heap[0].Value.Uint64()),
+		human.Bytes(dev.Info().Tiers[vmem.Mapped].InUse), human.Bytes(dev.Info().Tiers[vmem.Private].InUse))
 
 	queries := make([]vec, cfg.queries)
 	for i := range queries {
