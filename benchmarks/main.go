@@ -312,7 +312,7 @@ func printList(stdout io.Writer, groups []*group) {
 // the device and the suites' descriptions.
 func newResults(dev *vmem.Device, cfg *config, args []string) *Results {
 	res := &Results{Version: resultsVersion, Started: time.Now(), Command: append([]string{"benchmarks"}, args...),
-		Config: RunConfig{Backend: string(dev.Backend()), Suites: cfg.suites, Sizes: cfg.sizes, Time: cfg.timeFlag,
+		Config: RunConfig{Backend: string(dev.Info().Backend), Suites: cfg.suites, Sizes: cfg.sizes, Time: cfg.timeFlag,
 			Count: cfg.count, Short: cfg.short, CapacityMax: cfg.capacityMax},
 		Machine: describeMachine(), Device: describeDevice(dev)}
 	if cfg.deadline > 0 {
@@ -377,7 +377,7 @@ func sizesText(sizes []int) string {
 // newEnv measures what memory the machine offers.
 func newEnv(dev *vmem.Device, cfg *config) *env {
 	e := &env{dev: dev, cfg: cfg, short: cfg.short, hostAvail: meminfo("MemAvailable"), buildBudget: cfg.buildBudget}
-	if dev.Backend() == vmem.BackendHost {
+	if dev.Info().Backend == vmem.BackendHost {
 		e.devAvail = e.hostAvail
 	} else {
 		in := dev.Info()

@@ -270,7 +270,7 @@ func skipf(format string, args ...any) error {
 func (r *runner) fits(host, dev uint64) string {
 	e := r.e
 	const use = 0.85 // leave room for the rest of the process and the OS
-	if e.dev.Backend() == vmem.BackendHost {
+	if e.dev.Info().Backend == vmem.BackendHost {
 		host, dev = host+dev, 0
 	}
 	if e.hostAvail > 0 && float64(host) > use*float64(e.hostAvail) {

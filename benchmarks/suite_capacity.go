@@ -36,7 +36,7 @@ func capacityImpl(e *env) *impl {
 	return &impl{
 		Name: "govram", Role: RoleGovram, Ops: []string{"mapped", "private", "host"},
 		Setup: func() (*fixture, error) {
-			if e.dev.Backend() == vmem.BackendHost && !e.cfg.capHost {
+			if e.dev.Info().Backend == vmem.BackendHost && !e.cfg.capHost {
 				return nil, skipf("host backend (use -capacity-host to probe it)")
 			}
 			var held []vmem.Block

@@ -41,7 +41,7 @@ func (e *env) cpuPathDevice() (*vmem.Device, error) {
 	if e.noKern != nil || e.noKernErr != nil {
 		return e.noKern, e.noKernErr
 	}
-	if e.dev.Backend() != vmem.BackendVulkan {
+	if e.dev.Info().Backend != vmem.BackendVulkan {
 		e.noKernErr = skipf("the host backend has no kernels to turn off")
 		return nil, e.noKernErr
 	}

@@ -110,7 +110,7 @@ var ErrUnsorted = errors.New("collections: keys not strictly ascending")
 // The zero value is not usable: make a tree with NewBTree.
 //
 // Concurrency, as in the table of docs/guide.md:
-//   - at the same time: Get, Has, GetBatch, Min, Max, Len, All, Keys, Values, Backward, Range, Ascend, Descend, Stats, Err, Save
+//   - at the same time: Get, Has, GetBatch, Min, Max, Len, All, Backward, Range, Ascend, Descend, Stats, Err, Save
 //   - alone: Put, ReplaceOrInsert, Delete, DeleteMin, DeleteMax, BulkLoad, Clear, Close
 //
 // A BTree is invalid after Close: methods with an error result return

@@ -100,7 +100,7 @@ func btBenchDevice(impl string) *vmem.Device {
 		return d
 	}
 	d, err := vmem.Open(vmem.Options{Backend: be})
-	if err != nil || d.Backend() != be {
+	if err != nil || d.Info().Backend != be {
 		d = nil
 	}
 	if btBench.devs == nil {

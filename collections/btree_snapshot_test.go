@@ -105,7 +105,7 @@ func TestBTreeSnapshotRoundTrip(t *testing.T) {
 		snapBTreeRoundTrip(t, d, 2000, func(a, b snapRec) bool { return a.At < b.At },
 			func(i int) snapRec { return snapRec{ID: 1, At: uint64(i)} }, func(i int) [64]byte { return [64]byte{byte(i)} },
 			btWithLeafEntries(5), btWithExtentLeaves(2))
-		if d.Backend() == vmem.BackendVulkan {
+		if d.Info().Backend == vmem.BackendVulkan {
 			snapBTreeRoundTrip(t, d, 5000, lessU, u, snapStr, WithBTreeTier(vmem.Private))
 		}
 	})

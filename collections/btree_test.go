@@ -55,9 +55,9 @@ func btN(n int) int {
 
 func btDevName(d *vmem.Device) string {
 	if d.Info().Tiers[vmem.Mapped].Limit > 0 {
-		return string(d.Backend()) + "-spill"
+		return string(d.Info().Backend) + "-spill"
 	}
-	return string(d.Backend())
+	return string(d.Info().Backend)
 }
 
 // btTake returns seq's entries, breaking out of the loop before the first

@@ -115,7 +115,7 @@ func (t *BTree[K, V]) tierBudget() uint64 {
 	if t.cacheSet {
 		return uint64(t.cache)
 	}
-	if t.dev.Backend() != vmem.BackendVulkan || t.lv.naive {
+	if t.dev.Info().Backend != vmem.BackendVulkan || t.lv.naive {
 		return 0
 	}
 	var dev uint64

@@ -224,8 +224,8 @@ func TestBTreeTierDefault(t *testing.T) {
 		}
 		defer tr.Close()
 		st := tr.Stats()
-		if on := d.Backend() == vmem.BackendVulkan; (st.Cache.Bytes > 0) != on {
-			t.Fatalf("%v: default tier bytes %d", d.Backend(), st.Cache.Bytes)
+		if on := d.Info().Backend == vmem.BackendVulkan; (st.Cache.Bytes > 0) != on {
+			t.Fatalf("%v: default tier bytes %d", d.Info().Backend, st.Cache.Bytes)
 		}
 		off, err := NewBTreeOrdered[uint64, uint64](d, WithHostCache(0))
 		if err != nil {
@@ -235,7 +235,7 @@ func TestBTreeTierDefault(t *testing.T) {
 		if b := off.Stats().Cache.Bytes; b != 0 {
 			t.Fatalf("WithHostCache(0) made a tier of %d bytes", b)
 		}
-		if d.Backend() != vmem.BackendVulkan || testing.Short() {
+		if d.Info().Backend != vmem.BackendVulkan || testing.Short() {
 			return
 		}
 		// 1,000,000 entries: 16 MB of leaves want a tier over twice the

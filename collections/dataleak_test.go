@@ -8,7 +8,6 @@ package collections
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
@@ -67,7 +66,7 @@ func TestNoDataLeaks(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if err := s.CopyFrom(slices.Repeat([]dlRec{dlPat}, 5000), 0); err != nil {
+			if err := s.Fill(dlPat); err != nil {
 				return err
 			}
 			return s.Close()
@@ -151,7 +150,7 @@ func TestNoDataLeaksNewContainers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.CopyFrom(slices.Repeat([]dlRec{dlPat}, 4000), 0)
+		a.Fill(dlPat)
 		a.Close()
 		// Grown from one element, so every segment it takes is new.
 		s, err := vmem.NewSlice[dlRec](d, 1)

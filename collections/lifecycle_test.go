@@ -143,6 +143,7 @@ func TestLifecycleSlice(t *testing.T) {
 			{"Resize", func() error { return s.Resize(10) }, lcErr},
 			{"CopyFrom", func() error { return s.CopyFrom(buf[:0], 0) }, lcErr},
 			{"CopyTo", func() error { return s.CopyTo(buf[:0], 0) }, lcErr},
+			{"Fill", func() error { return s.Fill(1) }, lcErr},
 			{"GetBatch", func() error { return s.GetBatch([]int{1}, buf[:1]) }, lcErr},
 			{"Save", func() error { return s.Save(io.Discard) }, lcErr},
 			{"Chunks", func() error { return lcEmpty(s.Chunks()) }, lcQuiet},

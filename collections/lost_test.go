@@ -108,7 +108,7 @@ func TestReadsPanicWhenLost(t *testing.T) {
 		for _, r := range reads {
 			mustPanicLost(t, r.name, r.f)
 		}
-		if d.Backend() == vmem.BackendHost {
+		if d.Info().Backend == vmem.BackendHost {
 			if v := fx.sl.Get(3); v != 3 {
 				t.Errorf("host Slice.Get(3) on its first segment = %d", v)
 			}

@@ -81,7 +81,7 @@ import (
 //
 // Concurrency, as in the table of docs/guide.md (for a map on one device
 // and on a pool alike):
-//   - at the same time: Get, Has, GetBatch, Len, All, Keys, Values, Stats, Err, Save
+//   - at the same time: Get, Has, GetBatch, Len, All, Stats, Err, Save
 //   - alone: Put, PutBatch, Delete, Clear, Close
 //
 // On a pool (NewMap(pool, ...)) the map keeps one table per device and
@@ -294,7 +294,7 @@ func newMap[K comparable, V any](dev *vmem.Device, opts ...MapOption) (*Map[K, V
 		}
 	}
 	nb := m.bucketsFor(max(cfg.capacity, 8))
-	if cfg.capacity > 0 && dev.Backend() == vmem.BackendVulkan {
+	if cfg.capacity > 0 && dev.Info().Backend == vmem.BackendVulkan {
 		nb = m.bucketsForFast(cfg.capacity)
 	}
 	if m.t, err = m.newTable(nb, mapTailFor(nb)); err != nil {

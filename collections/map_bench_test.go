@@ -124,7 +124,7 @@ func mapBenchBuild(b *testing.B, n int) *mapBenchSet {
 // on a GPU, every tier on the host backend.
 func mapHostBytes(d *vmem.Device) uint64 {
 	b := d.Info().Tiers[vmem.Host].InUse
-	if d.Backend() == vmem.BackendHost {
+	if d.Info().Backend == vmem.BackendHost {
 		b += d.Info().Tiers[vmem.Mapped].InUse + d.Info().Tiers[vmem.Private].InUse
 	}
 	return b
@@ -237,7 +237,7 @@ func BenchmarkMapGetParallel(b *testing.B) {
 						use := impl
 						if strings.HasPrefix(impl, "combined") {
 							// Combining of single Gets on (map_getcomb.go).
-							if s.m.dev.Backend() != vmem.BackendVulkan {
+							if s.m.dev.Info().Backend != vmem.BackendVulkan {
 								b.Skip("combining is for maps on a GPU")
 							}
 							comb, gpu := s.m.comb, getCombGPU

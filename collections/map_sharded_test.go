@@ -212,7 +212,7 @@ func shSteps(p *vmem.Pool) int {
 	if testing.Short() {
 		n = 250
 	}
-	if p.Devices()[0].Backend() == vmem.BackendVulkan {
+	if p.Devices()[0].Info().Backend == vmem.BackendVulkan {
 		n /= 2
 	}
 	if buildconst.Race {
@@ -312,7 +312,7 @@ func TestShardedMapFaults(t *testing.T) {
 			vals[i] = uint64(i) + 1_000_000
 		}
 		err = s.PutBatch(keys, vals)
-		if err != nil && !errors.Is(err, vmem.ErrOutOfMemory) || err == nil && p.Devices()[0].Backend() == vmem.BackendHost {
+		if err != nil && !errors.Is(err, vmem.ErrOutOfMemory) || err == nil && p.Devices()[0].Info().Backend == vmem.BackendHost {
 			t.Fatalf("PutBatch with a failing device: %v, want vmem.ErrOutOfMemory", err)
 		}
 		got := make([]uint64, len(keys))

@@ -522,7 +522,7 @@ func TestMapDeviceLost(t *testing.T) {
 		for i := uint64(1 << 40); perr == nil && i < 1<<40+100; i++ {
 			perr = m.Put(i, i)
 		}
-		if !errors.Is(perr, vmem.ErrDeviceLost) && d.Backend() == vmem.BackendVulkan {
+		if !errors.Is(perr, vmem.ErrDeviceLost) && d.Info().Backend == vmem.BackendVulkan {
 			t.Fatalf("Put on a lost device: %v", perr)
 		}
 	})

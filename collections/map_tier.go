@@ -98,7 +98,7 @@ func (m *Map[K, V]) tierBudget() uint64 {
 	if m.cfg.cacheSet {
 		return uint64(m.cfg.cache)
 	}
-	if m.dev.Backend() != vmem.BackendVulkan || m.cfg.plain {
+	if m.dev.Info().Backend != vmem.BackendVulkan || m.cfg.plain {
 		return 0
 	}
 	b := m.tableBytes() / tierDefaultDiv

@@ -53,7 +53,7 @@ func TestMapTierMemory(t *testing.T) {
 			if st.Cache.Bytes == 0 || st.Cache.Bytes > budget || st.Cache.Entries == 0 {
 				t.Errorf("n=%d: tier %+v, budget %d", n, st.Cache, budget)
 			}
-			if d.Backend() == vmem.BackendVulkan {
+			if d.Info().Backend == vmem.BackendVulkan {
 				// HostBytes: control bytes, the recorded Puts' buffer (at
 				// most 4 MiB) and the tier.
 				if other := st.HostBytes - st.Cache.Bytes; other > 2*uint64(n)+4<<20 {

@@ -166,8 +166,8 @@ func TestMapTierDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer m.Close()
-		if on := m.tier != nil; on != (d.Backend() == vmem.BackendVulkan) {
-			t.Fatalf("default tier on = %v on %v", on, d.Backend())
+		if on := m.tier != nil; on != (d.Info().Backend == vmem.BackendVulkan) {
+			t.Fatalf("default tier on = %v on %v", on, d.Info().Backend)
 		}
 		off, _ := NewMap[uint64, uint64](d, WithHostCache(0))
 		defer off.Close()

@@ -147,7 +147,7 @@ func putBehindRun[K, V comparable](t *testing.T, d *vmem.Device, x *mapDiff[K, V
 		}
 	}
 	x.compare()
-	if d.Backend() == vmem.BackendVulkan {
+	if d.Info().Backend == vmem.BackendVulkan {
 		if !recorded {
 			t.Fatal("no Put was recorded")
 		}
@@ -201,12 +201,12 @@ func TestMapPutBehindFaults(t *testing.T) {
 				if err := x.m.Err(); err != nil {
 					t.Fatalf("after a failed batch: %v", err)
 				}
-				if d.Backend() == vmem.BackendVulkan && x.m.wb.off != errors.Is(fail, kern.ErrNoKernels) {
+				if d.Info().Backend == vmem.BackendVulkan && x.m.wb.off != errors.Is(fail, kern.ErrNoKernels) {
 					t.Fatalf("write-behind off = %v after %v", x.m.wb.off, fail)
 				}
 			})
 		}
-		if d.Backend() != vmem.BackendVulkan {
+		if d.Info().Backend != vmem.BackendVulkan {
 			return
 		}
 		m, err := NewMap[uint64, uint64](d, WithCapacity(10000))
@@ -232,7 +232,7 @@ func TestMapPutBehindFaults(t *testing.T) {
 // tier, and every call reports the loss.
 func TestMapPutBehindStringsLost(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		if d.Backend() != vmem.BackendVulkan {
+		if d.Info().Backend != vmem.BackendVulkan {
 			t.Skip("Puts are recorded on a GPU only")
 		}
 		m, err := NewMap[string, string](d, WithCapacity(10000), WithHostCache(1<<20))
@@ -357,7 +357,7 @@ func putLocatedRun(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if d.Backend() == vmem.BackendVulkan && kdev(d).KernelsAvailable() {
+		if d.Info().Backend == vmem.BackendVulkan && kdev(d).KernelsAvailable() {
 			if mu.wb.located == 0 || ms.wb.located == 0 {
 				t.Fatalf("batches located by the GPU: %d and %d, want some", mu.wb.located, ms.wb.located)
 			}

@@ -70,13 +70,7 @@ func relSlice(private bool) func(d *vmem.Device) (*relSubject, error) {
 			}
 			return s.Err()
 		}, model: func() { model[5] = r(55) }})
-		add("CopyFrom(all)", func() error {
-			all := make([]rec, s.Len())
-			for i := range all {
-				all[i] = r(7)
-			}
-			return s.CopyFrom(all, 0)
-		}, func() {
+		add("Fill", func() error { return s.Fill(r(7)) }, func() {
 			for i := range model {
 				model[i] = r(7)
 			}

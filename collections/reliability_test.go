@@ -119,14 +119,14 @@ func TestFaultsOutOfMemory(t *testing.T) {
 	for _, k := range relKinds() {
 		t.Run(k.name, func(t *testing.T) {
 			vmemtest.Each(t, relOpts, func(t *testing.T, d *vmem.Device) {
-				if k.vulkanOnly && d.Backend() != vmem.BackendVulkan {
+				if k.vulkanOnly && d.Info().Backend != vmem.BackendVulkan {
 					t.Skip("same as another variant on this backend")
 				}
 				allocs, _ := relCount(t, d, k)
 				if allocs == 0 {
 					t.Fatal("the script allocates nothing")
 				}
-				for _, n := range relPoints(allocs, relMaxRuns(d.Backend())) {
+				for _, n := range relPoints(allocs, relMaxRuns(d.Info().Backend)) {
 					relOOMRun(t, d, k, n)
 					if t.Failed() {
 						return

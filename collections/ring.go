@@ -242,7 +242,7 @@ const ringTSO = runtime.GOARCH == "amd64" || runtime.GOARCH == "386"
 // See docs/ring.md for the memory-ordering argument.
 //
 // Concurrency, as in the table of docs/guide.md:
-//   - at the same time: one producer (Push, PushBatch, Flush) with one consumer (Pop, PopBatch, Peek, All, Save, Err); Len, Cap and Stats from any goroutine
+//   - at the same time: one producer (Push, PushBatch, Flush) with one consumer (Pop, PopBatch, Peek, All, Save, Err); Len and Stats from any goroutine
 //   - alone: Clear, Close; several producers, or several consumers, need the caller's lock around their side
 //
 // Device loss: Peek, Pop and All panic with an error matching

@@ -35,7 +35,7 @@ func (e ringStressElem) ok() bool { return e == ringStressMake(e.Seq) }
 func TestRingConcurrent(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		n := uint64(60000)
-		if testing.Short() || d.Backend() == vmem.BackendVulkan {
+		if testing.Short() || d.Info().Backend == vmem.BackendVulkan {
 			n = 15000
 		}
 		for _, capacity := range []int{5, 64, 1000} {

@@ -360,7 +360,7 @@ func ringTinyOpts() []RingOption {
 func TestRingDifferential(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		ops := 600
-		if testing.Short() || d.Backend() == vmem.BackendVulkan {
+		if testing.Short() || d.Info().Backend == vmem.BackendVulkan {
 			ops = 250
 		}
 		for _, tc := range ringTypeCases() {

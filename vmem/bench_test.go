@@ -152,7 +152,7 @@ func TestCapacity(t *testing.T) {
 		t.Skip("set VMEM_CAPACITY=1 to fill the device")
 	}
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		if d.Backend() == vmem.BackendHost {
+		if d.Info().Backend == vmem.BackendHost {
 			t.Skip("the host backend's capacity is the machine's RAM")
 		}
 		var total uint64

@@ -315,8 +315,6 @@ func (d *Device) noteErr(err error) error {
 	return err
 }
 
-// Backend returns the backend in use.
-func (d *Device) Backend() Backend { return d.backend }
 
 // timeoutNs is the GPU wait bound.
 func (d *Device) timeoutNs() uint64 { return uint64(d.opts.Timeout / time.Nanosecond) }

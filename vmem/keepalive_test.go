@@ -46,7 +46,7 @@ func TestSliceKeptAlive(t *testing.T) {
 	ops := keepSliceOps(n, idx)
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		tiers := []vmem.Tier{vmem.Mapped}
-		if d.Backend() == vmem.BackendVulkan {
+		if d.Info().Backend == vmem.BackendVulkan {
 			tiers = append(tiers, vmem.Private)
 		}
 		total := 0
@@ -65,7 +65,7 @@ func TestSliceKeptAlive(t *testing.T) {
 		}
 		// On the host backend a Slice's calls copy and sort on the
 		// calling goroutine, with no wait to check.
-		if total == 0 && d.Backend() == vmem.BackendVulkan {
+		if total == 0 && d.Info().Backend == vmem.BackendVulkan {
 			t.Errorf("no call waited: the test checks nothing")
 		}
 	})

@@ -79,7 +79,7 @@ func TestPoolCapacity(t *testing.T) {
 	for i, d := range p.Devices() {
 		t.Logf("device %d: %s", i, d.Info())
 	}
-	if p.Devices()[0].Backend() != vmem.BackendVulkan && maxGiB == 0 {
+	if p.Devices()[0].Info().Backend != vmem.BackendVulkan && maxGiB == 0 {
 		t.Skip("no GPU: set VMEM_POOL_CAPACITY_MAX_GIB to run on host memory")
 	}
 	var want uint64

@@ -123,13 +123,13 @@ func (s *poolSlice[T]) CopyTo(dst []T, at int) error {
 	})
 }
 
-// fill sets every element to v, on every device at once.
-func (s *poolSlice[T]) fill(v T) error {
+// Fill sets every element to v, on every device at once.
+func (s *poolSlice[T]) Fill(v T) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
 	return s.fan(s.spans(0, s.n), func(d int) error {
-		return devErr("Fill", d, s.parts[d].fill(v))
+		return devErr("Fill", d, s.parts[d].Fill(v))
 	})
 }
 

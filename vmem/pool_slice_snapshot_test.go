@@ -142,7 +142,7 @@ func TestPoolSliceSnapshotRoundTrip(t *testing.T) {
 // blocks and stages, so that the pipelines overlap their stages.
 func TestPoolSliceSnapshotLarge(t *testing.T) {
 	eachPool(t, func(t *testing.T, p *vmem.Pool) {
-		if buildconst.Race && p.Devices()[0].Backend() == vmem.BackendVulkan {
+		if buildconst.Race && p.Devices()[0].Info().Backend == vmem.BackendVulkan {
 			t.Skip("slow under the race detector on lavapipe")
 		}
 		n := 2*snapBlockElems[uint64]() + 12345
@@ -216,7 +216,7 @@ func TestPoolSliceSnapshotDamage(t *testing.T) {
 		data := poolSnapSave(t, s)
 		s.Close()
 		step := 1
-		if p.Devices()[0].Backend() == vmem.BackendVulkan || buildconst.Race {
+		if p.Devices()[0].Info().Backend == vmem.BackendVulkan || buildconst.Race {
 			step = 7
 		}
 		for cut := 0; cut < len(data); cut += step {

@@ -18,7 +18,7 @@ import (
 // poolSortSizes are lengths around stripe (16) and part boundaries.
 func poolSortSizes(p *vmem.Pool) []int {
 	ns := []int{0, 1, 2, 15, 16, 17, 33, 1000, 4099}
-	if !buildconst.Race || p.Devices()[0].Backend() == vmem.BackendHost {
+	if !buildconst.Race || p.Devices()[0].Info().Backend == vmem.BackendHost {
 		ns = append(ns, 100_003)
 	}
 	return ns

@@ -229,7 +229,7 @@ func poolSteps(b vmem.Backend) int {
 
 func TestPoolSliceModel(t *testing.T) {
 	eachPool(t, func(t *testing.T, p *vmem.Pool) {
-		b := p.Devices()[0].Backend()
+		b := p.Devices()[0].Info().Backend
 		t.Run("uint32/stripe8", func(t *testing.T) {
 			poolSliceDiff(t, p, func(x uint64) uint32 { return uint32(x) }, poolSteps(b), vmem.WithStripe(8), vmemtest.WithSegmentBytes(1024))
 		})

@@ -41,8 +41,8 @@ import (
 // a goroutine that changes the Slice must not overlap with any other call.
 //
 // Concurrency, as in the table of docs/guide.md:
-//   - at the same time: Get, CopyTo, GetBatch, All, Chunks, Len, Cap, Stats, Err, Save, Writer, Sum
-//   - alone: Set, Append, Grow, Resize, CopyFrom, Fill, a Writer's Set and Flush, Sort, SortBy, Close
+//   - at the same time: Get, CopyTo, GetBatch, All, Chunks, Len, Cap, Stats, Err, Save, Sum
+//   - alone: Set, SetBatch, Append, Resize, CopyFrom, Fill, Sort, SortBy, Close
 //
 // Device loss: Get, All and Chunks panic with an error matching
 // ErrDeviceLost rather than return zeros (Get on the host backend's first

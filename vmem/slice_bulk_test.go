@@ -95,7 +95,7 @@ func TestSliceBulkReads(t *testing.T) {
 // an index out of range panics before anything is read.
 func TestSliceGetManyPrivate(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		if d.Backend() != vmem.BackendVulkan {
+		if d.Info().Backend != vmem.BackendVulkan {
 			t.Skip("no private VRAM on the host backend")
 		}
 		getManyPrivate[e8](t, d)
@@ -163,7 +163,7 @@ func getManyPrivate[T comparable](t *testing.T, d *vmem.Device) {
 // the loss, and Err reports it.
 func TestSliceErrConcurrentReaders(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		if d.Backend() != vmem.BackendVulkan {
+		if d.Info().Backend != vmem.BackendVulkan {
 			t.Skip("no private VRAM on the host backend")
 		}
 		s, err := vmem.NewSlice[uint64](d, 4096, vmem.InTier(vmem.Private))
@@ -226,7 +226,7 @@ func TestSliceAllDeviceLost(t *testing.T) {
 		if s.Err() != nil {
 			t.Fatal(s.Err())
 		}
-		if d.Backend() != vmem.BackendVulkan {
+		if d.Info().Backend != vmem.BackendVulkan {
 			return // host runs are read in place, with no transfer to fail
 		}
 		kdev(d).InjectFaults(kern.Faults{FailSubmit: 2})

@@ -1,8 +1,5 @@
 package vmem
 
-// Grow and Fill give vmem's tests the Slice's internal growth and fill
-// (NewSlice's WithCapacity and Resize are the API's ways to reserve room;
-// CopyFrom and SetBatch to store).
+// Grow gives vmem's tests the Slice's internal growth (NewSlice's
+// WithCapacity and Resize are the API's ways to reserve room).
 func (s *Slice[T]) Grow(n int) error { return s.grow(n) }
-
-func (s *Slice[T]) Fill(v T) error { return s.fill(v) }

@@ -312,7 +312,7 @@ func BenchmarkSliceSum(b *testing.B) {
 // element (what GetMany did there before).
 func BenchmarkSliceGetManyPrivate(b *testing.B) {
 	benchEach(b, func(b *testing.B, d *vmem.Device) {
-		if d.Backend() != vmem.BackendVulkan {
+		if d.Info().Backend != vmem.BackendVulkan {
 			b.Skip("no private VRAM on the host backend")
 		}
 		const n, m = 1 << 22, 10000

@@ -590,7 +590,7 @@ func FuzzSliceKernels(f *testing.F) {
 			ref := slices.Clone(vals)
 			slices.Sort(ref)
 			if !slices.Equal(readAll(t, s), ref) {
-				t.Fatalf("%s: Sort differs from slices.Sort", d.Backend())
+				t.Fatalf("%s: Sort differs from slices.Sort", d.Info().Backend)
 			}
 			s.Close()
 		}
@@ -603,7 +603,7 @@ func TestSliceKernelsMixedTiers(t *testing.T) {
 	var lim [3]uint64
 	lim[vmem.Mapped] = 64 << 10
 	d := vmemtest.Open(t, vmem.BackendVulkan, vmem.Options{Limits: lim})
-	if d.Backend() != vmem.BackendVulkan {
+	if d.Info().Backend != vmem.BackendVulkan {
 		t.Skip("VMEM_BACKEND selects the host backend, which has no private tier to spill into")
 	}
 	ran := kernelsOn(t, d)

@@ -135,7 +135,7 @@ func TestSliceSnapshotRoundTrip(t *testing.T) {
 		snapRoundTrip[[4096]byte](t, d, 3)
 		snapRoundTrip[[4096]byte](t, d, big)
 		snapRoundTrip[struct{}](t, d, 17)
-		if d.Backend() == vmem.BackendVulkan {
+		if d.Info().Backend == vmem.BackendVulkan {
 			snapRoundTrip[uint64](t, d, 50000, vmem.InTier(vmem.Private))
 		}
 	})
@@ -394,7 +394,7 @@ func TestSliceSnapshotLargeSegments(t *testing.T) {
 			snapLarge[uint64](t, d, blocks*snapBlockElems[uint64]()+12345, vmemtest.WithSegmentBytes(3<<20))
 		})
 		// Records spaced out (on Vulkan), blocks that end inside a line.
-		if !buildconst.Race || d.Backend() == vmem.BackendVulkan {
+		if !buildconst.Race || d.Info().Backend == vmem.BackendVulkan {
 			t.Run("24B", func(t *testing.T) {
 				snapLarge[snap24](t, d, blocks*snapBlockElems[snap24]()+77, vmemtest.WithSegmentBytes(5<<20))
 			})
@@ -493,7 +493,7 @@ func TestSliceSnapshotLateDamage(t *testing.T) {
 				// On Vulkan a segment the mapped tier refuses goes to
 				// the private tier.
 				l.Close()
-				if d.Backend() == vmem.BackendHost {
+				if d.Info().Backend == vmem.BackendHost {
 					t.Errorf("alloc fault %d: no error", k)
 				}
 				continue
@@ -563,7 +563,7 @@ func TestSliceSnapshotGPUCheck(t *testing.T) {
 		data := snapSave(t, s)
 		s.Close()
 		pinned := snapPinned(t, d, len(data))
-		gpu := d.Backend() == vmem.BackendVulkan && kdev(d).KernelsAvailable()
+		gpu := d.Info().Backend == vmem.BackendVulkan && kdev(d).KernelsAvailable()
 		readers := map[string]func(b []byte) io.Reader{
 			"pinned": func(b []byte) io.Reader { copy(pinned, b); return bytes.NewBuffer(pinned) },
 			"reader": func(b []byte) io.Reader { return bytes.NewReader(b) },

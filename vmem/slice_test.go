@@ -302,7 +302,7 @@ func TestSliceSpillsToPrivate(t *testing.T) {
 			vs[i] = mk[e64](uint64(i))
 		}
 		err = s.Append(vs...)
-		if d.Backend() == vmem.BackendHost {
+		if d.Info().Backend == vmem.BackendHost {
 			// All tiers are host memory; the limit makes the Slice fail cleanly.
 			if !errors.Is(err, vmem.ErrOutOfMemory) || s.Len() != 0 {
 				t.Fatalf("host: want ErrOutOfMemory and an unchanged Slice, got %v, len %d", err, s.Len())

@@ -134,10 +134,10 @@ func (s *Slice[T]) setSeg(sg *segment, j int, v T) {
 	}
 }
 
-// fill sets every element to v.
-func (s *Slice[T]) fill(v T) error {
+// Fill sets every element to v.
+func (s *Slice[T]) Fill(v T) error {
 	if s.sh != nil {
-		return s.sh.fill(v)
+		return s.sh.Fill(v)
 	}
 	if err := s.usable(); err != nil {
 		return err

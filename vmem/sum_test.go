@@ -228,7 +228,7 @@ func TestSumBackends(t *testing.T) {
 				if results[c.name] == nil {
 					results[c.name] = map[vmem.Backend][]any{}
 				}
-				results[c.name][d.Backend()] = c.run(t, d)
+				results[c.name][d.Info().Backend] = c.run(t, d)
 			})
 		}
 		ran()

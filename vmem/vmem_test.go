@@ -18,7 +18,7 @@ func TestOpenInfo(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		in := d.Info()
 		t.Logf("\n%s", in)
-		if in.Backend != d.Backend() || in.Name == "" {
+		if in.Backend != d.Info().Backend || in.Name == "" {
 			t.Fatalf("info %+v", in)
 		}
 		for _, tier := range tiers {
@@ -37,7 +37,7 @@ func TestOpenErrors(t *testing.T) {
 	}
 	t.Setenv("VMEM_BACKEND", "host")
 	d, err := vmem.Open(vmem.Options{Backend: vmem.BackendVulkan})
-	if err != nil || d.Backend() != vmem.BackendHost {
+	if err != nil || d.Info().Backend != vmem.BackendHost {
 		t.Fatalf("VMEM_BACKEND=host did not override: %v", err)
 	}
 	d.Close()

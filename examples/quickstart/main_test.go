@@ -33,7 +33,7 @@ func TestQuickstart(t *testing.T) {
 		}
 		slices.Sort(vals)
 		for _, want := range []string{
-			"backend " + string(d.Backend()) + "\n",
+			"backend " + string(d.Info().Backend) + "\n",
 			fmt.Sprintf("Slice[uint64]: %d elements", n),
 			fmt.Sprintf("smallest %d, largest %d, sum %d\n", vals[0], vals[n-1], sum),
 			fmt.Sprintf("Map[string]int: %d entries", n),

@@ -29,7 +29,7 @@ func TestTSRing(t *testing.T) {
 
 		total := (cfg.n + cfg.series - 1) / cfg.series * cfg.series
 		for _, want := range []string{
-			"backend " + string(d.Backend()) + "\n",
+			"backend " + string(d.Info().Backend) + "\n",
 			fmt.Sprintf("ingest: PushBatch took %d samples", total),
 			fmt.Sprintf("drain: PopBatch took %d samples", total),
 			fmt.Sprintf("file: %d blocks, ", (total+cfg.block-1)/cfg.block),

@@ -32,7 +32,7 @@ func TestURLIndex(t *testing.T) {
 					t.Errorf("%d unique URLs of %d: not a stream with duplicates", unique, cfg.n)
 				}
 				for _, want := range []string{
-					"backend " + string(d.Backend()) + "\n",
+					"backend " + string(d.Info().Backend) + "\n",
 					fmt.Sprintf("govram Map:  %d unique of %d in ", unique, cfg.n),
 					fmt.Sprintf("Go map:      %d unique of %d in ", unique, cfg.n),
 					fmt.Sprintf("check: both indexes hold the same %d URLs with the same ids\n", unique),

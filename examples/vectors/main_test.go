@@ -22,7 +22,7 @@ func TestVectors(t *testing.T) {
 		got := out.String()
 		t.Log("\n" + got)
 		for _, want := range []string{
-			"backend " + string(d.Backend()) + "\n",
+			"backend " + string(d.Info().Backend) + "\n",
 			fmt.Sprintf("store: %d vectors of %d float32", cfg.n, dim),
 			fmt.Sprintf("search: %d queries, top %d, one blocked scan on 3 goroutines", cfg.queries, cfg.k),
 			fmt.Sprintf("gives the same %d neighbours for all %d queries\n", cfg.k, cfg.queries),
