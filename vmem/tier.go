@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/govram/govram/internal/block"
 )
 
 // Tier names a kind of memory.
@@ -24,6 +26,14 @@ const (
 	// NumTiers is the number of tiers.
 	NumTiers = 3
 )
+
+// A Tier converts to the block.Tier of the same kind and back.
+func _() {
+	var x [1]struct{}
+	_ = x[int(block.Mapped)-int(Mapped)]
+	_ = x[int(block.Private)-int(Private)]
+	_ = x[int(block.Host)-int(Host)]
+}
 
 func (t Tier) String() string {
 	switch t {
