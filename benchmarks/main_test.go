@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/govram/govram/collections"
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/buildconst"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -404,7 +406,7 @@ func TestRunnerFailures(t *testing.T) {
 			return fx, nil
 		}},
 		{Name: "oom", Role: RoleGovram, Ops: []string{"a"}, Setup: func() (*fixture, error) {
-			_, err := d.Alloc(vmem.Mapped, 1<<60, 0)
+			_, err := kern.Of(d).Alloc(block.Mapped, 1<<60, 0)
 			return nil, err
 		}},
 		{Name: "big", Role: RoleGovram, Ops: []string{"a"}, Need: func() (uint64, uint64) { return 1 << 62, 0 },

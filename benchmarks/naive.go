@@ -6,13 +6,17 @@ package main
 // is ordinary memory and the naive path is as fast as the heap; on a GPU
 // every plain load from mapped VRAM costs about 1.5 µs (docs/benchmarks.md).
 
-import "github.com/govram/govram/vmem"
+import (
+	"github.com/govram/govram/internal/block"
+	"github.com/govram/govram/internal/kern"
+	"github.com/govram/govram/vmem"
+)
 
 // naiveMap is an open-addressing hash table of uint64 keys and values with
 // linear probing, keys and values interleaved so a probe reads one line.
 // Key 0 marks an empty slot (the suites' keys are never 0).
 type naiveMap struct {
-	blk   vmem.Block
+	blk   block.Block
 	slots []uint64 // key, value, key, value, ...
 	mask  uint64
 	n     int
@@ -98,4 +102,4 @@ func (m *naiveMap) del(k uint64) bool {
 	return true
 }
 
-func (m *naiveMap) close(dev *vmem.Device) error { return dev.Free(m.blk) }
+func (m *naiveMap) close(dev *vmem.Device) error { return kern.Of(dev).Free(m.blk) }

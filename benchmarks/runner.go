@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/vmem"
 )
 
@@ -154,7 +155,7 @@ func (r *runner) runImpl(g *group, im *impl) {
 		}
 	}
 	r.prog.begin(caseName(g.Name, "setup", g.Size), im.Name)
-	r.e.dev.Trim() // empty chunks kept from earlier cases would hide this one's memory
+	kern.Of(r.e.dev).Trim() // empty chunks kept from earlier cases would hide this one's memory
 	quiesce()
 	m0 := memNow(r.e.dev)
 	start := time.Now()

@@ -11,6 +11,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/govram/govram/collections"
+	"github.com/govram/govram/internal/kern"
 )
 
 // rangeLen is how many entries a range case visits.
@@ -316,7 +317,7 @@ func btNaive(e *env, n int) *impl {
 				keys[i], vals[i] = orderedKey(i), uint64(i)
 			}
 			fx := &fixture{built: n, buildTime: time.Since(start), entries: n,
-				close: func() error { return e.dev.Free(blk) }, mem: builtMem(e.dev)}
+				close: func() error { return kern.Of(e.dev).Free(blk) }, mem: builtMem(e.dev)}
 			btOps{
 				get: func(k uint64) (uint64, bool) {
 					i := sort.Search(n, func(i int) bool { return keys[i] >= k })

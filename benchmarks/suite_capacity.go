@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/govram/govram/internal/block"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/vmem"
 )
 
@@ -39,14 +41,14 @@ func capacityImpl(e *env) *impl {
 			if e.dev.Info().Backend == vmem.BackendHost && !e.cfg.capHost {
 				return nil, skipf("host backend (use -capacity-host to probe it)")
 			}
-			var held []vmem.Block
+			var held []block.Block
 			fx := &fixture{close: func() error {
 				var errs []error
 				for _, b := range held {
-					errs = append(errs, e.dev.Free(b))
+					errs = append(errs, kern.Of(e.dev).Free(b))
 				}
 				held = nil
-				e.dev.Trim()
+				kern.Of(e.dev).Trim()
 				return errors.Join(errs...)
 			}}
 			for _, t := range []vmem.Tier{vmem.Mapped, vmem.Private, vmem.Host} {
@@ -82,7 +84,7 @@ func capacityImpl(e *env) *impl {
 // are held. Blocks are as large as the tier allows (at most 1 GiB); when
 // one does not fit, smaller ones are tried down to 64 MiB so the tail is
 // used too. It returns what it got and why it stopped.
-func fillTier(dev *vmem.Device, t vmem.Tier, limit uint64, held *[]vmem.Block) (blocks int, got uint64, why string, err error) {
+func fillTier(dev *vmem.Device, t vmem.Tier, limit uint64, held *[]block.Block) (blocks int, got uint64, why string, err error) {
 	ti := dev.Info().Tiers[t]
 	if !ti.Available {
 		return 0, 0, "", skipf("the %s tier is not available on this device", t)
@@ -99,7 +101,7 @@ func fillTier(dev *vmem.Device, t vmem.Tier, limit uint64, held *[]vmem.Block) (
 			return blocks, got, fmt.Sprintf("stopped at -capacity-max (%s)", fmtBytes(float64(limit))), nil
 		}
 		size := min(bs, limit-got)
-		blk, err := dev.Alloc(t, size, 0)
+		blk, err := kern.Of(dev).Alloc(block.Tier(t), size, 0)
 		switch {
 		case err == nil:
 			*held = append(*held, blk)

@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 
+	"github.com/govram/govram/internal/block"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/vmem"
 )
 
@@ -107,8 +109,8 @@ func gpuGovram(e *env, n int, name string) *impl {
 			}
 			idx := randomIdx(n, min(gatherLen, n), 8)
 			dst := make([]uint64, len(idx))
-			if blk, err := dev.Alloc(vmem.Host, uint64(len(idx))*8, 0); err == nil {
-				cl.add(func() error { return dev.Free(blk) })
+			if blk, err := kern.Of(dev).Alloc(block.Host, uint64(len(idx))*8, 0); err == nil {
+				cl.add(func() error { return kern.Of(dev).Free(blk) })
 				dst = blockU64s(blk)[:len(idx)]
 			}
 			fx := &fixture{close: cl.close}
@@ -224,7 +226,7 @@ func gpuNaive(e *env, n int) *impl {
 			}
 			copy(u, randomU64s(n, 7))
 			idx := randomIdx(n, min(gatherLen, n), 8)
-			fx := &fixture{close: func() error { return e.dev.Free(blk) }}
+			fx := &fixture{close: func() error { return kern.Of(e.dev).Free(blk) }}
 			fx.add("gather", gatherLoop(u, idx, make([]uint64, len(idx))))
 			return fx, nil
 		},

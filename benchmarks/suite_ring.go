@@ -11,7 +11,8 @@ import (
 	"sync/atomic"
 
 	"github.com/govram/govram/collections"
-	"github.com/govram/govram/vmem"
+	"github.com/govram/govram/internal/block"
+	"github.com/govram/govram/internal/kern"
 )
 
 // ringBatch is the run PushBatch and PopBatch move at a time.
@@ -63,8 +64,8 @@ func ringGovram(e *env, n int) *impl {
 			}
 			mem := builtMem(e.dev)
 			dst := make([]uint64, m)
-			if blk, err := e.dev.Alloc(vmem.Host, uint64(m)*8, 0); err == nil {
-				cl.add(func() error { return e.dev.Free(blk) })
+			if blk, err := kern.Of(e.dev).Alloc(block.Host, uint64(m)*8, 0); err == nil {
+				cl.add(func() error { return kern.Of(e.dev).Free(blk) })
 				dst = blockU64s(blk)[:m]
 			}
 			fx := &fixture{entries: n, close: cl.close, mem: mem}
@@ -224,7 +225,7 @@ func ringNaive(e *env, n int) *impl {
 			head, tail := 0, n/2 // positions in u
 			m := min(ringBatch, n/2)
 			src, dst := make([]uint64, m), make([]uint64, m)
-			fx := &fixture{entries: n, close: func() error { return e.dev.Free(blk) }}
+			fx := &fixture{entries: n, close: func() error { return kern.Of(e.dev).Free(blk) }}
 			fx.add("push-pop", func(b *B) error {
 				for i := range b.N {
 					u[tail] = uint64(i)

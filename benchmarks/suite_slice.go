@@ -4,6 +4,8 @@ package main
 // and against the naive path (a mapped block used as a []uint64).
 
 import (
+	"github.com/govram/govram/internal/block"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/vmem"
 )
 
@@ -58,10 +60,10 @@ func sliceGovram(e *env, n int) *impl {
 			fill = nil
 			mem := builtMem(e.dev)
 			buf := make([]uint64, min(n, sliceChunk))
-			pinned, err := e.dev.Alloc(vmem.Host, uint64(len(buf))*8, 0)
+			pinned, err := kern.Of(e.dev).Alloc(block.Host, uint64(len(buf))*8, 0)
 			havePinned := err == nil
 			if havePinned {
-				cl.add(func() error { return e.dev.Free(pinned) })
+				cl.add(func() error { return kern.Of(e.dev).Free(pinned) })
 			}
 			idx := randomIdx(n, probeCount(n), 1)
 			fx := &fixture{entries: n, close: cl.close, mem: mem}
@@ -200,19 +202,19 @@ func bulkOp(n, chunk int, move func(at, m int) error) benchFunc {
 
 // mappedU64s allocates n uint64 of mapped memory for the naive path,
 // written once so that no case pays the pages' first touch.
-func mappedU64s(dev *vmem.Device, n int) (vmem.Block, []uint64, error) {
-	blk, err := dev.Alloc(vmem.Mapped, uint64(n)*8, 0)
+func mappedU64s(dev *vmem.Device, n int) (block.Block, []uint64, error) {
+	blk, err := kern.Of(dev).Alloc(block.Mapped, uint64(n)*8, 0)
 	if err != nil {
 		return blk, nil, err
 	}
 	u := blockU64s(blk)
 	if u == nil {
-		dev.Free(blk)
-		return vmem.Block{}, nil, skipf("the mapped tier has no CPU address here")
+		kern.Of(dev).Free(blk)
+		return block.Block{}, nil, skipf("the mapped tier has no CPU address here")
 	}
-	if err := dev.Fill(blk, 0, blk.Size(), 0); err != nil {
-		dev.Free(blk)
-		return vmem.Block{}, nil, err
+	if err := kern.Of(dev).Fill(blk, 0, blk.Size(), 0); err != nil {
+		kern.Of(dev).Free(blk)
+		return block.Block{}, nil, err
 	}
 	return blk, u[:n], nil
 }
@@ -230,7 +232,7 @@ func sliceNaive(e *env, n int) *impl {
 			for i := range u {
 				u[i] = uint64(i)
 			}
-			fx := &fixture{entries: n, close: func() error { return e.dev.Free(blk) }, mem: builtMem(e.dev)}
+			fx := &fixture{entries: n, close: func() error { return kern.Of(e.dev).Free(blk) }, mem: builtMem(e.dev)}
 			buf := make([]uint64, min(n, sliceChunk))
 			idx := randomIdx(n, probeCount(n), 1)
 			fx.add("get", func(b *B) error {

@@ -6,13 +6,13 @@ package main
 import (
 	"unsafe"
 
-	"github.com/govram/govram/vmem"
+	"github.com/govram/govram/internal/block"
 )
 
 // blockU64s views a mapped or host block as []uint64. Valid because blocks
 // are at least 64-byte aligned and their memory lives outside the Go heap
 // until Free, which the caller does only after dropping the slice.
-func blockU64s(b vmem.Block) []uint64 {
+func blockU64s(b block.Block) []uint64 {
 	p := b.Ptr()
 	if p == nil {
 		return nil

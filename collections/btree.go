@@ -85,6 +85,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/collections/internal/strarena"
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/held"
 	"github.com/govram/govram/internal/lineio"
@@ -475,7 +476,7 @@ func (t *BTree[K, V]) Stats() BTreeStats {
 		s.Extents++
 		s.Leaves += int(e.used)
 		s.DeviceBytes += e.blk.Size()
-		if e.blk.Tier() == vmem.Private {
+		if e.blk.Tier() == block.Private {
 			s.PrivateBytes += e.blk.Size()
 		}
 		s.HostBytes += uint64(cap(e.bits)) * 8

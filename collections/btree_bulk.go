@@ -12,6 +12,7 @@ import (
 
 	"github.com/govram/govram/collections/internal/strarena"
 	"github.com/govram/govram/internal/access"
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/internal/waithook"
 	"github.com/govram/govram/vmem"
@@ -267,9 +268,9 @@ func btUnsortedOrdered(kk btKeyKind, p unsafe.Pointer, n int) int {
 type btBulkWriter[K, V any] struct {
 	t    *BTree[K, V]
 	buf  []byte
-	pin  vmem.Block // pinned buffer for DMA runs
-	run  uint32     // first leaf id in buf
-	n    int        // leaves in buf
+	pin  block.Block // pinned buffer for DMA runs
+	run  uint32      // first leaf id in buf
+	n    int         // leaves in buf
 	kind access.Kind
 	// unfenced: leaves were streamed straight from the caller's arrays
 	// and want a fence.
@@ -319,7 +320,7 @@ func (w *btBulkWriter[K, V]) leaf(id uint32, keys []K, vals []V, hs []strarena.H
 		size := max(btBulkRun, g.leafSize)
 		if e.Kind == access.DMA {
 			size = max(4<<20, g.leafSize)
-			if b, err := t.mem.Alloc(vmem.Host, uint64(size)); err == nil {
+			if b, err := t.mem.Alloc(block.Host, uint64(size)); err == nil {
 				w.pin = b
 				w.buf = b.Bytes()
 			}

@@ -205,7 +205,7 @@ type btQuery struct {
 }
 
 // gpuQuery finds k's leaf in the host index.
-func (t *BTree[K, V]) gpuQuery(kd kern.Device[vmem.Block], k K) btQuery {
+func (t *BTree[K, V]) gpuQuery(kd kern.Device, k K) btQuery {
 	x := &t.idx
 	b, i := x.find(k)
 	nd := x.nodes[b]

@@ -3,6 +3,7 @@ package collections
 import (
 	"unsafe"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/vmem"
 )
@@ -49,7 +50,7 @@ type btIndex[K any] struct {
 	mem    *owner
 	nodes  []*btNode[K]
 	free   []uint32
-	blocks []vmem.Block
+	blocks []block.Block
 	root   uint32
 	height int // levels; 0 when the tree is empty
 	first  uint32
@@ -87,7 +88,7 @@ func (x *btIndex[K]) reserve(k int) error {
 		// that few reserved nodes sit unused.
 		n := max(k-len(x.free), min(max(len(x.nodes)/4, 4), 256))
 		sz := x.nodeSize()
-		b, err := x.mem.Alloc(vmem.Host, uint64(n)*uint64(sz))
+		b, err := x.mem.Alloc(block.Host, uint64(n)*uint64(sz))
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/access"
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/lines"
 	"github.com/govram/govram/internal/recs"
 	"github.com/govram/govram/vmem"
@@ -121,7 +122,7 @@ func (g *btGeom) extentLeaves() int { return 1 << g.xShift }
 // of the tree (in any order inside the block), so a scan finds them
 // together.
 type btExtent struct {
-	blk         vmem.Block
+	blk         block.Block
 	access.View          // how the CPU reaches blk
 	cap         int32    // leaf slots in blk
 	used        int32    // slots in use
@@ -163,11 +164,11 @@ func (lv *btLeaves) ptr(id uint32) unsafe.Pointer {
 
 // allocBlock takes a block for n leaves in the tree's tier, spilling from
 // mapped to private VRAM when mapped memory runs out.
-func (lv *btLeaves) allocBlock(n int) (vmem.Block, error) {
+func (lv *btLeaves) allocBlock(n int) (block.Block, error) {
 	size := uint64(n) * uint64(lv.g.leafSize)
-	b, err := lv.mem.Alloc(lv.tier, size)
+	b, err := lv.mem.Alloc(block.Tier(lv.tier), size)
 	if err != nil && lv.tier == vmem.Mapped && errors.Is(err, vmem.ErrOutOfMemory) {
-		if b2, err2 := lv.mem.Alloc(vmem.Private, size); err2 == nil {
+		if b2, err2 := lv.mem.Alloc(block.Private, size); err2 == nil {
 			return b2, nil
 		}
 	}
@@ -176,7 +177,7 @@ func (lv *btLeaves) allocBlock(n int) (vmem.Block, error) {
 
 // view is how the CPU reaches block b: the device's rule, or plain loads
 // for the naive baseline.
-func (lv *btLeaves) view(b vmem.Block) access.View {
+func (lv *btLeaves) view(b block.Block) access.View {
 	v := kdev(lv.dev).View(b)
 	if lv.naive {
 		v = v.Plain()
@@ -215,7 +216,7 @@ func (lv *btLeaves) newExtent(n int) (int, error) {
 }
 
 // setBlock moves extent i to block b (after a grow), keeping its slots.
-func (lv *btLeaves) setBlock(i int, b vmem.Block, n int) {
+func (lv *btLeaves) setBlock(i int, b block.Block, n int) {
 	e := &lv.ext[i]
 	e.blk, e.View, e.cap, e.bat = b, lv.view(b), int32(n), nil
 	lv.epoch++
@@ -407,7 +408,7 @@ func (lv *btLeaves) grow(i int) error {
 	if e.Kind == access.WC {
 		lv.flush()
 	}
-	if err := lv.dev.Copy(b, 0, e.blk, 0, uint64(e.cap)*uint64(lv.g.leafSize)); err != nil {
+	if err := kdev(lv.dev).Copy(b, 0, e.blk, 0, uint64(e.cap)*uint64(lv.g.leafSize)); err != nil {
 		lv.mem.Free(b)
 		return err
 	}
@@ -431,7 +432,7 @@ func (lv *btLeaves) splitCopy(i int, move []uint32) (int, error) {
 	if e.Kind == access.WC || f.Kind == access.WC {
 		lv.flush()
 	}
-	if err := lv.dev.Copy(f.blk, 0, e.blk, 0, uint64(e.cap)*uint64(lv.g.leafSize)); err != nil {
+	if err := kdev(lv.dev).Copy(f.blk, 0, e.blk, 0, uint64(e.cap)*uint64(lv.g.leafSize)); err != nil {
 		lv.freeExtent(j)
 		return 0, err
 	}

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/vmem"
 )
@@ -43,7 +44,7 @@ var errRouteCount = errors.New("collections: BTree route table: leaf counts disa
 // in one device block, in step with the tree when ver == BTree.writes.
 type btRoute struct {
 	mu     sync.Mutex
-	blk    vmem.Block
+	blk    block.Block
 	room   int // leaves blk has room for
 	nl     int
 	ver    uint64
@@ -59,9 +60,9 @@ const btRouteMin = 8
 // if the tree was written since, or false when a batch of n keys should
 // route on the CPU (a rebuild would cost it more than it saves, or no
 // device memory is left for the table).
-func (t *BTree[K, V]) routeTable(n int) (vmem.Block, int, bool) {
+func (t *BTree[K, V]) routeTable(n int) (block.Block, int, bool) {
 	if btRouteOff {
-		return vmem.Block{}, 0, false
+		return block.Block{}, 0, false
 	}
 	rt := &t.rt
 	rt.mu.Lock()
@@ -76,10 +77,10 @@ func (t *BTree[K, V]) routeTable(n int) (vmem.Block, int, bool) {
 		nl += int(t.lv.ext[i].used)
 	}
 	if nl == 0 || n*btRouteMin < nl {
-		return vmem.Block{}, 0, false
+		return block.Block{}, 0, false
 	}
 	if err := t.routeBuild(nl); err != nil {
-		return vmem.Block{}, 0, false
+		return block.Block{}, 0, false
 	}
 	return rt.blk, rt.nl, true
 }
@@ -93,12 +94,12 @@ func (t *BTree[K, V]) routeBuild(nl int) error {
 	if rt.room < nl {
 		if !rt.blk.IsZero() {
 			t.mem.Free(rt.blk)
-			rt.blk, rt.room = vmem.Block{}, 0
+			rt.blk, rt.room = block.Block{}, 0
 		}
 		room := nl + nl/4 // a tree that grows rebuilds without reallocating
-		b, err := t.mem.Alloc(vmem.Private, uint64(room)*20)
+		b, err := t.mem.Alloc(block.Private, uint64(room)*20)
 		if err != nil && errors.Is(err, vmem.ErrOutOfMemory) {
-			b, err = t.mem.Alloc(vmem.Mapped, uint64(room)*20)
+			b, err = t.mem.Alloc(block.Mapped, uint64(room)*20)
 		}
 		if err != nil {
 			return err
@@ -107,7 +108,7 @@ func (t *BTree[K, V]) routeBuild(nl int) error {
 	}
 	kd := kdev(t.dev)
 	// Written in host memory, then one copy to the device.
-	tmp, err := t.mem.Alloc(vmem.Host, size)
+	tmp, err := t.mem.Alloc(block.Host, size)
 	if err != nil {
 		return err
 	}
@@ -147,7 +148,7 @@ func (t *BTree[K, V]) routeBuild(nl int) error {
 	if j != nl {
 		return errRouteCount
 	}
-	if err := t.dev.Copy(rt.blk, 0, tmp, 0, size); err != nil {
+	if err := kdev(t.dev).Copy(rt.blk, 0, tmp, 0, size); err != nil {
 		return err
 	}
 	rt.nl, rt.ver, rt.inStep = nl, t.writes, true
@@ -156,7 +157,7 @@ func (t *BTree[K, V]) routeBuild(nl int) error {
 
 // routeRecord records bt_route for n keys at device address keys, writing
 // bt_get's queries at q.
-func (t *BTree[K, V]) routeRecord(kb kern.Batch[vmem.Block], blk vmem.Block, nl int, keys, q uint64, n int) {
+func (t *BTree[K, V]) routeRecord(kb kern.Batch, blk block.Block, nl int, keys, q uint64, n int) {
 	base := kdev(t.dev).BlockAddr(blk, 0)
 	nn := uint64(nl)
 	p := btRoutePush{keys: keys, q: q, fences: base, addrs: base + nn*8, cnts: base + nn*16,
@@ -174,6 +175,6 @@ func (t *BTree[K, V]) routeDrop() {
 	if !rt.blk.IsZero() {
 		t.mem.Free(rt.blk)
 	}
-	rt.blk, rt.room, rt.nl, rt.inStep = vmem.Block{}, 0, 0, false
+	rt.blk, rt.room, rt.nl, rt.inStep = block.Block{}, 0, 0, false
 	rt.mu.Unlock()
 }

@@ -10,10 +10,10 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/access"
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/internal/recs"
 	"github.com/govram/govram/internal/waithook"
-	"github.com/govram/govram/vmem"
 )
 
 // Scans walk the bottom of the host index in key order and cut it into
@@ -29,7 +29,7 @@ import (
 // btScan is a scan's reusable state.
 type btScan struct {
 	win  []btWin
-	blk  vmem.Block // pinned host buffer, zero when buf is on the Go heap
+	blk  block.Block // pinned host buffer, zero when buf is on the Go heap
 	buf  []byte
 	base unsafe.Pointer // leaf slot s of the window is at base + (s-min)*leafSize
 	min  uint32
@@ -46,7 +46,7 @@ func (s *btScan) release(h *owner) {
 	if !s.blk.IsZero() {
 		h.Free(s.blk)
 	}
-	s.blk, s.buf = vmem.Block{}, nil
+	s.blk, s.buf = block.Block{}, nil
 }
 
 // btFirstWindow is how many leaves an open-ended scan reads first.
@@ -157,7 +157,7 @@ func (t *BTree[K, V]) buffer(s *btScan, need uintptr) []byte {
 	size := max(uintptr(1)<<bits.Len64(uint64(need-1)), 64<<10)
 	size = max(min(size, uintptr(t.g.extentLeaves())*t.g.leafSize), need)
 	s.release(t.mem)
-	if b, err := t.mem.Alloc(vmem.Host, uint64(size)); err == nil {
+	if b, err := t.mem.Alloc(block.Host, uint64(size)); err == nil {
 		s.blk, s.buf = b, b.Bytes()
 	} else {
 		s.buf = make([]byte, size)
@@ -230,7 +230,7 @@ func (t *BTree[K, V]) fetch(s *btScan) bool {
 		}
 		return true
 	}
-	if err := t.dev.Read(buf[:span], e.blk, uint64(uintptr(lo)*g.leafSize)); err != nil {
+	if err := kdev(t.dev).Read(buf[:span], e.blk, uint64(uintptr(lo)*g.leafSize)); err != nil {
 		t.noteErr(err)
 		return false
 	}

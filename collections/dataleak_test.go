@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -41,18 +42,18 @@ func dlAllZero(t *testing.T, d *vmem.Device, after string) {
 		if size == 0 {
 			continue
 		}
-		b, err := d.Alloc(tier, size, 64)
+		b, err := kdev(d).Alloc(block.Tier(tier), size, 64)
 		if err != nil {
 			t.Fatalf("%s: Alloc %d bytes of %s: %v", after, size, tier, err)
 		}
 		buf := make([]byte, size)
-		if err := d.Read(buf, b, 0); err != nil {
+		if err := kdev(d).Read(buf, b, 0); err != nil {
 			t.Fatal(err)
 		}
 		if i := bytes.IndexFunc(buf, func(r rune) bool { return r != 0 }); i >= 0 {
 			t.Errorf("%s: a new %s block shows byte %#x at %d of %d: freed data leaked", after, tier, buf[i], i, size)
 		}
-		d.Free(b)
+		kdev(d).Free(b)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 
 // kdev returns d's plumbing (internal/kern): kernel batches, close hooks,
 // block addresses, fault injection for tests.
-func kdev(d *vmem.Device) kern.Device[vmem.Block] { return kern.Of[vmem.Block](d) }
+func kdev(d *vmem.Device) kern.Device { return kern.Of(d) }
 
 // shaderFS holds the containers' compute kernels, compiled from
 // internal/shaders/*.comp (go generate ./collections/internal/shaders; CI

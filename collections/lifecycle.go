@@ -3,6 +3,7 @@ package collections
 import (
 	"weak"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/held"
 	"github.com/govram/govram/vmem"
 )
@@ -19,9 +20,9 @@ import (
 
 // owner is a container's memory: its device blocks and host mappings,
 // freed at Close or by the garbage-collection backstop (internal/held).
-type owner = held.Set[vmem.Block, vmem.Tier]
+type owner = held.Set[block.Block, block.Tier]
 
-func newOwner(dev *vmem.Device) *owner { return held.New[vmem.Block, vmem.Tier](dev) }
+func newOwner(dev *vmem.Device) *owner { return held.New[block.Block, block.Tier](kdev(dev)) }
 
 // lcAtClose registers c's Close with dev. The registration holds c weakly,
 // so that it does not keep a forgotten container from its garbage-collection

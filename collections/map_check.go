@@ -66,7 +66,7 @@ func (m *Map[K, V]) check() error {
 			// One DMA per segment, not one per bucket.
 			if dmaSeg != sg {
 				dmaBuf = mapAligned(uintptr(sg.n) * m.r.bucket)
-				if err := m.dev.Read(dmaBuf, sg.slots, 0); err != nil {
+				if err := kdev(m.dev).Read(dmaBuf, sg.slots, 0); err != nil {
 					return fmt.Errorf("bucket %d: %v", b, err)
 				}
 				dmaSeg = sg

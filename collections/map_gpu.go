@@ -40,6 +40,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/vmem"
@@ -48,10 +49,10 @@ import (
 // mapGPU is a Map's device-side state: the mirror of the control bytes.
 type mapGPU struct {
 	mu     sync.Mutex
-	t      *mapTable    // the table the mirror copies; nil: none
-	ver    uint64       // Map.version the mirror is in step with
-	inStep bool         // the mirror holds t's control bytes as of ver
-	mirror []vmem.Block // per segment of t
+	t      *mapTable     // the table the mirror copies; nil: none
+	ver    uint64        // Map.version the mirror is in step with
+	inStep bool          // the mirror holds t's control bytes as of ver
+	mirror []block.Block // per segment of t
 
 	comb  mapComb       // lookups waiting for a shared round (map_combine.go)
 	stats mapBatchStats // how batch lookups were answered
@@ -154,7 +155,7 @@ func (m *Map[K, V]) gpuDrop(t *mapTable) {
 func (m *Map[K, V]) gpuFreeMirror() {
 	g := &m.gpu
 	for _, b := range g.mirror {
-		m.dev.Free(b)
+		kdev(m.dev).Free(b)
 		m.held.Forget(b)
 	}
 	g.mirror, g.t, g.inStep = nil, nil, false
@@ -165,20 +166,20 @@ func (m *Map[K, V]) gpuFreeMirror() {
 // before any kernel reads the mirror. It reports whether it recorded
 // copies. On error (out of memory) nothing is recorded and the map is
 // unchanged.
-func (m *Map[K, V]) gpuMirror(kb kern.Batch[vmem.Block], t *mapTable) (bool, error) {
+func (m *Map[K, V]) gpuMirror(kb kern.Batch, t *mapTable) (bool, error) {
 	g := &m.gpu
 	if g.t != t {
 		m.gpuFreeMirror()
-		var mir []vmem.Block
+		var mir []block.Block
 		for i := range t.segs {
 			size := mapRoundUp(uintptr(t.segs[i].n)*uintptr(m.r.p)+8, 64)
-			b, err := m.dev.Alloc(vmem.Private, uint64(size), 64)
+			b, err := kdev(m.dev).Alloc(block.Private, uint64(size), 64)
 			if err != nil && errors.Is(err, vmem.ErrOutOfMemory) {
-				b, err = m.dev.Alloc(vmem.Mapped, uint64(size), 64)
+				b, err = kdev(m.dev).Alloc(block.Mapped, uint64(size), 64)
 			}
 			if err != nil {
 				for _, b := range mir {
-					m.dev.Free(b)
+					kdev(m.dev).Free(b)
 				}
 				return false, err
 			}
@@ -423,7 +424,7 @@ type mapGetJob[K comparable, V any] struct {
 	m      *Map[K, V]
 	t      *mapTable
 	hmode  uint32
-	kb     kern.Batch[vmem.Block]
+	kb     kern.Batch
 	st     kern.Staging
 	dv     uint64 // device-local twin of st, same layout
 	c      int

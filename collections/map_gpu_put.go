@@ -162,7 +162,7 @@ type mapPutStage struct{ h, v, s, l, c, dv uint64 }
 // gpuPutChunk stores one chunk: round one dedups, syncs the mirror and
 // classifies; the CPU grows the table if the new keys need room; round two
 // (re-classifying after a growth) applies; the CPU sets the control bytes.
-func (m *Map[K, V]) gpuPutChunk(kb kern.Batch[vmem.Block], hmode uint32, keys []K, vals []V, scr uint64, st kern.Staging, tsize uint64, o mapPutStage) error {
+func (m *Map[K, V]) gpuPutChunk(kb kern.Batch, hmode uint32, keys []K, vals []V, scr uint64, st kern.Staging, tsize uint64, o mapPutStage) error {
 	var zk K
 	var zv V
 	ks, vs := uint64(unsafe.Sizeof(zk)), uint64(unsafe.Sizeof(zv))
@@ -203,7 +203,7 @@ func (m *Map[K, V]) gpuPutChunk(kb kern.Batch[vmem.Block], hmode uint32, keys []
 // layouts), and the sizes the kernel's push constants carry.
 type mapPutChunk[K comparable, V any] struct {
 	m         *Map[K, V]
-	kb        kern.Batch[vmem.Block]
+	kb        kern.Batch
 	hmode     uint32
 	keys      []K
 	vals      []V

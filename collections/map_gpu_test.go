@@ -71,7 +71,7 @@ func mapGPUCheckMirror[K comparable, V any](t testing.TB, m *Map[K, V]) {
 		sg := &m.t.segs[i]
 		n := sg.n * uint64(m.r.p)
 		buf := make([]byte, n)
-		if err := m.dev.Read(buf, g.mirror[i], 0); err != nil {
+		if err := kdev(m.dev).Read(buf, g.mirror[i], 0); err != nil {
 			t.Fatal(err)
 		}
 		host := sg.fpBlk.Bytes()[:n]

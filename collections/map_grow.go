@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/access"
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/vmem"
 )
 
@@ -79,7 +80,7 @@ func (m *Map[K, V]) rehash(nb, tail uint64) error {
 func (m *Map[K, V]) moveAll(old, nt *mapTable) error {
 	sink := &mapSink{dev: m.dev, t: nt, bucket: m.r.bucket, stride: m.r.stride, direct: nt.allDirect}
 	defer sink.free()
-	var stage vmem.Block
+	var stage block.Block
 	var stageB uint64
 	if !old.allDirect {
 		largest := uint64(0)
@@ -88,10 +89,10 @@ func (m *Map[K, V]) moveAll(old, nt *mapTable) error {
 		}
 		stageB = max(min(uint64(mapChunkBytes)/uint64(m.r.bucket), largest), 1)
 		var err error
-		if stage, err = m.dev.Alloc(vmem.Host, stageB*uint64(m.r.bucket), 64); err != nil {
+		if stage, err = kdev(m.dev).Alloc(block.Host, stageB*uint64(m.r.bucket), 64); err != nil {
 			return err
 		}
-		defer m.dev.Free(stage)
+		defer kdev(m.dev).Free(stage)
 	}
 	p, low := m.r.p, m.r.lowMask
 	for si := range old.segs {
@@ -108,7 +109,7 @@ func (m *Map[K, V]) moveAll(old, nt *mapTable) error {
 				base = unsafe.Add(sg.Base, uintptr(c0)*m.r.bucket)
 			} else {
 				buf := stage.Bytes()[:uintptr(c1-c0)*m.r.bucket]
-				if err := m.dev.Read(buf, sg.slots, uint64(uintptr(c0)*m.r.bucket)); err != nil {
+				if err := kdev(m.dev).Read(buf, sg.slots, uint64(uintptr(c0)*m.r.bucket)); err != nil {
 					return err
 				}
 				base = stage.Ptr()
@@ -181,7 +182,7 @@ type mapSink struct {
 	stride uintptr
 	direct bool
 
-	blk    vmem.Block
+	blk    block.Block
 	capB   uint64
 	lo, hi uint64 // the window starts at bucket lo; buckets below hi may hold records
 	final  uint64 // buckets below final will receive nothing more
@@ -232,7 +233,7 @@ func (s *mapSink) flushTo(x uint64) error {
 		sg, j := s.t.seg(b)
 		n := min(w-b, sg.n-j)
 		src := win[uintptr(b-s.lo)*s.bucket : uintptr(b-s.lo+n)*s.bucket]
-		if err := s.dev.Write(sg.slots, uint64(uintptr(j)*s.bucket), src); err != nil {
+		if err := kdev(s.dev).Write(sg.slots, uint64(uintptr(j)*s.bucket), src); err != nil {
 			return err
 		}
 		b += n
@@ -255,13 +256,13 @@ func (s *mapSink) enlarge(n uint64) error {
 	if n <= s.capB {
 		return nil
 	}
-	nb, err := s.dev.Alloc(vmem.Host, n*uint64(s.bucket), 64)
+	nb, err := kdev(s.dev).Alloc(block.Host, n*uint64(s.bucket), 64)
 	if err != nil {
 		return err
 	}
 	if s.capB > 0 {
 		copy(nb.Bytes(), s.blk.Bytes()[:uintptr(s.hi-s.lo)*s.bucket])
-		s.dev.Free(s.blk)
+		kdev(s.dev).Free(s.blk)
 	}
 	s.blk, s.capB = nb, n
 	return nil
@@ -271,7 +272,7 @@ func (s *mapSink) finish() error { return s.flushTo(s.t.nbAll) }
 
 func (s *mapSink) free() {
 	if s.capB > 0 {
-		s.dev.Free(s.blk)
+		kdev(s.dev).Free(s.blk)
 		s.capB = 0
 	}
 }

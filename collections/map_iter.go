@@ -5,7 +5,7 @@ import (
 	"math/bits"
 	"unsafe"
 
-	"github.com/govram/govram/vmem"
+	"github.com/govram/govram/internal/block"
 )
 
 // Iteration.
@@ -54,7 +54,7 @@ func (m *Map[K, V]) All() iter.Seq2[K, V] {
 
 type mapIter[K comparable, V any] struct {
 	m     *Map[K, V]
-	blk   vmem.Block // records, then control bytes, of capB buckets
+	blk   block.Block // records, then control bytes, of capB buckets
 	capB  uint64
 	done  []K            // keys of the current chunk the snapshot cannot tell (see remember)
 	skip  map[K]struct{} // keys produced before the table changed under a chunk
@@ -64,7 +64,7 @@ type mapIter[K comparable, V any] struct {
 
 func (it *mapIter[K, V]) free() {
 	if it.capB > 0 {
-		it.m.dev.Free(it.blk)
+		kdev(it.m.dev).Free(it.blk)
 		it.capB = 0
 	}
 }
@@ -249,7 +249,7 @@ func (it *mapIter[K, V]) reserve(t *mapTable) error {
 		return nil
 	}
 	it.free()
-	blk, err := m.dev.Alloc(vmem.Host, want*uint64(m.r.bucket)+want*uint64(m.r.p)+8, 64)
+	blk, err := kdev(m.dev).Alloc(block.Host, want*uint64(m.r.bucket)+want*uint64(m.r.p)+8, 64)
 	if err != nil {
 		return err
 	}

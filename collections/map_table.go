@@ -8,14 +8,15 @@ import (
 	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/lines"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/vmem"
 )
 
 // mapSeg is a run of buckets in one block of slots, with their control
 // bytes in one host block.
 type mapSeg struct {
-	slots       vmem.Block
-	fpBlk       vmem.Block
+	slots       block.Block
+	fpBlk       block.Block
 	access.View                // how the slots are reached
 	fp          unsafe.Pointer // control bytes: p per bucket, 8 bytes of padding
 	n           uint64         // buckets
@@ -133,16 +134,16 @@ func (m *Map[K, V]) maxSegBytes() uintptr {
 // their control bytes (host tier), all empty.
 func (m *Map[K, V]) newSeg(n uint64) (mapSeg, error) {
 	size := n * uint64(m.r.bucket)
-	slots, err := m.dev.Alloc(vmem.Mapped, size, 64)
+	slots, err := kdev(m.dev).Alloc(block.Mapped, size, 64)
 	if err != nil && errors.Is(err, vmem.ErrOutOfMemory) {
-		slots, err = m.dev.Alloc(vmem.Private, size, 64)
+		slots, err = kdev(m.dev).Alloc(block.Private, size, 64)
 	}
 	if err != nil {
 		return mapSeg{}, err
 	}
-	fpBlk, err := m.dev.Alloc(vmem.Host, n*uint64(m.r.p)+8, 64)
+	fpBlk, err := kdev(m.dev).Alloc(block.Host, n*uint64(m.r.p)+8, 64)
 	if err != nil {
-		m.dev.Free(slots)
+		kdev(m.dev).Free(slots)
 		return mapSeg{}, err
 	}
 	sg := mapSeg{slots: slots, fpBlk: fpBlk, View: kdev(m.dev).View(slots), fp: fpBlk.Ptr(), n: n}
@@ -207,8 +208,8 @@ func (m *Map[K, V]) newBatcher(t *mapTable) {
 func (m *Map[K, V]) freeTable(t *mapTable) {
 	m.gpuDrop(t)
 	for _, sg := range t.segs {
-		m.dev.Free(sg.slots)
-		m.dev.Free(sg.fpBlk)
+		kdev(m.dev).Free(sg.slots)
+		kdev(m.dev).Free(sg.fpBlk)
 		m.held.Forget(sg.slots, sg.fpBlk)
 	}
 	t.segs = nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"unsafe"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/vmem"
 )
@@ -49,10 +50,10 @@ var mapWBFail error
 type mapWB[K comparable, V any] struct {
 	keys []K
 	vals []V
-	log  []byte     // the bytes of recorded strings (maps with strings)
-	blk  vmem.Block // holds keys, vals and log
-	max  int        // pairs held before they are stored
-	off  bool       // Puts go straight to the table
+	log  []byte      // the bytes of recorded strings (maps with strings)
+	blk  block.Block // holds keys, vals and log
+	max  int         // pairs held before they are stored
+	off  bool        // Puts go straight to the table
 	// noGrow is the table whose early growth failed: not tried again on it.
 	noGrow *mapTable
 
@@ -181,7 +182,7 @@ func (m *Map[K, V]) wbAlloc(n int) bool {
 	if m.strK || m.strV {
 		lb = mapWBLog
 	}
-	blk, err := m.dev.Alloc(vmem.Host, uint64(kb+vb+lb+64), 64)
+	blk, err := kdev(m.dev).Alloc(block.Host, uint64(kb+vb+lb+64), 64)
 	if err != nil {
 		m.wb.off = true
 		return false
@@ -200,8 +201,8 @@ func (m *Map[K, V]) wbAlloc(n int) bool {
 func (m *Map[K, V]) wbFree() {
 	if m.wb.keys != nil {
 		m.held.Forget(m.wb.blk)
-		m.dev.Free(m.wb.blk)
-		m.wb.keys, m.wb.vals, m.wb.log, m.wb.blk = nil, nil, nil, vmem.Block{}
+		kdev(m.dev).Free(m.wb.blk)
+		m.wb.keys, m.wb.vals, m.wb.log, m.wb.blk = nil, nil, nil, block.Block{}
 	}
 }
 

@@ -284,7 +284,7 @@ func relPoints(n int64, max int) []int64 {
 func relOpen(t *testing.T, b vmem.Backend) *vmem.Device {
 	t.Helper()
 	o := relOpts
-	o.Backend, o.TraceBlocks = b, true
+	o.Backend = b
 	d, err := vmem.Open(o)
 	if err != nil {
 		if b == vmem.BackendVulkan && !vmemtest.RequireVulkan() {
@@ -292,6 +292,7 @@ func relOpen(t *testing.T, b vmem.Backend) *vmem.Device {
 		}
 		t.Fatal(err)
 	}
+	kdev(d).TraceBlocks()
 	return d
 }
 

@@ -60,9 +60,9 @@ package collections
 // share a line, so one refill, a few overlapped round trips, serves 64
 // pops, and a consumer that keeps up with the producer reads
 // staging only and never waits for VRAM. PopBatch and All move long runs
-// by DMA (Device.Read, at the link's speed) straight into the caller's
-// buffer, which reaches full speed when that buffer lies in a vmem.Host
-// block (pinned: no staging copy); short runs use streaming loads.
+// by DMA (kern.Device.Read, at the link's speed): All into a pinned host
+// block (no staging copy), PopBatch into the caller's buffer through
+// staging; short runs use streaming loads.
 //
 // # Concurrency and memory ordering
 //
@@ -124,6 +124,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/access"
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/held"
 	"github.com/govram/govram/internal/lines"
 	"github.com/govram/govram/layout"
@@ -291,7 +292,7 @@ type Ring[T any] struct {
 }
 
 type ringSeg struct {
-	blk  vmem.Block
+	blk  block.Block
 	base unsafe.Pointer
 }
 
@@ -396,10 +397,10 @@ func (r *Ring[T]) allocSegments(segLines uint64) error {
 	segs := make([]ringSeg, 0, n)
 	for i := uint64(0); i < n; i++ {
 		lines := min(uint64(1)<<r.segShift, r.lines-i<<r.segShift)
-		b, err := r.dev.Alloc(vmem.Mapped, lines*ringLine, ringLine)
+		b, err := kdev(r.dev).Alloc(block.Mapped, lines*ringLine, ringLine)
 		if err != nil {
 			for _, s := range segs {
-				r.dev.Free(s.blk)
+				kdev(r.dev).Free(s.blk)
 			}
 			return err
 		}
@@ -472,7 +473,7 @@ func (r *Ring[T]) Close() error {
 	}
 	var first error
 	for _, s := range r.segs {
-		if err := r.dev.Free(s.blk); err != nil && first == nil {
+		if err := kdev(r.dev).Free(s.blk); err != nil && first == nil {
 			first = err
 		}
 	}

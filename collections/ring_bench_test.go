@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -151,11 +152,11 @@ type ringNaive struct {
 }
 
 func ringNewNaive(b *testing.B, d *vmem.Device, n int) (*ringNaive, func()) {
-	blk, err := d.Alloc(vmem.Mapped, uint64(n)*8, 64)
+	blk, err := kdev(d).Alloc(block.Mapped, uint64(n)*8, 64)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &ringNaive{buf: unsafe.Slice((*uint64)(blk.Ptr()), n), n: uint64(n)}, func() { d.Free(blk) }
+	return &ringNaive{buf: unsafe.Slice((*uint64)(blk.Ptr()), n), n: uint64(n)}, func() { kdev(d).Free(blk) }
 }
 
 func (q *ringNaive) push(v uint64) {
@@ -195,11 +196,11 @@ func ringSkipSlow(b *testing.B, sz ringBenchSize) {
 
 // ringPinned returns n uint64s of pinned host memory (a vmem.Host block).
 func ringPinned(b *testing.B, d *vmem.Device, n int) ([]uint64, func()) {
-	blk, err := d.Alloc(vmem.Host, uint64(n)*8, 64)
+	blk, err := kdev(d).Alloc(block.Host, uint64(n)*8, 64)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return ringTouch(unsafe.Slice((*uint64)(blk.Ptr()), n)), func() { d.Free(blk) }
+	return ringTouch(unsafe.Slice((*uint64)(blk.Ptr()), n)), func() { kdev(d).Free(blk) }
 }
 
 // ringTouch writes every page of s once, so that no benchmark pays the

@@ -3,7 +3,6 @@ package collections_test
 import (
 	"errors"
 	"fmt"
-	"unsafe"
 
 	"github.com/govram/govram/collections"
 	"github.com/govram/govram/vmem"
@@ -117,15 +116,8 @@ func ExampleRing_PopBatch() {
 		panic(err)
 	}
 
-	// PopBatch runs at full DMA speed when dst lies in pinned host memory:
-	// a vmem.Host block seen as a []uint32. A plain []uint32 works too,
-	// through a staging copy.
-	blk, err := dev.Alloc(vmem.Host, 4096*4, vmem.MinAlign)
-	if err != nil {
-		panic(err)
-	}
-	defer dev.Free(blk)
-	dst := unsafe.Slice((*uint32)(blk.Ptr()), 4096)
+	// PopBatch takes whole runs at a time (DMA on a GPU).
+	dst := make([]uint32, 4096)
 	var sum, count int
 	for {
 		n, err := r.PopBatch(dst)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/internal/waithook"
 	"github.com/govram/govram/vmem"
@@ -58,10 +59,10 @@ func (r *Ring[T]) Peek() (v T, ok bool) {
 }
 
 // PopBatch removes up to len(dst) of the oldest elements into dst, oldest
-// first, and returns how many. Long runs are read by DMA straight into dst:
-// at the link's full speed when dst lies in a vmem.Host
-// block, through a staging copy otherwise. On error (vmem.ErrDeviceLost) nothing
-// is removed. After Close it returns vmem.ErrClosed.
+// first, and returns how many. Long runs are read by DMA (through pinned
+// staging on a GPU), short ones with streaming loads. On error
+// (vmem.ErrDeviceLost) nothing is removed. After Close it returns
+// vmem.ErrClosed.
 func (r *Ring[T]) PopBatch(dst []T) (int, error) {
 	if err := r.ringUsable(); err != nil {
 		return 0, err
@@ -164,8 +165,8 @@ func (r *Ring[T]) noteErr(err error) {
 // that long go by DMA (no staging copy), else the Go heap.
 func (r *Ring[T]) allBuffer(n uint64) ([]T, func()) {
 	if r.wc && n*r.size >= r.dmaMin {
-		if b, err := r.dev.Alloc(vmem.Host, n*r.size, ringLine); err == nil {
-			return unsafe.Slice((*T)(b.Ptr()), n), func() { r.dev.Free(b) }
+		if b, err := kdev(r.dev).Alloc(block.Host, n*r.size, ringLine); err == nil {
+			return unsafe.Slice((*T)(b.Ptr()), n), func() { kdev(r.dev).Free(b) }
 		}
 	}
 	return make([]T, n), func() {}
@@ -306,7 +307,7 @@ func (r *Ring[T]) readBulk(dst []byte, g uint64) error {
 	}
 	for off := uint64(0); off < n; {
 		seg, so, run := r.byteRun(g+off, n-off)
-		if err := r.dev.Read(part[off:off+run], seg.blk, so); err != nil {
+		if err := kdev(r.dev).Read(part[off:off+run], seg.blk, so); err != nil {
 			return err
 		}
 		off += run
@@ -345,7 +346,7 @@ func (r *Ring[T]) readPieces(dst []byte, g uint64) error {
 				return
 			}
 			pc := pieces[i]
-			if err := r.dev.Read(dst[pc.at:pc.at+pc.n], pc.seg.blk, pc.off); err != nil {
+			if err := kdev(r.dev).Read(dst[pc.at:pc.at+pc.n], pc.seg.blk, pc.off); err != nil {
 				errs[i] = err
 				failed.Store(true)
 			}

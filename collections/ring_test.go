@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
@@ -391,7 +392,7 @@ func TestRingBulkDMA(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pin, err := d.Alloc(vmem.Host, capacity*8, 64)
+			pin, err := kdev(d).Alloc(block.Host, capacity*8, 64)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -437,7 +438,7 @@ func TestRingBulkDMA(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			d.Free(pin)
+			kdev(d).Free(pin)
 			r.Close()
 		}
 	})
@@ -584,6 +585,6 @@ func TestRingOverwriteBatchLongerThanRing(t *testing.T) {
 }
 
 // ringSliceOf views a host or mapped block as n values of T.
-func ringSliceOf[T any](b vmem.Block, n int) []T {
+func ringSliceOf[T any](b block.Block, n int) []T {
 	return unsafe.Slice((*T)(b.Ptr()), n)
 }

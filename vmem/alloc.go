@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/tlsf"
 )
@@ -27,57 +28,53 @@ type tierState struct {
 	inUse    uint64
 	blocks   int
 	spare    int // region id of the one empty chunk kept, -1 if none
-	// traces: allocation stacks of live blocks, with Options.TraceBlocks.
+	// traces: allocation stacks of live blocks, once tracing is on
+	// (kern.Device.TraceBlocks).
 	traces map[tlsf.Handle]blockTrace
 }
 
-// MinAlign is the smallest block alignment: one cache line, so a block never
-// shares a line with another and whole-line I/O never touches a neighbour.
-const MinAlign = 64
+// minAlign is the smallest block alignment (block.MinAlign).
+const minAlign = block.MinAlign
 
 // maxAlign is the largest alignment Alloc takes: a chunk granule, more than
 // any buffer or kernel needs, and small enough that padding for it never
 // decides whether a block fits.
 const maxAlign = chunkGranule
 
-// Alloc returns a zeroed block of size bytes in tier t, aligned to align (0
-// or a power of two up to 64 KiB, else ErrRange; values under 64 mean 64). It fails with ErrOutOfMemory when
-// neither the chunks held nor the driver have room (nothing is allocated
-// then), and ErrTooLarge when size exceeds the tier's MaxBlock.
-func (d *Device) Alloc(t Tier, size, align uint64) (Block, error) {
-	return d.alloc(t, size, align, false)
-}
-
-// alloc is Alloc. untouched is for a block the caller is about to write
-// whole from several goroutines (LoadSlice): a fresh chunk of its own is
-// not touched page by page first, so the page faults are taken by the
-// writers, in parallel, rather than by the allocation, serially. The
-// caller touches whatever it leaves unwritten (touchPages).
-func (d *Device) alloc(t Tier, size, align uint64, untouched bool) (Block, error) {
+// alloc returns a zeroed block of size bytes in tier t, aligned to align
+// (0 or a power of two up to 64 KiB, else ErrRange; values under 64 mean
+// 64): kern.Device.Alloc, whose doc says how it fails.
+//
+// untouched is for a block the caller is about to write whole from
+// several goroutines (LoadSlice): a fresh chunk of its own is not touched
+// page by page first, so the page faults are taken by the writers, in
+// parallel, rather than by the allocation, serially. The caller touches
+// whatever it leaves unwritten (touchPages).
+func (d *Device) alloc(t Tier, size, align uint64, untouched bool) (block.Block, error) {
 	if err := d.enter(); err != nil {
-		return Block{}, err
+		return block.Block{}, err
 	}
 	defer d.exit()
 	if t < 0 || t >= numTiers {
-		return Block{}, fmt.Errorf("vmem: Alloc: unknown tier %d", int(t))
+		return block.Block{}, fmt.Errorf("vmem: Alloc: unknown tier %d", int(t))
 	}
 	ts := &d.tiers[t]
 	if !ts.available {
-		return Block{}, fmt.Errorf("%w: %s", errNoTier, t)
+		return block.Block{}, fmt.Errorf("%w: %s", errNoTier, t)
 	}
 	if size == 0 {
-		return Block{}, fmt.Errorf("vmem: Alloc: size 0: %w", ErrRange)
+		return block.Block{}, fmt.Errorf("vmem: Alloc: size 0: %w", ErrRange)
 	}
 	if align&(align-1) != 0 || align > maxAlign {
-		return Block{}, fmt.Errorf("vmem: Alloc: alignment %d (want 0 or a power of two up to %d): %w", align, maxAlign, ErrRange)
+		return block.Block{}, fmt.Errorf("vmem: Alloc: alignment %d (want 0 or a power of two up to %d): %w", align, maxAlign, ErrRange)
 	}
-	align = max(align, MinAlign)
+	align = max(align, minAlign)
 	rounded := roundUp(size, tlsf.Granule)
-	if rounded+align-MinAlign > ts.maxChunk || rounded < size {
-		return Block{}, fmt.Errorf("%w: %d bytes in the %s tier (largest block %d)", ErrTooLarge, size, t, ts.maxChunk)
+	if rounded+align-minAlign > ts.maxChunk || rounded < size {
+		return block.Block{}, fmt.Errorf("%w: %d bytes in the %s tier (largest block %d)", ErrTooLarge, size, t, ts.maxChunk)
 	}
 	if err := d.faults.alloc(); err != nil {
-		return Block{}, err
+		return block.Block{}, err
 	}
 
 	ts.mu.Lock()
@@ -86,9 +83,9 @@ func (d *Device) alloc(t Tier, size, align uint64, untouched bool) (Block, error
 		ts.spare = -1
 	}
 	if !ok {
-		if err := d.grow(ts, rounded+align-MinAlign, untouched); err != nil {
+		if err := d.grow(ts, rounded+align-minAlign, untouched); err != nil {
 			ts.mu.Unlock()
-			return Block{}, d.noteErr(err)
+			return block.Block{}, d.noteErr(err)
 		}
 		h, region, off, ok = ts.a.Alloc(rounded, align)
 		if !ok {
@@ -98,21 +95,21 @@ func (d *Device) alloc(t Tier, size, align uint64, untouched bool) (Block, error
 	}
 	c := ts.chunks[region]
 	end := off + rounded
-	dirtyEnd := min(end, c.clean)
-	c.clean = max(c.clean, end)
+	dirtyEnd := min(end, c.Clean)
+	c.Clean = max(c.Clean, end)
 	ts.inUse += rounded
 	ts.blocks++
-	if d.opts.TraceBlocks {
+	if d.tracing.Load() {
 		ts.trace(h, size)
 	}
 	ts.mu.Unlock()
 
-	b := Block{c: c, h: h, off: off, size: size}
+	b := block.Block{C: c, H: h, Off: off, N: size}
 	if off < dirtyEnd {
 		// Reused memory: zero it so no block ever shows another's bytes.
 		if err := d.zero(c, off, dirtyEnd-off); err != nil {
 			d.free(b)
-			return Block{}, d.noteErr(err)
+			return block.Block{}, d.noteErr(err)
 		}
 	}
 	return b, nil
@@ -137,7 +134,7 @@ func (d *Device) grow(ts *tierState, need uint64, untouched bool) error {
 			if need > room {
 				return fmt.Errorf("%w: %d bytes more in the %s tier, %d left to take", ErrOutOfMemory, need, ts.tier, room)
 			}
-			size = roundUp(need, MinAlign)
+			size = roundUp(need, minAlign)
 		}
 		if ts.limit > 0 && ts.reserved+size > ts.limit && ts.spare >= 0 {
 			d.dropChunk(ts, uint32(ts.spare))
@@ -148,15 +145,15 @@ func (d *Device) grow(ts *tierState, need uint64, untouched bool) error {
 				return fmt.Errorf("%w: %s tier limit %d reached (%d reserved, %d more needed)",
 					ErrOutOfMemory, ts.tier, ts.limit, ts.reserved, need)
 			}
-			size = roundUp(need, MinAlign)
+			size = roundUp(need, minAlign)
 		}
 		c, err := d.newChunk(ts.tier, size, !(untouched && dedicated))
 		if err == nil {
-			c.region = ts.a.AddRegion(size)
-			for int(c.region) >= len(ts.chunks) {
+			c.Region = ts.a.AddRegion(size)
+			for int(c.Region) >= len(ts.chunks) {
 				ts.chunks = append(ts.chunks, nil)
 			}
-			ts.chunks[c.region] = c
+			ts.chunks[c.Region] = c
 			ts.reserved += size
 			d.heapReserved[ts.heap].Add(size)
 			return nil
@@ -182,11 +179,12 @@ func (d *Device) grow(ts *tierState, need uint64, untouched bool) error {
 	}
 }
 
-// Free returns b to its tier. It fails with ErrInvalidBlock when b was not
-// allocated by this device or was already freed; nothing changes then.
-func (d *Device) Free(b Block) error {
-	if b.c == nil || b.c.dev != d {
-		return fmt.Errorf("%w: not a block of this device", ErrInvalidBlock)
+// freeBlock returns b to its tier (kern.Device.Free). It fails with
+// block.ErrInvalid when b was not allocated by this device or was already
+// freed; nothing changes then.
+func (d *Device) freeBlock(b block.Block) error {
+	if b.C == nil || b.C.Dev != d {
+		return fmt.Errorf("%w: not a block of this device", block.ErrInvalid)
 	}
 	if err := d.enterClosedOnly(); err != nil {
 		return err
@@ -195,25 +193,25 @@ func (d *Device) Free(b Block) error {
 	return d.free(b)
 }
 
-func (d *Device) free(b Block) error {
-	ts := &d.tiers[b.c.tier]
+func (d *Device) free(b block.Block) error {
+	ts := &d.tiers[b.C.Tier]
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	size, region, empty, ok := ts.a.Free(b.h)
+	size, region, empty, ok := ts.a.Free(b.H)
 	if !ok {
-		return fmt.Errorf("%w: already freed", ErrInvalidBlock)
+		return fmt.Errorf("%w: already freed", block.ErrInvalid)
 	}
 	ts.inUse -= size
 	ts.blocks--
 	if ts.traces != nil {
-		delete(ts.traces, b.h)
+		delete(ts.traces, b.H)
 	}
 	if empty {
 		// Keep one empty standard-size chunk so that a free/alloc cycle at a
 		// chunk boundary does not go back to the driver each time; any other
 		// empty chunk goes back at once.
 		c := ts.chunks[region]
-		if c.size == min(d.opts.ChunkSize, ts.maxChunk) && ts.spare < 0 {
+		if c.Size == min(d.opts.ChunkSize, ts.maxChunk) && ts.spare < 0 {
 			ts.spare = int(region)
 			return nil
 		}
@@ -224,12 +222,12 @@ func (d *Device) free(b Block) error {
 
 // live reports whether b is still allocated: its handle names a live
 // allocation (generations differ once it was freed) at b's place.
-func (d *Device) live(b Block) bool {
-	ts := &d.tiers[b.c.tier]
+func (d *Device) live(b block.Block) bool {
+	ts := &d.tiers[b.C.Tier]
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	region, off, _, ok := ts.a.Lookup(b.h)
-	return ok && int(region) < len(ts.chunks) && ts.chunks[region] == b.c && off == b.off
+	region, off, _, ok := ts.a.Lookup(b.H)
+	return ok && int(region) < len(ts.chunks) && ts.chunks[region] == b.C && off == b.Off
 }
 
 // dropChunk returns an empty chunk to the driver. ts.mu is held.
@@ -239,14 +237,14 @@ func (d *Device) dropChunk(ts *tierState, region uint32) {
 		panic("vmem: allocator refused to remove an empty region")
 	}
 	ts.chunks[region] = nil
-	ts.reserved -= c.size
-	d.heapReserved[ts.heap].Add(-c.size)
+	ts.reserved -= c.Size
+	d.heapReserved[ts.heap].Add(-c.Size)
 	d.releaseChunk(c)
 }
 
-// Trim returns every empty chunk, and the kernels' kept scratch, to the
+// trim returns every empty chunk, and the kernels' kept scratch, to the
 // driver.
-func (d *Device) Trim() {
+func (d *Device) trim() {
 	d.kernDropScratch()
 	for t := range d.tiers {
 		ts := &d.tiers[t]
@@ -259,8 +257,8 @@ func (d *Device) Trim() {
 	}
 }
 
-// enterClosedOnly is enter for Free: freeing still works after device loss,
-// so containers can release what they hold.
+// enterClosedOnly is enter for freeBlock: freeing still works after
+// device loss, so containers can release what they hold.
 func (d *Device) enterClosedOnly() error {
 	d.mu.RLock()
 	if d.closed.Load() {

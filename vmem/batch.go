@@ -1,10 +1,11 @@
 package vmem
 
-// The kernel plumbing of internal/kern, implemented for a Device: the
-// batches of GPU commands that the containers of package collections run
-// over their Blocks (Map.GetBatch, Map.PutBatch, BTree.GetBatch), so that
-// collections never imports Vulkan and vmem never imports collections.
-// Users never see it; internal/kern documents the contract.
+// The plumbing of internal/kern, implemented for a Device: the block
+// allocator and transfers the containers of package collections are built
+// on, and the batches of GPU commands they run over their blocks
+// (Map.GetBatch, Map.PutBatch, BTree.GetBatch), so that collections never
+// imports Vulkan and vmem never imports collections. Users never see it;
+// internal/kern documents the contract.
 
 import (
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/access"
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vk"
 )
@@ -24,42 +26,62 @@ func init() {
 		k := newKernel(name, push, false)
 		k.code = spirv
 		return k
-	}, func(dev any) any { return &dev.(*Device).plumb })
+	}, func(dev any) kern.Device { return &dev.(*Device).plumb })
 }
 
-// devPlumbing is a Device's kern.Device[Block]; it lives in the Device so
-// that kern.Of allocates nothing.
+// devPlumbing is a Device's kern.Device; it lives in the Device so that
+// kern.Of allocates nothing.
 type devPlumbing struct{ d *Device }
 
-var _ kern.Device[Block] = (*devPlumbing)(nil)
+var _ kern.Device = (*devPlumbing)(nil)
 
-func (p *devPlumbing) NewBatch() (kern.Batch[Block], error) {
+func (p *devPlumbing) Alloc(t block.Tier, size, align uint64) (block.Block, error) {
+	return p.d.alloc(Tier(t), size, align, false)
+}
+func (p *devPlumbing) Free(b block.Block) error { return p.d.freeBlock(b) }
+func (p *devPlumbing) Read(dst []byte, src block.Block, off uint64) error {
+	return p.d.readBlock(dst, src, off)
+}
+func (p *devPlumbing) Write(dst block.Block, off uint64, src []byte) error {
+	return p.d.writeBlock(dst, off, src)
+}
+func (p *devPlumbing) Copy(dst block.Block, dstOff uint64, src block.Block, srcOff, n uint64) error {
+	return p.d.copyBlock(dst, dstOff, src, srcOff, n)
+}
+func (p *devPlumbing) Fill(dst block.Block, off, n uint64, v byte) error {
+	return p.d.fillBlock(dst, off, n, v)
+}
+func (p *devPlumbing) Trim()                        { p.d.trim() }
+func (p *devPlumbing) TraceBlocks()                 { p.d.tracing.Store(true) }
+func (p *devPlumbing) LiveBlocks() []kern.LiveBlock { return p.d.liveBlocks() }
+
+func (p *devPlumbing) NewBatch() (kern.Batch, error) {
 	kb, err := p.d.newKernelBatch()
 	if err != nil {
 		return nil, err
 	}
 	return kb, nil
 }
-func (p *devPlumbing) KernelsAvailable() bool               { return p.d.kern() != nil }
-func (p *devPlumbing) KernelDispatches() int64              { return p.d.kernelDispatches() }
-func (p *devPlumbing) AtClose(f func()) (cancel func())     { return p.d.atClose(f) }
-func (p *devPlumbing) InjectFaults(f kern.Faults)           { p.d.injectFaults(f) }
-func (p *devPlumbing) PendingFaults() kern.Faults           { return p.d.pendingFaults() }
-func (p *devPlumbing) BlockAddr(b Block, off uint64) uint64 { return b.deviceAddr(off) }
-func (p *devPlumbing) BlockOffset(b Block) uint64           { return b.off }
-func (p *devPlumbing) View(b Block) access.View             { return p.d.view(b) }
+func (p *devPlumbing) KernelsAvailable() bool                     { return p.d.kern() != nil }
+func (p *devPlumbing) KernelDispatches() int64                    { return p.d.kernelDispatches() }
+func (p *devPlumbing) AtClose(f func()) (cancel func())           { return p.d.atClose(f) }
+func (p *devPlumbing) InjectFaults(f kern.Faults)                 { p.d.injectFaults(f) }
+func (p *devPlumbing) PendingFaults() kern.Faults                 { return p.d.pendingFaults() }
+func (p *devPlumbing) BlockAddr(b block.Block, off uint64) uint64 { return deviceAddr(b, off) }
+func (p *devPlumbing) BlockOffset(b block.Block) uint64           { return b.Off }
+func (p *devPlumbing) View(b block.Block) access.View             { return p.d.view(b) }
 
 // deviceAddr returns the device address of byte off of b, which kernels
 // dereference (GL_EXT_buffer_reference), or 0 where kernels cannot run
 // (the host backend).
-func (b Block) deviceAddr(off uint64) uint64 {
-	if b.c == nil || b.c.mem == nil {
+func deviceAddr(b block.Block, off uint64) uint64 {
+	if b.C == nil || b.C.Mem == nil {
 		return 0
 	}
-	return b.kaddr(off)
+	return kaddr(b, off)
 }
 
-// kernelBatch is a kern.Batch[Block]: the commands of one operation of a
+// kernelBatch is a kern.Batch: the commands of one operation of a
 // container, recorded, then submitted as one command buffer.
 type kernelBatch struct {
 	d      *Device
@@ -150,8 +172,8 @@ func (kb *kernelBatch) Barrier() { kb.b.barrier() }
 
 // CopyBlock records a copy of n bytes from src at srcOff to dst at dstOff
 // (any tiers of kb's device).
-func (kb *kernelBatch) CopyBlock(dst Block, dstOff uint64, src Block, srcOff, n uint64) {
-	kb.b.copy(dst.c.mem, dst.off+dstOff, src.c.mem, src.off+srcOff, n)
+func (kb *kernelBatch) CopyBlock(dst block.Block, dstOff uint64, src block.Block, srcOff, n uint64) {
+	kb.b.copy(dst.C.Mem, dst.Off+dstOff, src.C.Mem, src.Off+srcOff, n)
 }
 
 // Upload records a copy of n bytes from staging memory at srcOff to the

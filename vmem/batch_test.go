@@ -140,7 +140,7 @@ func testKernelBatchCopyQueues(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		const n, period, sets = 4 << 20, 3, 3
 		type set struct {
-			kb kern.Batch[vmem.Block]
+			kb kern.Batch
 			st kern.Staging
 			dv uint64
 			f  kern.Flight
@@ -235,7 +235,7 @@ func TestKernelBatchCopyQueuesFault(t *testing.T) {
 // copyQueueBatch opens a batch that uses the copy queues, closed with the
 // test, with 2n bytes of staging (in, then out) and n of scratch; it skips
 // the test where kernels cannot run.
-func copyQueueBatch(t *testing.T, d *vmem.Device, n uint64) (kern.Batch[vmem.Block], kern.Staging, uint64) {
+func copyQueueBatch(t *testing.T, d *vmem.Device, n uint64) (kern.Batch, kern.Staging, uint64) {
 	t.Helper()
 	kb, err := kdev(d).NewBatch()
 	if errors.Is(err, kern.ErrNoKernels) {

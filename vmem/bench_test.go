@@ -8,6 +8,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -27,9 +28,9 @@ func BenchmarkAllocFree(b *testing.B) {
 			b.Run(tier.String(), func(b *testing.B) {
 				// A working set of live blocks so the allocator is not trivially empty.
 				rng := rand.New(rand.NewPCG(1, 1))
-				live := make([]vmem.Block, 1024)
+				live := make([]block.Block, 1024)
 				for i := range live {
-					blk, err := d.Alloc(tier, uint64(64+rng.IntN(16<<10)), 0)
+					blk, err := kdev(d).Alloc(block.Tier(tier), uint64(64+rng.IntN(16<<10)), 0)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -38,8 +39,8 @@ func BenchmarkAllocFree(b *testing.B) {
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					j := i & 1023
-					d.Free(live[j])
-					blk, err := d.Alloc(tier, uint64(64+rng.IntN(16<<10)), 0)
+					kdev(d).Free(live[j])
+					blk, err := kdev(d).Alloc(block.Tier(tier), uint64(64+rng.IntN(16<<10)), 0)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -47,7 +48,7 @@ func BenchmarkAllocFree(b *testing.B) {
 				}
 				b.StopTimer()
 				for _, blk := range live {
-					d.Free(blk)
+					kdev(d).Free(blk)
 				}
 			})
 		}
@@ -78,7 +79,7 @@ func BenchmarkTransfer(b *testing.B) {
 				if n > 256<<20 && d.Info().Tiers[tier].Capacity < 8<<30 {
 					continue
 				}
-				blk, err := d.Alloc(tier, n, 0)
+				blk, err := kdev(d).Alloc(block.Tier(tier), n, 0)
 				if err != nil {
 					b.Logf("skip %s %s: %v", tier, sizeName(n), err)
 					continue
@@ -87,7 +88,7 @@ func BenchmarkTransfer(b *testing.B) {
 				for i := range heap {
 					heap[i] = byte(i)
 				}
-				pin, err := d.Alloc(vmem.Host, n, 0)
+				pin, err := kdev(d).Alloc(block.Host, n, 0)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -99,7 +100,7 @@ func BenchmarkTransfer(b *testing.B) {
 					b.Run(fmt.Sprintf("Write/%s/%s/%s", tier, side, sizeName(n)), func(b *testing.B) {
 						b.SetBytes(int64(n))
 						for i := 0; i < b.N; i++ {
-							if err := d.Write(blk, 0, buf); err != nil {
+							if err := kdev(d).Write(blk, 0, buf); err != nil {
 								b.Fatal(err)
 							}
 						}
@@ -107,14 +108,14 @@ func BenchmarkTransfer(b *testing.B) {
 					b.Run(fmt.Sprintf("Read/%s/%s/%s", tier, side, sizeName(n)), func(b *testing.B) {
 						b.SetBytes(int64(n))
 						for i := 0; i < b.N; i++ {
-							if err := d.Read(buf, blk, 0); err != nil {
+							if err := kdev(d).Read(buf, blk, 0); err != nil {
 								b.Fatal(err)
 							}
 						}
 					})
 				}
-				d.Free(pin)
-				d.Free(blk)
+				kdev(d).Free(pin)
+				kdev(d).Free(blk)
 			}
 		}
 	})
@@ -124,20 +125,20 @@ func BenchmarkTransfer(b *testing.B) {
 func BenchmarkCopyDevice(b *testing.B) {
 	benchEach(b, func(b *testing.B, d *vmem.Device) {
 		const n = 256 << 20
-		x, err := d.Alloc(vmem.Private, n, 0)
+		x, err := kdev(d).Alloc(block.Private, n, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer d.Free(x)
-		y, err := d.Alloc(vmem.Private, n, 0)
+		defer kdev(d).Free(x)
+		y, err := kdev(d).Alloc(block.Private, n, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer d.Free(y)
+		defer kdev(d).Free(y)
 		b.SetBytes(n)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			if err := d.Copy(y, 0, x, 0, n); err != nil {
+			if err := kdev(d).Copy(y, 0, x, 0, n); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -156,12 +157,12 @@ func TestCapacity(t *testing.T) {
 			t.Skip("the host backend's capacity is the machine's RAM")
 		}
 		var total uint64
-		var held []vmem.Block
+		var held []block.Block
 		const piece = 1 << 30
 		for _, tier := range []vmem.Tier{vmem.Mapped, vmem.Private} {
 			var got uint64
 			for size := uint64(piece); size >= 64<<20; {
-				blk, err := d.Alloc(tier, size, 0)
+				blk, err := kdev(d).Alloc(block.Tier(tier), size, 0)
 				if errors.Is(err, vmem.ErrOutOfMemory) {
 					size /= 2
 					continue
@@ -185,15 +186,15 @@ func TestCapacity(t *testing.T) {
 		}
 		// The memory is really there: write and read a byte at the end of the last block.
 		last := held[len(held)-1]
-		if err := d.Write(last, last.Size()-4, []byte{1, 2, 3, 4}); err != nil {
+		if err := kdev(d).Write(last, last.Size()-4, []byte{1, 2, 3, 4}); err != nil {
 			t.Fatal(err)
 		}
 		got := make([]byte, 4)
-		if err := d.Read(got, last, last.Size()-4); err != nil || got[3] != 4 {
+		if err := kdev(d).Read(got, last, last.Size()-4); err != nil || got[3] != 4 {
 			t.Fatalf("read back %v %v", got, err)
 		}
 		for _, blk := range held {
-			d.Free(blk)
+			kdev(d).Free(blk)
 		}
 	})
 }

@@ -3,11 +3,16 @@ package vmem
 import (
 	"unsafe"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/internal/vk"
 )
+
+// chunk is one piece of memory taken from the driver (or from mmap) and
+// carved into blocks by its tier's allocator (internal/block).
+type chunk = block.Chunk
 
 // gpuZeroMin: zeroing this much or more is sent to the GPU (after one
 // round trip a fill runs at the GPU's memory speed, far beyond CPU stores
@@ -17,13 +22,13 @@ const gpuZeroMin = 1 << 20
 // newChunk takes size bytes of zeroed memory for tier t; touch says
 // whether the CPU takes the first-touch faults of mapped pages now.
 func (d *Device) newChunk(t Tier, size uint64, touch bool) (*chunk, error) {
-	c := &chunk{dev: d, tier: t, size: size}
+	c := &chunk{Dev: d, Tier: block.Tier(t), Size: size}
 	if d.vk == nil {
 		p, err := hostmem.Map(size)
 		if err != nil {
 			return nil, &hostOOM{err}
 		}
-		c.ptr = p // fresh anonymous pages read as zero
+		c.Ptr = p // fresh anonymous pages read as zero
 		return c, nil
 	}
 	ts := &d.tiers[t]
@@ -31,24 +36,24 @@ func (d *Device) newChunk(t Tier, size uint64, touch bool) (*chunk, error) {
 	if err != nil {
 		return nil, wrapVk(err)
 	}
-	c.mem, c.ptr = m, m.Ptr
+	c.Mem, c.Ptr = m, m.Ptr
 	// Vulkan does not promise zeroed memory.
 	switch {
-	case c.ptr != nil && (t == Host || d.backendCPUType()):
-		clear(hostmem.Bytes(c.ptr, size))
+	case c.Ptr != nil && (t == Host || d.backendCPUType()):
+		clear(hostmem.Bytes(c.Ptr, size))
 	default:
 		if err := d.run([]vk.Op{{Kind: vk.OpFill, Dst: m, Size: size}}, nil); err != nil {
 			d.vkFree(m)
 			return nil, err
 		}
-		if c.ptr != nil && touch {
+		if c.Ptr != nil && touch {
 			// The first CPU touch of each mapped page faults (a cold pass
 			// runs at a fraction of a warm one's speed: docs/physics.md):
 			// take the faults now, not on the hot path.
-			touchPages(c.ptr, size)
+			touchPages(c.Ptr, size)
 		}
 	}
-	if c.ptr != nil {
+	if c.Ptr != nil {
 		d.vk.registerCPU(c)
 	}
 	return c, nil
@@ -69,27 +74,27 @@ func (e *hostOOM) Unwrap() error        { return e.err }
 
 func (d *Device) releaseChunk(c *chunk) {
 	if d.vk == nil {
-		hostmem.Unmap(c.ptr, c.size)
+		hostmem.Unmap(c.Ptr, c.Size)
 	} else {
-		if c.ptr != nil {
+		if c.Ptr != nil {
 			d.vk.unregisterCPU(c)
 		}
-		d.vkFree(c.mem)
+		d.vkFree(c.Mem)
 	}
-	c.ptr, c.mem = nil, nil
+	c.Ptr, c.Mem = nil, nil
 }
 
 // zero clears n bytes at off in c.
 func (d *Device) zero(c *chunk, off, n uint64) error {
 	switch {
-	case c.ptr != nil && (d.vk == nil || c.tier == Host || d.backendCPUType()):
-		clear(hostmem.Bytes(hostmem.Add(c.ptr, off), n))
+	case c.Ptr != nil && (d.vk == nil || c.Tier == block.Host || d.backendCPUType()):
+		clear(hostmem.Bytes(hostmem.Add(c.Ptr, off), n))
 		return nil
-	case c.ptr != nil && n < gpuZeroMin:
-		ntZero(hostmem.Add(c.ptr, off), n)
+	case c.Ptr != nil && n < gpuZeroMin:
+		ntZero(hostmem.Add(c.Ptr, off), n)
 		return nil
 	}
-	return d.run([]vk.Op{{Kind: vk.OpFill, Dst: c.mem, DstOff: off, Size: roundUp(n, 4)}}, nil)
+	return d.run([]vk.Op{{Kind: vk.OpFill, Dst: c.Mem, DstOff: off, Size: roundUp(n, 4)}}, nil)
 }
 
 var zeroLines [4096]byte

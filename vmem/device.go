@@ -20,7 +20,7 @@ import (
 
 // Device is an open GPU (or the host backend) with its memory tiers. All
 // methods are safe for concurrent use. A Device must be closed; Close frees
-// every block still allocated.
+// the memory of every container still open.
 type Device struct {
 	backend Backend
 	// closed and lost are read by every container read (Device.Err, the
@@ -40,7 +40,9 @@ type Device struct {
 	mu     sync.RWMutex
 	faults faultState
 	plumb  devPlumbing // kern.Of(d)
-	stall  stallState  // GPU work whose wait timed out (stall.go)
+	// tracing: Alloc records its caller (kern.Device.TraceBlocks).
+	tracing atomic.Bool
+	stall   stallState // GPU work whose wait timed out (stall.go)
 	// heapReserved: bytes of chunks held per memory heap (tiers that share
 	// a heap share its capacity; the host backend's tiers are all heap 0).
 	heapReserved [maxHeaps]atomic.Uint64
@@ -162,15 +164,15 @@ func pickDevice(pds []vk.PhysicalDevice, sel string, auto bool) (*vk.PhysicalDev
 	return best, nil
 }
 
-// Close frees every block and the device. It is idempotent. Blocks and
-// containers of the device are invalid afterwards.
+// Close frees the device and all its memory. It is idempotent. The
+// device's containers are invalid afterwards.
 //
-// Containers still open are closed first (each registered with kern.Device.AtClose),
-// so their later calls see a closed container (ErrClosed where they return
-// an error) and never touch freed memory; then every block still allocated
-// is freed. Either way nothing leaks, but Close then returns an error
-// matching ErrOpenBlocks that says how much was still allocated, since a
-// program that relies on it has probably forgotten a Close.
+// Containers still open are closed first, so their later calls see a
+// closed container (ErrClosed where they return an error) and never touch
+// freed memory; then all memory still allocated is freed. Nothing leaks,
+// but Close then returns an error matching ErrOpenBlocks that says how
+// much was still allocated, since a program that relies on it has
+// probably forgotten a Close.
 //
 // Close must not overlap calls on the device's containers.
 func (d *Device) Close() error {
@@ -238,9 +240,9 @@ func (e *openBlocksError) Error() string {
 }
 func (e *openBlocksError) Is(t error) bool { return t == ErrOpenBlocks }
 
-// ErrOpenBlocks is returned (wrapped) by Device.Close when blocks were still
-// allocated or containers still open; Close freed them, so nothing leaks, but
-// a container was not closed first.
+// ErrOpenBlocks is returned (wrapped) by Device.Close when containers were
+// still open; Close closed them and freed their memory, so nothing leaks,
+// but a container was not closed first.
 var ErrOpenBlocks = errors.New("vmem: blocks still allocated at Close")
 
 // atClose registers f to run when the device is closed, before its memory
@@ -314,7 +316,6 @@ func (d *Device) noteErr(err error) error {
 	}
 	return err
 }
-
 
 // timeoutNs is the GPU wait bound.
 func (d *Device) timeoutNs() uint64 { return uint64(d.opts.Timeout / time.Nanosecond) }

@@ -1,6 +1,6 @@
 // Package vmem is the floor every govram container stands on: it opens a
-// device, hands out memory in tiers, moves bytes between them and the Go
-// heap by the cheapest path, runs GPU kernels over that memory, and offers
+// device, keeps memory in tiers, moves bytes between them and the Go heap
+// by the cheapest path, runs GPU kernels over that memory, and offers
 // Slice[T], the primitive container.
 //
 // # Devices and backends
@@ -10,24 +10,29 @@
 // (anonymous mmap, off the Go heap). VMEM_BACKEND=host|vulkan overrides the
 // choice; VMEM_REQUIRE_VULKAN=1 makes tests fail instead of skipping when no
 // Vulkan device is found. Code written against one backend runs on the
-// other: the Private tier's blocks have no CPU pointer on either.
+// other: the Private tier is reached only by copies on either.
 //
 // # Tiers and the allocator
 //
 // Mapped is VRAM the CPU can reach (whole-line streaming loads, stores that
 // are batched and sorted), Private is VRAM reached only by DMA and kernels,
 // Host is system memory (pinned on Vulkan, so DMA reaches it directly).
-// Each tier takes chunks from the driver and carves them with a TLSF
-// allocator (internal/tlsf): constant-time, bounded waste. Block is one
-// allocation; a Device frees every block still held when it closes.
+// Each tier takes chunks from the driver and carves them into blocks with
+// a TLSF allocator (internal/tlsf): constant-time, bounded waste.
+// Containers are the way to allocate: a Slice[T] for typed memory
+// (Slice[byte] for raw bytes), the maps, trees and rings of package
+// collections for the rest. Each holds blocks of a device (Stats counts
+// them) and frees them at Close; a Device frees whatever is still held
+// when it closes.
 //
 // # Moving bytes
 //
-// Read, Write and Copy ask the access planner (internal/lines: thresholds from Options.Costs) whether a
-// transfer is cheaper as streaming loads (a few lines, no fixed cost) or
-// as DMA (a fixed cost, then the link's bandwidth) and take that path. DMA
-// runs through pinned staging memory, pipelined; large host copies are
-// split over goroutines.
+// Transfers (a Slice's CopyFrom and CopyTo, the containers' reads and
+// writes) ask the access planner (internal/lines: thresholds from
+// Options.Costs) whether a transfer is cheaper as streaming loads (a few
+// lines, no fixed cost) or as DMA (a fixed cost, then the link's
+// bandwidth) and take that path. DMA runs through pinned staging memory,
+// pipelined; large host copies are split over goroutines.
 //
 // # Kernels
 //

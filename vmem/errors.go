@@ -21,8 +21,6 @@ var (
 	ErrDeviceLost = errors.New("vmem: device lost")
 	// ErrClosed: the device or container was closed.
 	ErrClosed = errors.New("vmem: closed")
-	// ErrInvalidBlock: a Block that this device did not hand out, or that was freed.
-	ErrInvalidBlock = errors.New("vmem: invalid block")
 	// ErrRange: an offset or length outside the block, or a value that
 	// does not fit its type (a Sum larger than the element type holds).
 	ErrRange = errors.New("vmem: out of range")

@@ -33,39 +33,40 @@ func ExampleOpen() {
 	// host available: true
 }
 
-func ExampleDevice_Alloc() {
+func ExampleInTier() {
 	dev, err := vmem.Open(vmem.Options{Backend: vmem.BackendHost})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer dev.Close()
 
-	// Private memory is reached only by Write and Read (DMA on a GPU).
-	blk, err := dev.Alloc(vmem.Private, 1000, 0)
+	// A Slice[byte] is raw memory. Private memory is reached only by
+	// CopyFrom and CopyTo (DMA on a GPU).
+	s, err := vmem.NewSlice[byte](dev, 1000, vmem.InTier(vmem.Private))
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := dev.Write(blk, 10, []byte("hello, VRAM")); err != nil {
+	if err := s.CopyFrom([]byte("hello, VRAM"), 10); err != nil {
 		log.Fatal(err)
 	}
 	buf := make([]byte, 11)
-	if err := dev.Read(buf, blk, 10); err != nil {
+	if err := s.CopyTo(buf, 10); err != nil {
 		log.Fatal(err)
 	}
 	st := dev.Info().Tiers[vmem.Private] // sizes are counted in whole 64-byte lines
 	fmt.Printf("%s; %d block, %s in use\n", buf, st.Blocks, human.Bytes(st.InUse))
 
-	err = dev.Read(buf, blk, 995) // past the end
+	err = s.CopyTo(buf, 995) // past the end
 	fmt.Println(errors.Is(err, vmem.ErrRange))
 
-	if err := dev.Free(blk); err != nil {
+	if err := s.Close(); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(errors.Is(dev.Free(blk), vmem.ErrInvalidBlock)) // freed twice
+	fmt.Println(errors.Is(s.CopyTo(buf, 0), vmem.ErrClosed), dev.Info().Tiers[vmem.Private].Blocks)
 	// Output:
 	// hello, VRAM; 1 block, 1.0 KiB in use
 	// true
-	// true
+	// true 0
 }
 
 func ExampleNewSlice() {

@@ -37,7 +37,7 @@ package vmem
 //     against the SPIR-V's push-constant block.
 //  4. Take k := d.kern() (nil: no kernels here, use the CPU path), build a
 //     kernBatch with d.newKernBatch(k), add dispatch/barrier/copy ops, and
-//     d.kernRun it (or kernSubmit and wait, to overlap CPU work). Blocks give their addresses with Block.kaddr;
+//     d.kernRun it (or kernSubmit and wait, to overlap CPU work). Blocks give their addresses with kaddr;
 //     temporary buffers come from kernTakeScratch (or Alloc, to count against
 //     the tier's limits).
 //
@@ -57,6 +57,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/shaders"
 	"github.com/govram/govram/internal/vk"
@@ -476,7 +477,7 @@ func (d *Device) kernPutScratch(kind int, m *vk.Memory) {
 }
 
 // kaddr is the device address of byte off of b, for kernels.
-func (b Block) kaddr(off uint64) uint64 { return b.c.mem.Addr + b.off + off }
+func kaddr(b block.Block, off uint64) uint64 { return b.C.Mem.Addr + b.Off + off }
 
 // kernBatch is the commands of one operation, submitted together on the
 // compute queue: one round trip however many steps.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/vmem"
 )
@@ -25,7 +26,7 @@ func BenchmarkLineLatency(b *testing.B) {
 			// The window is made of blocks of at most 1 GiB (one
 			// allocation is limited); idx becomes a byte offset into it.
 			per := min(nbytes, 1<<30)
-			var raws []vmem.Block
+			var raws []block.Block
 			var bases []unsafe.Pointer
 			for off := 0; off < nbytes; off += per {
 				raw := touchedRaw(b, d, per)
@@ -41,7 +42,7 @@ func BenchmarkLineLatency(b *testing.B) {
 			lineLatencyLoads(b, name, idx, addr)
 			lineLatencyGathers(b, name, idx, addr)
 			for _, raw := range raws {
-				d.Free(raw)
+				kdev(d).Free(raw)
 			}
 			s := touched(b, d, n)
 			lineLatencySlice(b, name, idx, s)
@@ -225,13 +226,13 @@ func TestMappedPageSize(t *testing.T) {
 			continue
 		}
 		for _, tier := range []vmem.Tier{vmem.Mapped, vmem.Host} {
-			blk, err := d.Alloc(tier, 256<<20, 0)
+			blk, err := kdev(d).Alloc(block.Tier(tier), 256<<20, 0)
 			if err != nil {
 				t.Logf("%v %v: %v", be, tier, err)
 				continue
 			}
 			t.Logf("%v %v: %s", be, tier, smapsFor(uintptr(blk.Ptr())))
-			d.Free(blk)
+			kdev(d).Free(blk)
 		}
 		d.Close()
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/vmem"
 )
 
@@ -56,13 +57,13 @@ func FuzzSizes(f *testing.F) {
 			!errors.Is(err, vmem.ErrOutOfMemory) && !errors.Is(err, vmem.ErrTooLarge) {
 			t.Fatalf("NewSlice(%d, cap %d, tier %d): %v", n, capacity, tier, err)
 		}
-		b, err := d.Alloc(vmem.Tier(tier), size, align)
+		b, err := kdev(d).Alloc(block.Tier(vmem.Tier(tier)), size, align)
 		within("Alloc")
 		if err == nil {
 			if b.Size() != size || (align > 0 && kdev(d).BlockOffset(b)%align != 0) {
 				t.Fatalf("Alloc(%d, align %d): size %d offset %d", size, align, b.Size(), kdev(d).BlockOffset(b))
 			}
-			if err := d.Free(b); err != nil {
+			if err := kdev(d).Free(b); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -83,11 +84,11 @@ func TestAllocWithinHeap(t *testing.T) {
 		if ti.Capacity == 0 {
 			t.Fatal("no capacity for the mapped tier")
 		}
-		small, err := d.Alloc(vmem.Mapped, 4096, 0)
+		small, err := kdev(d).Alloc(block.Mapped, 4096, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer d.Free(small)
+		defer kdev(d).Free(small)
 		held := d.Info().Tiers[vmem.Mapped]
 		// Just more than the heap has left beside the chunk already held.
 		over := ti.Capacity - held.Reserved + 64<<10
@@ -100,10 +101,10 @@ func TestAllocWithinHeap(t *testing.T) {
 			}
 			return
 		}
-		b, err := d.Alloc(vmem.Mapped, over, 0)
+		b, err := kdev(d).Alloc(block.Mapped, over, 0)
 		if !errors.Is(err, vmem.ErrOutOfMemory) {
 			if err == nil {
-				d.Free(b)
+				kdev(d).Free(b)
 			}
 			t.Fatalf("Alloc of %d bytes with %d of a %d-byte heap taken: %v, want ErrOutOfMemory",
 				over, held.Reserved, ti.Capacity, err)
@@ -117,11 +118,11 @@ func TestAllocWithinHeap(t *testing.T) {
 func TestStaleBlockRejected(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		for _, tier := range []vmem.Tier{vmem.Mapped, vmem.Private} {
-			b, err := d.Alloc(tier, 4096, 0)
+			b, err := kdev(d).Alloc(block.Tier(tier), 4096, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := d.Free(b); err != nil {
+			if err := kdev(d).Free(b); err != nil {
 				t.Fatal(err)
 			}
 			// The memory goes to a new owner.
@@ -133,26 +134,26 @@ func TestStaleBlockRejected(t *testing.T) {
 			for i := range buf {
 				buf[i] = 0xAB
 			}
-			if err := d.Write(b, 0, buf); !errors.Is(err, vmem.ErrInvalidBlock) {
+			if err := kdev(d).Write(b, 0, buf); !errors.Is(err, block.ErrInvalid) {
 				t.Errorf("%s: Write through a freed block: %v", tier, err)
 			}
-			if err := d.Fill(b, 0, 4096, 0xCD); !errors.Is(err, vmem.ErrInvalidBlock) {
+			if err := kdev(d).Fill(b, 0, 4096, 0xCD); !errors.Is(err, block.ErrInvalid) {
 				t.Errorf("%s: Fill through a freed block: %v", tier, err)
 			}
-			if err := d.Read(buf, b, 0); !errors.Is(err, vmem.ErrInvalidBlock) {
+			if err := kdev(d).Read(buf, b, 0); !errors.Is(err, block.ErrInvalid) {
 				t.Errorf("%s: Read through a freed block: %v", tier, err)
 			}
-			tmp, err := d.Alloc(tier, 4096, 0)
+			tmp, err := kdev(d).Alloc(block.Tier(tier), 4096, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := d.Copy(b, 0, tmp, 0, 4096); !errors.Is(err, vmem.ErrInvalidBlock) {
+			if err := kdev(d).Copy(b, 0, tmp, 0, 4096); !errors.Is(err, block.ErrInvalid) {
 				t.Errorf("%s: Copy into a freed block: %v", tier, err)
 			}
-			if err := d.Copy(tmp, 0, b, 0, 4096); !errors.Is(err, vmem.ErrInvalidBlock) {
+			if err := kdev(d).Copy(tmp, 0, b, 0, 4096); !errors.Is(err, block.ErrInvalid) {
 				t.Errorf("%s: Copy from a freed block: %v", tier, err)
 			}
-			d.Free(tmp)
+			kdev(d).Free(tmp)
 			got := make([]uint64, 512)
 			if err := s.CopyTo(got, 0); err != nil {
 				t.Fatal(err)
@@ -194,15 +195,15 @@ func TestBadArguments(t *testing.T) {
 			t.Error("LoadSlice with a nil reader: no error")
 		}
 		for _, align := range []uint64{3, 96, 1 << 40} {
-			if b, err := d.Alloc(vmem.Mapped, 128, align); !errors.Is(err, vmem.ErrRange) {
+			if b, err := kdev(d).Alloc(block.Mapped, 128, align); !errors.Is(err, vmem.ErrRange) {
 				t.Errorf("Alloc with alignment %d: %v", align, err)
 				if err == nil {
-					d.Free(b)
+					kdev(d).Free(b)
 				}
 			}
 		}
 		for _, align := range []uint64{0, 1, 64, 4096} {
-			b, err := d.Alloc(vmem.Mapped, 128, align)
+			b, err := kdev(d).Alloc(block.Mapped, 128, align)
 			if err != nil {
 				t.Errorf("Alloc with alignment %d: %v", align, err)
 				continue
@@ -210,7 +211,7 @@ func TestBadArguments(t *testing.T) {
 			if align > 0 && kdev(d).BlockOffset(b)%align != 0 {
 				t.Errorf("alignment %d: offset %d", align, kdev(d).BlockOffset(b))
 			}
-			d.Free(b)
+			kdev(d).Free(b)
 		}
 	})
 }
@@ -255,9 +256,9 @@ func TestWaitTimeoutIsNotDeviceLoss(t *testing.T) {
 				}
 				// Calls report ErrTimeout until the work ends, then work.
 				for {
-					b, err := d.Alloc(vmem.Host, 64, 0)
+					b, err := kdev(d).Alloc(block.Host, 64, 0)
 					if err == nil {
-						d.Free(b)
+						kdev(d).Free(b)
 						break
 					}
 					if !errors.Is(err, vmem.ErrTimeout) {

@@ -33,10 +33,6 @@ type Options struct {
 	// by DMA or by a GPU gather). The zero value is layout.H200Costs, the
 	// costs measured in docs/physics.md; set them for other hardware.
 	Costs layout.Costs
-	// TraceBlocks records where each block was allocated (its call stack),
-	// so that LiveBlocks can say who leaked one. It costs a stack walk per
-	// Alloc: for tests (vmemtest turns it on), not for production.
-	TraceBlocks bool
 }
 
 const (

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
@@ -157,10 +158,10 @@ func TestPoolOpenAll(t *testing.T) {
 
 func TestPoolStats(t *testing.T) {
 	p := openPool(t, poolKind{"host3", vmem.BackendHost, 3})
-	var blks []vmem.Block
+	var blks []block.Block
 	for i := range len(p.Devices()) {
 		for range i + 1 {
-			b, err := p.Devices()[i].Alloc(vmem.Mapped, 4096, 0)
+			b, err := kdev(p.Devices()[i]).Alloc(block.Mapped, 4096, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,7 +184,7 @@ func TestPoolStats(t *testing.T) {
 	k := 0
 	for i := range len(p.Devices()) {
 		for range i + 1 {
-			p.Devices()[i].Free(blks[k])
+			kdev(p.Devices()[i]).Free(blks[k])
 			k++
 		}
 	}

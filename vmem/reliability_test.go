@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
@@ -19,9 +20,9 @@ import (
 func TestFaultFailAlloc(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		kdev(d).InjectFaults(kern.Faults{FailAlloc: 3})
-		var blks []vmem.Block
+		var blks []block.Block
 		for i := 1; i <= 4; i++ {
-			b, err := d.Alloc(vmem.Mapped, 100, 0)
+			b, err := kdev(d).Alloc(block.Mapped, 100, 0)
 			if i == 3 {
 				if !errors.Is(err, vmem.ErrOutOfMemory) || !b.IsZero() {
 					t.Fatalf("third Alloc: %v, %v; want ErrOutOfMemory", b, err)
@@ -43,7 +44,7 @@ func TestFaultFailAlloc(t *testing.T) {
 			t.Errorf("out of memory is not sticky, but Err = %v", err)
 		}
 		for _, b := range blks {
-			d.Free(b)
+			kdev(d).Free(b)
 		}
 	})
 }
@@ -52,11 +53,11 @@ func TestFaultFailSubmitIsSticky(t *testing.T) {
 	for _, b := range vmemtest.Backends() {
 		t.Run(string(b), func(t *testing.T) {
 			d := vmemtest.Open(t, b, vmem.Options{})
-			blk, err := d.Alloc(vmem.Private, 4096, 0)
+			blk, err := kdev(d).Alloc(block.Private, 4096, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			host, err := d.Alloc(vmem.Host, 4096, 0)
+			host, err := kdev(d).Alloc(block.Host, 4096, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,30 +66,30 @@ func TestFaultFailSubmitIsSticky(t *testing.T) {
 				t.Fatalf("PendingFaults: %+v", p)
 			}
 			buf := make([]byte, 256)
-			if err := d.Write(blk, 0, buf); err != nil {
+			if err := kdev(d).Write(blk, 0, buf); err != nil {
 				t.Fatalf("first transfer: %v", err)
 			}
-			if err := d.Read(buf, blk, 0); !errors.Is(err, vmem.ErrDeviceLost) {
+			if err := kdev(d).Read(buf, blk, 0); !errors.Is(err, vmem.ErrDeviceLost) {
 				t.Fatalf("second transfer: %v, want ErrDeviceLost", err)
 			}
 			// Sticky: everything but Free and Close fails from now on.
 			checks := map[string]error{
 				"Err":   d.Err(),
-				"Write": d.Write(blk, 0, buf),
-				"Read":  d.Read(buf, host, 0),
-				"Copy":  d.Copy(host, 0, blk, 0, 64),
-				"Fill":  d.Fill(host, 0, 64, 1),
+				"Write": kdev(d).Write(blk, 0, buf),
+				"Read":  kdev(d).Read(buf, host, 0),
+				"Copy":  kdev(d).Copy(host, 0, blk, 0, 64),
+				"Fill":  kdev(d).Fill(host, 0, 64, 1),
 			}
-			_, checks["Alloc"] = d.Alloc(vmem.Mapped, 64, 0)
+			_, checks["Alloc"] = kdev(d).Alloc(block.Mapped, 64, 0)
 			for name, err := range checks {
 				if !errors.Is(err, vmem.ErrDeviceLost) {
 					t.Errorf("%s after device loss: %v, want ErrDeviceLost", name, err)
 				}
 			}
-			if err := d.Free(blk); err != nil {
+			if err := kdev(d).Free(blk); err != nil {
 				t.Errorf("Free after device loss: %v", err)
 			}
-			if err := d.Free(host); err != nil {
+			if err := kdev(d).Free(host); err != nil {
 				t.Errorf("Free after device loss: %v", err)
 			}
 		})
@@ -137,7 +138,7 @@ func TestDeviceCloseReportsOpenBlocks(t *testing.T) {
 				t.Fatal(err)
 			}
 			for range 3 {
-				if _, err := d.Alloc(vmem.Mapped, 1<<20, 0); err != nil {
+				if _, err := kdev(d).Alloc(block.Mapped, 1<<20, 0); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -158,7 +159,7 @@ func TestDeviceCloseReportsOpenBlocks(t *testing.T) {
 			if err := d.Err(); !errors.Is(err, vmem.ErrClosed) {
 				t.Errorf("Err after Close: %v", err)
 			}
-			if _, err := d.Alloc(vmem.Mapped, 64, 0); !errors.Is(err, vmem.ErrClosed) {
+			if _, err := kdev(d).Alloc(block.Mapped, 64, 0); !errors.Is(err, vmem.ErrClosed) {
 				t.Errorf("Alloc after Close: %v", err)
 			}
 			for tier := vmem.Tier(0); tier <= vmem.Host; tier++ {
@@ -178,8 +179,8 @@ func TestLiveBlocksTrace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		live := d.LiveBlocks()
-		if len(live) != 1 || live[0].Size != 200 || live[0].Tier != vmem.Host ||
+		live := kdev(d).LiveBlocks()
+		if len(live) != 1 || live[0].Size != 200 || live[0].Tier != block.Host ||
 			!strings.Contains(live[0].Stack, "traceHelperAlloc") {
 			t.Fatalf("LiveBlocks: %v", live)
 		}
@@ -187,14 +188,14 @@ func TestLiveBlocksTrace(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "traceHelperAlloc") || !strings.Contains(err.Error(), "reliability_test.go") {
 			t.Fatalf("leak report: %v", err)
 		}
-		d.Free(b)
-		if live := d.LiveBlocks(); len(live) != 0 {
+		kdev(d).Free(b)
+		if live := kdev(d).LiveBlocks(); len(live) != 0 {
 			t.Fatalf("LiveBlocks after Free: %v", live)
 		}
 	})
 }
 
-func traceHelperAlloc(d *vmem.Device) (vmem.Block, error) { return d.Alloc(vmem.Host, 200, 0) }
+func traceHelperAlloc(d *vmem.Device) (block.Block, error) { return kdev(d).Alloc(block.Host, 200, 0) }
 
 // TestReusedBlocksAreZero: a block carved from memory another block used
 // reads as zeros, in every tier, on every backend.
@@ -203,27 +204,27 @@ func TestReusedBlocksAreZero(t *testing.T) {
 		pat := bytes.Repeat([]byte{0xA5}, 300<<10)
 		for tier := vmem.Tier(0); tier <= vmem.Host; tier++ {
 			for round := range 3 {
-				a, err := d.Alloc(tier, uint64(len(pat)), 0)
+				a, err := kdev(d).Alloc(block.Tier(tier), uint64(len(pat)), 0)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := d.Write(a, 0, pat); err != nil {
+				if err := kdev(d).Write(a, 0, pat); err != nil {
 					t.Fatal(err)
 				}
-				d.Free(a)
+				kdev(d).Free(a)
 				// Sizes that overlap the old block differently each round.
-				b, err := d.Alloc(tier, uint64(len(pat))+uint64(round)*4096, 0)
+				b, err := kdev(d).Alloc(block.Tier(tier), uint64(len(pat))+uint64(round)*4096, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
 				got := make([]byte, b.Size())
-				if err := d.Read(got, b, 0); err != nil {
+				if err := kdev(d).Read(got, b, 0); err != nil {
 					t.Fatal(err)
 				}
 				if i := bytes.IndexByte(got, 0xA5); i >= 0 {
 					t.Fatalf("%s round %d: reused block shows the freed block's byte at %d", tier, round, i)
 				}
-				d.Free(b)
+				kdev(d).Free(b)
 			}
 		}
 	})

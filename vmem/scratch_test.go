@@ -51,7 +51,7 @@ func TestScratchKept(t *testing.T) {
 		if got := readAll(t, s); !slices.Equal(got, want) {
 			t.Fatal("sort on kept scratch is wrong")
 		}
-		d.Trim()
+		kdev(d).Trim()
 		host, dev, big := vmem.ScratchKept(d)
 		if len(host)+len(dev) != 0 || big != 0 {
 			t.Errorf("after Trim: host %v, device %v, large %d kept", host, dev, big)

@@ -12,6 +12,7 @@ import (
 	"weak"
 
 	"github.com/govram/govram/internal/access"
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/held"
 	"github.com/govram/govram/internal/recs"
 	"github.com/govram/govram/layout"
@@ -75,10 +76,10 @@ type Slice[T any] struct {
 	segs    []segment
 	n       int
 	closed  bool
-	err     stickyErr              // first DMA error of Get/Set on private segments
-	held    *held.Set[Block, Tier] // what the leak backstop frees
-	unreg   func()                 // removes the Slice from the device's close list
-	tier    Tier                   // tier new segments try first
+	err     stickyErr                          // first DMA error of Get/Set on private segments
+	held    *held.Set[block.Block, block.Tier] // what the leak backstop frees
+	unreg   func()                             // removes the Slice from the device's close list
+	tier    Tier                               // tier new segments try first
 
 	// inflight counts sliceWriter batches being written in the background:
 	// waited for before a segment moves or is freed.
@@ -101,7 +102,7 @@ type Slice[T any] struct {
 // segment is one block of elements; its View says how the CPU reaches it
 // (cacheable memory, mapped VRAM, or DMA only: internal/access).
 type segment struct {
-	blk Block
+	blk block.Block
 	access.View
 	cap int
 }
@@ -234,7 +235,7 @@ func newSlice[T any](dev *Device, n int, opts []SliceOption) (*Slice[T], error) 
 	if segBytes < uint64(s.group) {
 		s.shift = 0
 	}
-	s.held = held.New[Block, Tier](dev)
+	s.held = held.New[block.Block, block.Tier](&dev.plumb)
 	held.Attach(s, s.held)
 	if err := s.reserve(cfg.capacity); err != nil {
 		s.Close() // reserve may have taken some segments before it failed
@@ -305,7 +306,7 @@ func (s *Slice[T]) allocSegWith(k int, untouched bool) (segment, error) {
 	size := s.bytesFor(k)
 	b, err := s.dev.alloc(s.tier, size, 0, untouched)
 	if err != nil && s.tier == Mapped && s.dev.vk != nil && errors.Is(err, ErrOutOfMemory) {
-		b, err = s.dev.Alloc(Private, size, 0)
+		b, err = s.dev.alloc(Private, size, 0, false)
 	}
 	if err != nil {
 		return segment{}, err
@@ -316,7 +317,7 @@ func (s *Slice[T]) allocSegWith(k int, untouched bool) (segment, error) {
 		// there reads its private segments in place too: its iterators,
 		// Sort and Sum hand out or walk runs of host memory (Map, BTree
 		// and the string arena reach such blocks as DMA, like on a GPU).
-		v = access.New(b.cpu(0), access.Direct, blockMover{s.dev, b})
+		v = access.New(b.CPU(0), access.Direct, blockMover{s.dev, b})
 	}
 	return segment{blk: b, View: v, cap: k}, nil
 }
@@ -338,7 +339,7 @@ func (s *Slice[T]) setLen(n int) {
 }
 
 func (s *Slice[T]) syncHeld() {
-	bs := make([]Block, len(s.segs))
+	bs := make([]block.Block, len(s.segs))
 	for i, sg := range s.segs {
 		bs[i] = sg.blk
 	}
@@ -385,13 +386,13 @@ func (s *Slice[T]) reserveWith(c int, untouched bool) error {
 			if len(s.segs) == 1 {
 				old := s.segs[0]
 				if s.n > 0 {
-					if err := s.dev.Copy(ns.blk, 0, old.blk, 0, s.bytesFor(min(s.n, old.cap))); err != nil {
-						s.dev.Free(ns.blk)
+					if err := s.dev.copyBlock(ns.blk, 0, old.blk, 0, s.bytesFor(min(s.n, old.cap))); err != nil {
+						s.dev.freeBlock(ns.blk)
 						return err
 					}
 				}
 				s.segs[0] = ns
-				s.dev.Free(old.blk)
+				s.dev.freeBlock(old.blk)
 			} else {
 				s.segs = append(s.segs, ns)
 			}
@@ -509,7 +510,7 @@ func (s *Slice[T]) Close() error {
 	}
 	var first error
 	for _, sg := range s.segs {
-		if err := s.dev.Free(sg.blk); err != nil && first == nil && !errors.Is(err, ErrClosed) {
+		if err := s.dev.freeBlock(sg.blk); err != nil && first == nil && !errors.Is(err, ErrClosed) {
 			first = err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -70,7 +71,7 @@ func BenchmarkSliceGet(b *testing.B) {
 			sink = sum
 		})
 		raw := touchedRaw(b, d, nbytes)
-		defer d.Free(raw)
+		defer kdev(d).Free(raw)
 		base := raw.Ptr()
 		b.Run("naive/"+name, func(b *testing.B) {
 			var sum uint64
@@ -119,12 +120,12 @@ func touched(b *testing.B, d *vmem.Device, n int) *vmem.Slice[e64] {
 }
 
 // touchedRaw returns a mapped block of n bytes, written once.
-func touchedRaw(b *testing.B, d *vmem.Device, n int) vmem.Block {
-	raw, err := d.Alloc(vmem.Mapped, uint64(n), 0)
+func touchedRaw(b *testing.B, d *vmem.Device, n int) block.Block {
+	raw, err := kdev(d).Alloc(block.Mapped, uint64(n), 0)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := d.Fill(raw, 0, uint64(n), 1); err != nil {
+	if err := kdev(d).Fill(raw, 0, uint64(n), 1); err != nil {
 		b.Fatal(err)
 	}
 	return raw
@@ -170,7 +171,7 @@ func BenchmarkSliceSet(b *testing.B) {
 			}
 		})
 		raw := touchedRaw(b, d, nbytes)
-		defer d.Free(raw)
+		defer kdev(d).Free(raw)
 		base := raw.Ptr()
 		b.Run("naive/"+name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {

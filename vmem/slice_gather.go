@@ -21,8 +21,7 @@ import (
 // gives ErrRange; dst's contents are then unspecified.
 //
 // On a GPU a kernel collects the elements into one contiguous buffer,
-// which one copy brings back (directly into dst when dst lies in a Host
-// block of the device): one round trip per 16 MiB of elements, the
+// which one copy brings back: one round trip per 16 MiB of elements, the
 // batches pipelined so that the GPU gathers one while the CPU copies the
 // last one out. Few indices into mapped segments are read with streaming
 // loads instead (getMany). On the host backend it is a plain loop.
@@ -142,7 +141,7 @@ func (s *Slice[T]) kernGatherGPU(k *kernState, indices []int, dst []T) (err erro
 	}
 	segAddr := make([]uint64, len(s.segs))
 	for i := range s.segs {
-		segAddr[i] = s.segs[i].blk.kaddr(0)
+		segAddr[i] = kaddr(s.segs[i].blk, 0)
 	}
 	total := uint64(len(indices))
 	per := max(kernGatherBatch.Load()/esize, 1)
@@ -219,7 +218,7 @@ func (s *Slice[T]) kernGatherGPU(k *kernState, indices []int, dst []T) (err erro
 			b.barrier()
 			if c, coff := d.vk.chunkOf(unsafe.Pointer(unsafe.SliceData(out)), n); c != nil {
 				// dst is pinned memory of this device: the copy lands there.
-				b.copy(c.mem, coff, sl.dev, 0, n)
+				b.copy(c.Mem, coff, sl.dev, 0, n)
 				sl.out = nil
 			} else {
 				b.copy(sl.host, addrBytes, sl.dev, 0, n)

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/lines"
 	"github.com/govram/govram/internal/vk"
 )
@@ -119,17 +120,17 @@ func (d *Device) kernAllocAll(sizes []uint64) ([]kernPart, func(), error) {
 			return nil, nil, errKernSortCPU
 		}
 	}
-	alloc := func(sz uint64) (Block, error) {
-		b, err := d.Alloc(Private, sz, 256)
+	alloc := func(sz uint64) (block.Block, error) {
+		b, err := d.alloc(Private, sz, 256, false)
 		if err != nil && (errors.Is(err, ErrOutOfMemory) || errors.Is(err, ErrTooLarge)) {
-			b, err = d.Alloc(Mapped, sz, 256)
+			b, err = d.alloc(Mapped, sz, 256, false)
 		}
 		return b, err
 	}
-	var blks []Block
+	var blks []block.Block
 	free := func() {
 		for _, b := range blks {
-			d.Free(b)
+			d.freeBlock(b)
 		}
 	}
 	parts := make([]kernPart, len(sizes))
@@ -137,7 +138,7 @@ func (d *Device) kernAllocAll(sizes []uint64) ([]kernPart, func(), error) {
 		b, err := alloc(total)
 		if err == nil {
 			blks = append(blks, b)
-			return layout(b.c.mem, b.off), free, nil
+			return layout(b.C.Mem, b.Off), free, nil
 		}
 		if !errors.Is(err, ErrOutOfMemory) && !errors.Is(err, ErrTooLarge) {
 			return nil, nil, err
@@ -151,7 +152,7 @@ func (d *Device) kernAllocAll(sizes []uint64) ([]kernPart, func(), error) {
 			return nil, nil, err
 		}
 		blks = append(blks, b)
-		parts[i] = kernPart{b.c.mem, b.off}
+		parts[i] = kernPart{b.C.Mem, b.Off}
 	}
 	return parts, free, nil
 }
@@ -193,7 +194,7 @@ func (s *Slice[T]) fillKernel(lo, hi int, v T) (bool, error) {
 	b := s.dev.newKernBatch(k)
 	var cpu [][2]int
 	type run struct {
-		blk          Block
+		blk          block.Block
 		start, bytes uint64
 	}
 	var runs []run
@@ -226,14 +227,14 @@ func (s *Slice[T]) fillKernel(lo, hi int, v T) (bool, error) {
 		return nil
 	})
 	for _, r := range runs {
-		b.update(r.blk.c.mem, r.blk.off+r.start, pattern[:min(pat, r.bytes)])
+		b.update(r.blk.C.Mem, r.blk.Off+r.start, pattern[:min(pat, r.bytes)])
 	}
 	if len(runs) > 0 {
 		b.barrier()
 	}
 	for _, r := range runs {
 		if r.bytes > pat {
-			p := kernFillPush{dst: r.blk.kaddr(r.start), n: uint32(r.bytes / 16), period: uint32(pat / 16)}
+			p := kernFillPush{dst: kaddr(r.blk, r.start), n: uint32(r.bytes / 16), period: uint32(pat / 16)}
 			b.dispatch(kernFill, k.groups(r.bytes/16-pat/16), bytesOf(&p))
 		}
 	}

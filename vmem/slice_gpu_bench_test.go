@@ -10,6 +10,7 @@ import (
 
 	"github.com/govram/govram/internal/vmemtest"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/vmem"
 )
 
@@ -88,11 +89,11 @@ func benchSortType[T vmem.Number](b *testing.B, d *vmem.Device, n int) {
 	// loads and stores (1.5 µs a load on VRAM: only the first 1e4 keys).
 	b.Run(name+"/naive", func(b *testing.B) {
 		m := min(n, 1e4)
-		blk, err := d.Alloc(vmem.Mapped, uint64(m)*uint64(unsafe.Sizeof(zero)), 64)
+		blk, err := kdev(d).Alloc(block.Mapped, uint64(m)*uint64(unsafe.Sizeof(zero)), 64)
 		if err != nil {
 			b.Skip(err)
 		}
-		defer d.Free(blk)
+		defer kdev(d).Free(blk)
 		view := unsafe.Slice((*T)(blk.Ptr()), m)
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
@@ -156,11 +157,11 @@ func BenchmarkSliceGather(b *testing.B) {
 				check(b, dst)
 			})
 			b.Run(name+"/govram-pinned", func(b *testing.B) {
-				blk, err := d.Alloc(vmem.Host, uint64(m)*64, 64)
+				blk, err := kdev(d).Alloc(block.Host, uint64(m)*64, 64)
 				if err != nil {
 					b.Skip(err)
 				}
-				defer d.Free(blk)
+				defer kdev(d).Free(blk)
 				pinned := unsafe.Slice((*e64)(blk.Ptr()), m)
 				for i := 0; i < b.N; i++ {
 					if err := s.GetBatch(idx, pinned); err != nil {
@@ -199,11 +200,11 @@ func BenchmarkSliceGather(b *testing.B) {
 			// Plain Go loads of 64-byte records from mapped memory: about 1.5 µs
 			// a load on VRAM, so only the first 1e4 indices.
 			b.Run(name+"/naive", func(b *testing.B) {
-				blk, err := d.Alloc(vmem.Mapped, uint64(n)*64, 64)
+				blk, err := kdev(d).Alloc(block.Mapped, uint64(n)*64, 64)
 				if err != nil {
 					b.Skip(err)
 				}
-				defer d.Free(blk)
+				defer kdev(d).Free(blk)
 				view := unsafe.Slice((*e64)(blk.Ptr()), n)
 				part := idx[:min(m, 1e4)]
 				for i := 0; i < b.N; i++ {

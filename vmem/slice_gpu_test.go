@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
@@ -318,7 +319,7 @@ func testGather[T comparable](t *testing.T, d *vmem.Device) {
 				}
 				// Into pinned host memory: the copy lands in dst directly.
 				m := 1000
-				blk, err := d.Alloc(vmem.Host, uint64(m)*uint64(unsafe.Sizeof(zero))+64, 64)
+				blk, err := kdev(d).Alloc(block.Host, uint64(m)*uint64(unsafe.Sizeof(zero))+64, 64)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -335,7 +336,7 @@ func testGather[T comparable](t *testing.T, d *vmem.Device) {
 						t.Fatalf("pinned dst: element %d (index %d) differs", i, x)
 					}
 				}
-				d.Free(blk)
+				kdev(d).Free(blk)
 				// Errors.
 				if err := s.GetBatch([]int{0, n}, make([]T, 2)); !errors.Is(err, vmem.ErrRange) {
 					t.Fatalf("index %d of %d: %v, want ErrRange", n, n, err)

@@ -62,8 +62,8 @@ func (s *Slice[T]) chunks(yield func(int, []T) bool) {
 	var bufs [2][]T
 	for i := range bufs {
 		if s.dense(0) && s.size > 0 {
-			if b, err := s.dev.Alloc(Host, uint64(k)*uint64(s.size), 0); err == nil {
-				defer s.dev.Free(b)
+			if b, err := s.dev.alloc(Host, uint64(k)*uint64(s.size), 0, false); err == nil {
+				defer s.dev.freeBlock(b)
 				bufs[i] = unsafe.Slice((*T)(b.Ptr()), k)
 			}
 		}

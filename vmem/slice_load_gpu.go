@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/snapfmt"
 )
 
@@ -37,19 +38,19 @@ var kernCRC = newKernel("crc32c", kernCRCPush{}, false)
 // one segment at a 16-byte-aligned device address, its length is a
 // multiple of 4, the data lies in pinned memory (pinned: canDMAFrom) and
 // kernels run here. It reads s.segs: the loading goroutine calls it.
-func (s *Slice[T]) loadGPUDest(at, k int, data []byte, pinned bool) (Block, uint64, bool) {
+func (s *Slice[T]) loadGPUDest(at, k int, data []byte, pinned bool) (block.Block, uint64, bool) {
 	d := s.dev
 	if !pinned || len(data)%4 != 0 || !s.dense(0) || d.kern() == nil {
-		return Block{}, 0, false
+		return block.Block{}, 0, false
 	}
 	sg := &s.segs[at>>s.shift]
 	j := at & (1<<s.shift - 1)
 	if j+k > sg.cap {
-		return Block{}, 0, false
+		return block.Block{}, 0, false
 	}
 	off := uint64(s.off(j))
-	if sg.blk.kaddr(off)%16 != 0 {
-		return Block{}, 0, false
+	if kaddr(sg.blk, off)%16 != 0 {
+		return block.Block{}, 0, false
 	}
 	return sg.blk, off, true
 }
@@ -57,7 +58,7 @@ func (s *Slice[T]) loadGPUDest(at, k int, data []byte, pinned bool) (Block, uint
 // loadChecked copies block b's data (in pinned memory) into dst at off by
 // DMA and checks its checksum on the GPU, in one submit. It reports false,
 // having written nothing, where no kernel pipeline can be built.
-func (d *Device) loadChecked(dst Block, off uint64, b *snapfmt.Block) (bool, error) {
+func (d *Device) loadChecked(dst block.Block, off uint64, b *snapfmt.Block) (bool, error) {
 	k := d.kern()
 	if k == nil {
 		return false, nil
@@ -86,9 +87,9 @@ func (d *Device) loadChecked(dst Block, off uint64, b *snapfmt.Block) (bool, err
 	}
 	defer d.kernPutScratch(kernScratchHost, host)
 	kb := d.newKernBatch(k)
-	kb.copy(dst.c.mem, dst.off+off, c.mem, coff, n)
+	kb.copy(dst.C.Mem, dst.Off+off, c.Mem, coff, n)
 	kb.barrier()
-	p := kernCRCPush{src: dst.kaddr(off), dst: dev.Addr, n: uint32(n), chunk: loadCRCChunk, chunks: uint32(chunks)}
+	p := kernCRCPush{src: kaddr(dst, off), dst: dev.Addr, n: uint32(n), chunk: loadCRCChunk, chunks: uint32(chunks)}
 	kb.dispatch(kernCRC, k.groups(chunks), bytesOf(&p))
 	kb.barrier()
 	kb.copy(host, 0, dev, 0, chunks*4)

@@ -128,7 +128,7 @@ func (s *Slice[T]) CopyTo(dst []T, at int) error {
 	return s.pieces(at, len(dst), func(sg *segment, j, from, k int) error {
 		part := dst[from : from+k]
 		if s.dense(j) {
-			return s.dev.Read(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(part))), uintptr(k)*s.size), sg.blk, uint64(s.off(j)))
+			return s.dev.readBlock(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(part))), uintptr(k)*s.size), sg.blk, uint64(s.off(j)))
 		}
 		bp := stagePool.Get().(*[]byte)
 		defer stagePool.Put(bp)
@@ -140,7 +140,7 @@ func (s *Slice[T]) CopyTo(dst []T, at int) error {
 			m := min(len(part), per-(j%s.perLine))
 			g1 := (j + m + s.perLine - 1) / s.perLine
 			img := buf[:uintptr(g1-g0)*s.group]
-			if err := s.dev.Read(img, sg.blk, uint64(uintptr(g0)*s.group)); err != nil {
+			if err := s.dev.readBlock(img, sg.blk, uint64(uintptr(g0)*s.group)); err != nil {
 				return err
 			}
 			base := uintptr(g0) * s.group

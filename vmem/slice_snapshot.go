@@ -32,6 +32,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/access"
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/hostmem"
 	"github.com/govram/govram/internal/par"
 
@@ -146,7 +147,7 @@ func (s *Slice[T]) saveDirect(sw *snapfmt.Writer, per int) error {
 // sliceStage is a staging buffer of the DMA pipeline.
 type sliceStage[T any] struct {
 	buf   []T
-	blk   Block // zero when buf is on the Go heap
+	blk   block.Block // zero when buf is on the Go heap
 	at, k int
 }
 
@@ -157,7 +158,7 @@ func (s *Slice[T]) newStages(count, n int) []*sliceStage[T] {
 	st := make([]*sliceStage[T], count)
 	for i := range st {
 		st[i] = &sliceStage[T]{}
-		if b, err := s.dev.Alloc(Host, uint64(n)*uint64(s.size), 0); err == nil {
+		if b, err := s.dev.alloc(Host, uint64(n)*uint64(s.size), 0, false); err == nil {
 			st[i].blk, st[i].buf = b, unsafe.Slice((*T)(b.Ptr()), n)
 		} else {
 			st[i].buf = make([]T, n)
@@ -169,7 +170,7 @@ func (s *Slice[T]) newStages(count, n int) []*sliceStage[T] {
 func (s *Slice[T]) freeStages(st []*sliceStage[T]) {
 	for _, x := range st {
 		if !x.blk.IsZero() {
-			s.dev.Free(x.blk)
+			s.dev.freeBlock(x.blk)
 		}
 	}
 }
@@ -277,8 +278,7 @@ func (d *Device) sliceSnapMaxBytes() uint64 {
 // Blocks are read into pinned staging and verified and written to the
 // device on several goroutines while the next ones are read. When r is a
 // Nexter (bytes.Buffer is one), blocks are taken from r's memory without a
-// copy, each finished before the next is asked for; a bytes.Buffer over
-// the memory of a vmem.Host block is the fastest source there is.
+// copy, each finished before the next is asked for.
 func LoadSlice[T any](mem Memory, r io.Reader, opts ...SliceOption) (*Slice[T], error) {
 	dev, pool, err := sliceMemory("LoadSlice", mem)
 	if err != nil {
@@ -421,7 +421,7 @@ func (s *Slice[T]) loadCover(g *sliceLoadGrow, n, count int) error {
 func (g *sliceLoadGrow) stop(d *Device) {
 	for _, ch := range g.pending {
 		if r := <-ch; r.err == nil {
-			d.Free(r.sg.blk)
+			d.freeBlock(r.sg.blk)
 		}
 	}
 	g.pending = nil
@@ -494,7 +494,7 @@ type sliceLoadTask struct {
 	lo, hi int
 	sum    bool
 	dma    bool // written by one DMA from pinned memory, whatever blk's tier
-	blk    Block
+	blk    block.Block
 	j      int
 }
 
@@ -549,7 +549,7 @@ func (s *Slice[T]) loadPlan(tasks []sliceLoadTask, at, k int, pinned bool) []sli
 
 // loadBlock writes and verifies one block: on the GPU when gpu is set and
 // kernels run (see loadChecked), else by its tasks (loadRun).
-func (s *Slice[T]) loadBlock(b *snapfmt.Block, dst Block, off uint64, gpu bool, tasks []sliceLoadTask) error {
+func (s *Slice[T]) loadBlock(b *snapfmt.Block, dst block.Block, off uint64, gpu bool, tasks []sliceLoadTask) error {
 	if gpu {
 		if done, err := s.dev.loadChecked(dst, off, b); done {
 			return err
@@ -616,9 +616,9 @@ func (s *Slice[T]) loadRun(b *snapfmt.Block, tasks []sliceLoadTask) error {
 // records out are re-spaced through a scratch image that covers exactly
 // the records' span, so bytes outside it (a neighbouring task's records)
 // are never written.
-func (s *Slice[T]) loadPut(blk Block, j int, src []byte) error {
+func (s *Slice[T]) loadPut(blk block.Block, j int, src []byte) error {
 	if s.dense(0) {
-		return s.dev.Write(blk, uint64(s.off(j)), src)
+		return s.dev.writeBlock(blk, uint64(s.off(j)), src)
 	}
 	size := int(s.size)
 	bp := stagePool.Get().(*[]byte)
@@ -637,7 +637,7 @@ func (s *Slice[T]) loadPut(blk Block, j int, src []byte) error {
 		for e := range m {
 			copy(img[s.off(j+e)-base:][:size], src[e*size:(e+1)*size])
 		}
-		if err := s.dev.Write(blk, uint64(base), img); err != nil {
+		if err := s.dev.writeBlock(blk, uint64(base), img); err != nil {
 			return err
 		}
 		j, k, src = j+m, k-m, src[m*size:]
@@ -690,7 +690,7 @@ func (s *Slice[T]) loadStaged(sr *snapfmt.Reader, g *sliceLoadGrow, count, per i
 	type job struct {
 		b     snapfmt.Block
 		tasks []sliceLoadTask
-		dst   Block // the GPU's destination, when gpu
+		dst   block.Block // the GPU's destination, when gpu
 		off   uint64
 		gpu   bool
 	}

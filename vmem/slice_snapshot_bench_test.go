@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/vmem"
 )
 
@@ -32,7 +33,7 @@ func snapBenchBytes(b *testing.B) uint64 {
 // scratch (once per GiB).
 type pinnedBuf struct {
 	d       *vmem.Device
-	blks    []vmem.Block
+	blks    []block.Block
 	chunk   int
 	w, r    int
 	scratch []byte
@@ -47,7 +48,7 @@ func (p *pinnedBuf) Write(b []byte) (int, error) {
 	for len(b) > 0 {
 		i, off := p.w/p.chunk, p.w%p.chunk
 		if i == len(p.blks) {
-			blk, err := p.d.Alloc(vmem.Host, uint64(p.chunk), 0)
+			blk, err := kdev(p.d).Alloc(block.Host, uint64(p.chunk), 0)
 			if err != nil {
 				return n - len(b), err
 			}
@@ -85,7 +86,7 @@ func (p *pinnedBuf) Read(b []byte) (int, error) {
 
 func (p *pinnedBuf) free() {
 	for _, b := range p.blks {
-		p.d.Free(b)
+		kdev(p.d).Free(b)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/snapfmt"
@@ -411,11 +412,11 @@ func TestSliceSnapshotLargeSegments(t *testing.T) {
 // freed when the test ends.
 func snapPinned(t *testing.T, d *vmem.Device, n int) []byte {
 	t.Helper()
-	hb, err := d.Alloc(vmem.Host, uint64(n), 0)
+	hb, err := kdev(d).Alloc(block.Host, uint64(n), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.Free(hb) })
+	t.Cleanup(func() { kdev(d).Free(hb) })
 	return hb.Bytes()[:n]
 }
 

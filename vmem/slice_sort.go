@@ -434,11 +434,11 @@ func (s *Slice[T]) kernSortCensus(k *kernState, sp kernSortSpec, spans []kernSor
 	perLine, group, stride := uint32(s.perLine), uint32(s.group), uint32(s.stride)
 	if sp.byKey {
 		for i, sn := range spans {
-			b.copy(image.mem, image.off+uint64(i)*segBytes, sn.sg.blk.c.mem, sn.sg.blk.off, s.bytesFor(int(sn.nn)))
+			b.copy(image.mem, image.off+uint64(i)*segBytes, sn.sg.blk.C.Mem, sn.sg.blk.Off, s.bytesFor(int(sn.nn)))
 		}
 	}
 	for _, sn := range spans {
-		p := kernSortKeysPush{src: sn.sg.blk.kaddr(0), keys: keys.kaddr(0), n: uint32(sn.nn), first: uint32(sn.first),
+		p := kernSortKeysPush{src: kaddr(sn.sg.blk, 0), keys: keys.kaddr(0), n: uint32(sn.nn), first: uint32(sn.first),
 			perLine: perLine, group: group, stride: stride, field: sp.field, kbytes: sp.kbytes, kind: sp.kind,
 			bits: census.Addr}
 		if sp.byKey {
@@ -469,13 +469,13 @@ func (s *Slice[T]) kernSortWriteBack(b *kernBatch, k *kernState, sp kernSortSpec
 	for _, sn := range spans {
 		if sp.byKey {
 			words := uint32(s.size / 4)
-			p := kernSortPermutePush{src: image.kaddr(0), perm: perm.kaddr(0), dst: sn.sg.blk.kaddr(0), segBytes: segBytes,
+			p := kernSortPermutePush{src: image.kaddr(0), perm: perm.kaddr(0), dst: kaddr(sn.sg.blk, 0), segBytes: segBytes,
 				n: uint32(sn.nn), first: uint32(sn.first), words: words, perLine: perLine, group: group, stride: stride,
 				shift: uint32(s.shift)}
 			b.dispatch(kernSortPermute, k.groups(sn.nn*uint64(words)), bytesOf(&p))
 			continue
 		}
-		p := kernSortStorePush{keys: keys.kaddr(0), dst: sn.sg.blk.kaddr(0), n: uint32(sn.nn), first: uint32(sn.first),
+		p := kernSortStorePush{keys: keys.kaddr(0), dst: kaddr(sn.sg.blk, 0), n: uint32(sn.nn), first: uint32(sn.first),
 			esize: sp.kbytes, kind: sp.kind}
 		items := sn.nn
 		if sp.kbytes < 4 {

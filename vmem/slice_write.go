@@ -91,7 +91,7 @@ func (s *Slice[T]) CopyFrom(src []T, at int) error {
 	return s.pieces(at, len(src), func(sg *segment, j, from, k int) error {
 		part := src[from : from+k]
 		if s.dense(j) {
-			return s.dev.Write(sg.blk, uint64(s.off(j)), unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(part))), uintptr(k)*s.size))
+			return s.dev.writeBlock(sg.blk, uint64(s.off(j)), unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(part))), uintptr(k)*s.size))
 		}
 		// Ragged groups at either end go element by element so their
 		// neighbours are not rewritten; whole groups go packed.
@@ -111,7 +111,7 @@ func (s *Slice[T]) CopyFrom(src []T, at int) error {
 				o := uintptr(e/s.perLine)*s.group + uintptr(e%s.perLine)*s.stride
 				*(*T)(unsafe.Pointer(&img[o])) = part[e]
 			}
-			if err := s.dev.Write(sg.blk, uint64(s.off(j)), img); err != nil {
+			if err := s.dev.writeBlock(sg.blk, uint64(s.off(j)), img); err != nil {
 				return err
 			}
 			j, part = j+m, part[m:]

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -168,11 +169,11 @@ func BenchmarkSortScratch(b *testing.B) {
 			size := uint64(2*n*8 + 256*tiles*4 + (256*tiles+2047)/2048*4)
 			b.Run(fmt.Sprintf("uint64/%s", vmemtest.SizeName(n)), func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
-					blk, err := d.Alloc(vmem.Private, size, 256)
+					blk, err := kdev(d).Alloc(block.Private, size, 256)
 					if err != nil {
 						b.Skip(err)
 					}
-					d.Free(blk)
+					kdev(d).Free(blk)
 				}
 				perSecond(b, n, "keys/s")
 			})

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"unsafe"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/hostmem"
 )
 
@@ -268,7 +269,7 @@ func kernSum[T Number](s *Slice[T], k *kernState, size, kind uint32, a *sumAcc) 
 		rk |= 16
 	}
 	type span struct {
-		blk   Block
+		blk   block.Block
 		n     uint64
 		slots uint32
 	}
@@ -296,7 +297,7 @@ func kernSum[T Number](s *Slice[T], k *kernState, size, kind uint32, a *sumAcc) 
 	b := s.dev.newKernBatch(k)
 	at := uint32(0)
 	for _, sn := range spans {
-		p := kernReducePush{src: sn.blk.kaddr(0), dst: host.Addr, n: uint32(sn.n), kind: rk, slot: at}
+		p := kernReducePush{src: kaddr(sn.blk, 0), dst: host.Addr, n: uint32(sn.n), kind: rk, slot: at}
 		b.dispatch(kn, sn.slots, bytesOf(&p))
 		at += sn.slots
 	}

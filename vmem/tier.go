@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/govram/govram/internal/block"
 )
 
 // Tier names a kind of memory.
@@ -26,6 +28,14 @@ const (
 // numTiers is the number of tiers: the arrays indexed by Tier (Options.Limits,
 // Info.Tiers, SliceStats.TierBytes) have three elements.
 const numTiers = 3
+
+// A Tier converts to the block.Tier of the same kind and back.
+func _() {
+	var x [1]struct{}
+	_ = x[int(block.Mapped)-int(Mapped)]
+	_ = x[int(block.Private)-int(Private)]
+	_ = x[int(block.Host)-int(Host)]
+}
 
 func (t Tier) String() string {
 	switch t {

@@ -8,26 +8,10 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/govram/govram/internal/block"
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/tlsf"
 )
-
-// LiveBlock describes a block still allocated (see Device.LiveBlocks).
-type LiveBlock struct {
-	Tier Tier
-	Size uint64 // bytes requested
-	// Stack is where Alloc was called, one "function\n\tfile:line" pair a
-	// frame, innermost first; empty unless Options.TraceBlocks was set.
-	Stack string
-	seq   uint64
-}
-
-func (b LiveBlock) String() string {
-	s := fmt.Sprintf("%s block of %d bytes", b.Tier, b.Size)
-	if b.Stack == "" {
-		return s + " (allocated at an unknown place: set Options.TraceBlocks)"
-	}
-	return s + " allocated at\n" + b.Stack
-}
 
 // blockTrace is the raw stack of one live block.
 type blockTrace struct {
@@ -42,32 +26,39 @@ var traceSeq atomic.Uint64
 // trace records the caller of Alloc for block h. ts.mu is held.
 func (ts *tierState) trace(h tlsf.Handle, size uint64) {
 	var pcs [32]uintptr
-	n := runtime.Callers(3, pcs[:]) // skip Callers, trace, Alloc
+	n := runtime.Callers(3, pcs[:]) // skip Callers, trace, alloc
 	if ts.traces == nil {
 		ts.traces = make(map[tlsf.Handle]blockTrace)
 	}
 	ts.traces[h] = blockTrace{pcs: slices.Clone(pcs[:n]), size: size, seq: traceSeq.Add(1)}
 }
 
-// LiveBlocks lists the blocks still allocated, oldest first, with where they
-// were allocated when Options.TraceBlocks is set. Test helpers use it to
-// report leaks (vmemtest fails a test that leaves one).
-func (d *Device) LiveBlocks() []LiveBlock {
-	var out []LiveBlock
+// liveBlocks lists the blocks still allocated, oldest first, with where
+// they were allocated when they were traced (kern.Device.LiveBlocks).
+func (d *Device) liveBlocks() []kern.LiveBlock {
+	type live struct {
+		kern.LiveBlock
+		seq uint64
+	}
+	var all []live
 	for t := range d.tiers {
 		ts := &d.tiers[t]
 		ts.mu.Lock()
 		traced := 0
 		for _, tr := range ts.traces {
-			out = append(out, LiveBlock{Tier: Tier(t), Size: tr.size, Stack: formatStack(tr.pcs), seq: tr.seq})
+			all = append(all, live{kern.LiveBlock{Tier: block.Tier(t), Size: tr.size, Stack: formatStack(tr.pcs)}, tr.seq})
 			traced++
 		}
 		for range ts.blocks - traced {
-			out = append(out, LiveBlock{Tier: Tier(t)})
+			all = append(all, live{LiveBlock: kern.LiveBlock{Tier: block.Tier(t)}})
 		}
 		ts.mu.Unlock()
 	}
-	slices.SortStableFunc(out, func(a, b LiveBlock) int { return cmp.Compare(a.seq, b.seq) })
+	slices.SortStableFunc(all, func(a, b live) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]kern.LiveBlock, len(all))
+	for i, l := range all {
+		out[i] = l.LiveBlock
+	}
 	return out
 }
 

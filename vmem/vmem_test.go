@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
@@ -57,7 +58,7 @@ func TestCloseAndUseAfterClose(t *testing.T) {
 				}
 				t.Fatal(err)
 			}
-			blk, err := d.Alloc(vmem.Mapped, 1000, 0)
+			blk, err := kdev(d).Alloc(block.Mapped, 1000, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,16 +68,16 @@ func TestCloseAndUseAfterClose(t *testing.T) {
 			if err := d.Close(); err != nil {
 				t.Fatalf("second Close: %v", err)
 			}
-			if _, err := d.Alloc(vmem.Mapped, 64, 0); !errors.Is(err, vmem.ErrClosed) {
+			if _, err := kdev(d).Alloc(block.Mapped, 64, 0); !errors.Is(err, vmem.ErrClosed) {
 				t.Fatalf("Alloc after Close: %v", err)
 			}
-			if err := d.Write(blk, 0, []byte{1}); !errors.Is(err, vmem.ErrClosed) {
+			if err := kdev(d).Write(blk, 0, []byte{1}); !errors.Is(err, vmem.ErrClosed) {
 				t.Fatalf("Write after Close: %v", err)
 			}
-			if err := d.Read(make([]byte, 1), blk, 0); !errors.Is(err, vmem.ErrClosed) {
+			if err := kdev(d).Read(make([]byte, 1), blk, 0); !errors.Is(err, vmem.ErrClosed) {
 				t.Fatalf("Read after Close: %v", err)
 			}
-			if err := d.Free(blk); !errors.Is(err, vmem.ErrClosed) {
+			if err := kdev(d).Free(blk); !errors.Is(err, vmem.ErrClosed) {
 				t.Fatalf("Free after Close: %v", err)
 			}
 		})
@@ -85,42 +86,42 @@ func TestCloseAndUseAfterClose(t *testing.T) {
 
 func TestAllocValidation(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
-		if _, err := d.Alloc(vmem.Mapped, 0, 0); !errors.Is(err, vmem.ErrRange) {
+		if _, err := kdev(d).Alloc(block.Mapped, 0, 0); !errors.Is(err, vmem.ErrRange) {
 			t.Errorf("size 0: %v", err)
 		}
-		if _, err := d.Alloc(vmem.Mapped, 64, 96); err == nil {
+		if _, err := kdev(d).Alloc(block.Mapped, 64, 96); err == nil {
 			t.Error("alignment 96 accepted")
 		}
-		if _, err := d.Alloc(vmem.Mapped, 1<<62, 0); !errors.Is(err, vmem.ErrTooLarge) {
+		if _, err := kdev(d).Alloc(block.Mapped, 1<<62, 0); !errors.Is(err, vmem.ErrTooLarge) {
 			t.Errorf("huge block: %v", err)
 		}
-		b, err := d.Alloc(vmem.Host, 100, 4096)
+		b, err := kdev(d).Alloc(block.Host, 100, 4096)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if uintptr(b.Ptr())%4096 != 0 || kdev(d).BlockOffset(b)%4096 != 0 {
 			t.Errorf("alignment 4096 not honoured: %p offset %d", b.Ptr(), kdev(d).BlockOffset(b))
 		}
-		if err := d.Free(b); err != nil {
+		if err := kdev(d).Free(b); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.Free(b); !errors.Is(err, vmem.ErrInvalidBlock) {
+		if err := kdev(d).Free(b); !errors.Is(err, block.ErrInvalid) {
 			t.Errorf("double free: %v", err)
 		}
-		if err := d.Free(vmem.Block{}); !errors.Is(err, vmem.ErrInvalidBlock) {
+		if err := kdev(d).Free(block.Block{}); !errors.Is(err, block.ErrInvalid) {
 			t.Errorf("zero block: %v", err)
 		}
-		p, err := d.Alloc(vmem.Private, 64, 0)
+		p, err := kdev(d).Alloc(block.Private, 64, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if p.Ptr() != nil || p.Bytes() != nil {
 			t.Error("private block exposes a CPU pointer")
 		}
-		if err := d.Write(p, 1, make([]byte, 64)); !errors.Is(err, vmem.ErrRange) {
+		if err := kdev(d).Write(p, 1, make([]byte, 64)); !errors.Is(err, vmem.ErrRange) {
 			t.Errorf("write past the end: %v", err)
 		}
-		d.Free(p)
+		kdev(d).Free(p)
 	})
 }
 
@@ -132,13 +133,13 @@ func TestAllocPatterns(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{ChunkSize: 4 << 20}, func(t *testing.T, d *vmem.Device) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		type live struct {
-			b   vmem.Block
+			b   block.Block
 			tag byte
 		}
 		var blocks []live
 		check := func(l live) {
 			got := make([]byte, l.b.Size())
-			if err := d.Read(got, l.b, 0); err != nil {
+			if err := kdev(d).Read(got, l.b, 0); err != nil {
 				t.Fatal(err)
 			}
 			if i := indexNot(got, l.tag); i >= 0 {
@@ -153,7 +154,7 @@ func TestAllocPatterns(t *testing.T) {
 			if len(blocks) > 0 && rng.IntN(3) == 0 {
 				j := rng.IntN(len(blocks))
 				check(blocks[j])
-				if err := d.Free(blocks[j].b); err != nil {
+				if err := kdev(d).Free(blocks[j].b); err != nil {
 					t.Fatal(err)
 				}
 				blocks[j] = blocks[len(blocks)-1]
@@ -162,28 +163,28 @@ func TestAllocPatterns(t *testing.T) {
 			}
 			tier := tiers[rng.IntN(len(tiers))]
 			size := uint64(1 + rng.IntN(1<<uint(rng.IntN(22))))
-			b, err := d.Alloc(tier, size, 0)
+			b, err := kdev(d).Alloc(block.Tier(tier), size, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b.Size() != size || b.Tier() != tier || kdev(d).BlockOffset(b)%64 != 0 {
+			if b.Size() != size || vmem.Tier(b.Tier()) != tier || kdev(d).BlockOffset(b)%64 != 0 {
 				t.Fatalf("block %+v for %d bytes in %s", b, size, tier)
 			}
 			l := live{b, 0}
 			check(l) // fresh memory reads as zero
 			l.tag = byte(1 + rng.IntN(255))
-			if err := d.Fill(b, 0, size, l.tag); err != nil {
+			if err := kdev(d).Fill(b, 0, size, l.tag); err != nil {
 				t.Fatal(err)
 			}
 			blocks = append(blocks, l)
 		}
 		for _, l := range blocks {
 			check(l)
-			if err := d.Free(l.b); err != nil {
+			if err := kdev(d).Free(l.b); err != nil {
 				t.Fatal(err)
 			}
 		}
-		d.Trim()
+		kdev(d).Trim()
 		for _, tier := range tiers {
 			if st := d.Info().Tiers[tier]; st.Chunks != 0 || st.Reserved != 0 {
 				t.Errorf("%s: chunks not returned: %+v", tier, st)
@@ -197,9 +198,9 @@ func TestExhaustion(t *testing.T) {
 	o := vmem.Options{ChunkSize: 8 << 20, Limits: [3]uint64{limit, limit, limit}}
 	vmemtest.Each(t, o, func(t *testing.T, d *vmem.Device) {
 		for _, tier := range tiers {
-			var bs []vmem.Block
+			var bs []block.Block
 			for {
-				b, err := d.Alloc(tier, 1<<20, 0)
+				b, err := kdev(d).Alloc(block.Tier(tier), 1<<20, 0)
 				if errors.Is(err, vmem.ErrOutOfMemory) {
 					break
 				}
@@ -219,20 +220,20 @@ func TestExhaustion(t *testing.T) {
 				t.Errorf("%s after OOM: %+v", tier, st)
 			}
 			// The device still works after running out.
-			if err := d.Free(bs[0]); err != nil {
+			if err := kdev(d).Free(bs[0]); err != nil {
 				t.Fatal(err)
 			}
-			b, err := d.Alloc(tier, 1<<20, 0)
+			b, err := kdev(d).Alloc(block.Tier(tier), 1<<20, 0)
 			if err != nil {
 				t.Fatalf("%s: alloc after free: %v", tier, err)
 			}
 			bs[0] = b
 			for _, b := range bs {
-				if err := d.Free(b); err != nil {
+				if err := kdev(d).Free(b); err != nil {
 					t.Fatal(err)
 				}
 			}
-			d.Trim()
+			kdev(d).Trim()
 			if st := d.Info().Tiers[tier]; st.Reserved != 0 || st.InUse != 0 {
 				t.Errorf("%s: leaked %+v", tier, st)
 			}
@@ -258,22 +259,22 @@ func TestReadWriteCopy(t *testing.T) {
 						continue // keep large cases to the DMA-heavy pairs
 					}
 					offA, offB := uint64(rng.IntN(200)), uint64(rng.IntN(200))
-					a, err := d.Alloc(ta, uint64(n)+offA, 0)
+					a, err := kdev(d).Alloc(block.Tier(ta), uint64(n)+offA, 0)
 					if err != nil {
 						t.Fatal(err)
 					}
-					b, err := d.Alloc(tb, uint64(n)+offB, 0)
+					b, err := kdev(d).Alloc(block.Tier(tb), uint64(n)+offB, 0)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if err := d.Write(a, offA, src); err != nil {
+					if err := kdev(d).Write(a, offA, src); err != nil {
 						t.Fatalf("write %d to %s: %v", n, ta, err)
 					}
-					if err := d.Copy(b, offB, a, offA, uint64(n)); err != nil {
+					if err := kdev(d).Copy(b, offB, a, offA, uint64(n)); err != nil {
 						t.Fatalf("copy %d %s->%s: %v", n, ta, tb, err)
 					}
 					got := make([]byte, n)
-					if err := d.Read(got, b, offB); err != nil {
+					if err := kdev(d).Read(got, b, offB); err != nil {
 						t.Fatalf("read %d from %s: %v", n, tb, err)
 					}
 					if !bytes.Equal(got, src) {
@@ -281,14 +282,14 @@ func TestReadWriteCopy(t *testing.T) {
 					}
 					// Bytes around the written range stay zero.
 					edge := make([]byte, offB)
-					if err := d.Read(edge, b, 0); err != nil {
+					if err := kdev(d).Read(edge, b, 0); err != nil {
 						t.Fatal(err)
 					}
 					if indexNot(edge, 0) >= 0 {
 						t.Fatalf("%s: bytes before offset %d changed", tb, offB)
 					}
-					d.Free(a)
-					d.Free(b)
+					kdev(d).Free(a)
+					kdev(d).Free(b)
 				}
 			}
 		}
@@ -300,32 +301,32 @@ func TestReadWriteCopy(t *testing.T) {
 func TestPinnedPaths(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		const n = 20<<20 + 12
-		h, err := d.Alloc(vmem.Host, n, 0)
+		h, err := kdev(d).Alloc(block.Host, n, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer d.Free(h)
-		p, err := d.Alloc(vmem.Private, n, 0)
+		defer kdev(d).Free(h)
+		p, err := kdev(d).Alloc(block.Private, n, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer d.Free(p)
+		defer kdev(d).Free(p)
 		hb := h.Bytes()
 		for i := range hb {
 			hb[i] = byte(i * 31)
 		}
-		if err := d.Write(p, 0, hb[4:]); err != nil {
+		if err := kdev(d).Write(p, 0, hb[4:]); err != nil {
 			t.Fatal(err)
 		}
 		back := make([]byte, n-4)
-		if err := d.Read(back, p, 0); err != nil {
+		if err := kdev(d).Read(back, p, 0); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(back, hb[4:]) {
 			t.Fatal("private round trip through host-tier source differs")
 		}
 		clear(hb)
-		if err := d.Read(hb[8:], p, 4); err != nil {
+		if err := kdev(d).Read(hb[8:], p, 4); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(hb[8:], back[4:]) {
@@ -346,7 +347,7 @@ func TestConcurrent(t *testing.T) {
 				for i := 0; i < 60; i++ {
 					tier := tiers[rng.IntN(3)]
 					n := 1 + rng.IntN(100000)
-					b, err := d.Alloc(tier, uint64(n), 0)
+					b, err := kdev(d).Alloc(block.Tier(tier), uint64(n), 0)
 					if err != nil {
 						errs <- err
 						return
@@ -355,12 +356,12 @@ func TestConcurrent(t *testing.T) {
 					for j := range buf {
 						buf[j] = byte(g + j)
 					}
-					if err := d.Write(b, 0, buf); err != nil {
+					if err := kdev(d).Write(b, 0, buf); err != nil {
 						errs <- err
 						return
 					}
 					got := make([]byte, n)
-					if err := d.Read(got, b, 0); err != nil {
+					if err := kdev(d).Read(got, b, 0); err != nil {
 						errs <- err
 						return
 					}
@@ -368,7 +369,7 @@ func TestConcurrent(t *testing.T) {
 						errs <- errors.New("concurrent round trip differs")
 						return
 					}
-					if err := d.Free(b); err != nil {
+					if err := kdev(d).Free(b); err != nil {
 						errs <- err
 						return
 					}
@@ -386,32 +387,32 @@ func TestConcurrent(t *testing.T) {
 func TestInjectedFaults(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		kdev(d).InjectFaults(kern.Faults{FailAlloc: 2})
-		a, err := d.Alloc(vmem.Mapped, 64, 0)
+		a, err := kdev(d).Alloc(block.Mapped, 64, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.Alloc(vmem.Mapped, 64, 0); !errors.Is(err, vmem.ErrOutOfMemory) {
+		if _, err := kdev(d).Alloc(block.Mapped, 64, 0); !errors.Is(err, vmem.ErrOutOfMemory) {
 			t.Fatalf("injected OOM: %v", err)
 		}
 		if st := d.Info().Tiers[vmem.Mapped]; st.Blocks != 1 {
 			t.Fatalf("failed Alloc changed the tier: %+v", st)
 		}
-		b, err := d.Alloc(vmem.Mapped, 64, 0)
+		b, err := kdev(d).Alloc(block.Mapped, 64, 0)
 		if err != nil {
 			t.Fatalf("alloc after injected OOM: %v", err)
 		}
 		kdev(d).InjectFaults(kern.Faults{FailSubmit: 1})
-		if err := d.Write(b, 0, []byte{1, 2, 3, 4}); !errors.Is(err, vmem.ErrDeviceLost) {
+		if err := kdev(d).Write(b, 0, []byte{1, 2, 3, 4}); !errors.Is(err, vmem.ErrDeviceLost) {
 			t.Fatalf("injected loss: %v", err)
 		}
-		if _, err := d.Alloc(vmem.Host, 64, 0); !errors.Is(err, vmem.ErrDeviceLost) {
+		if _, err := kdev(d).Alloc(block.Host, 64, 0); !errors.Is(err, vmem.ErrDeviceLost) {
 			t.Fatalf("device loss is not sticky: %v", err)
 		}
 		// Blocks can still be freed after loss.
-		if err := d.Free(a); err != nil {
+		if err := kdev(d).Free(a); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.Free(b); err != nil {
+		if err := kdev(d).Free(b); err != nil {
 			t.Fatal(err)
 		}
 	})

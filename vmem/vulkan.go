@@ -392,7 +392,7 @@ func (v *vkState) registerCPU(c *chunk) {
 	defer v.idxMu.Unlock()
 	old := *v.cpuChunks.Load()
 	n := append(append(make([]*chunk, 0, len(old)+1), old...), c)
-	sort.Slice(n, func(i, j int) bool { return uintptr(n[i].ptr) < uintptr(n[j].ptr) })
+	sort.Slice(n, func(i, j int) bool { return uintptr(n[i].Ptr) < uintptr(n[j].Ptr) })
 	v.cpuChunks.Store(&n)
 }
 
@@ -414,13 +414,13 @@ func (v *vkState) unregisterCPU(c *chunk) {
 func (v *vkState) chunkOf(p unsafe.Pointer, n uint64) (*chunk, uint64) {
 	cs := *v.cpuChunks.Load()
 	a := uintptr(p)
-	i := sort.Search(len(cs), func(i int) bool { return uintptr(cs[i].ptr) > a }) - 1
+	i := sort.Search(len(cs), func(i int) bool { return uintptr(cs[i].Ptr) > a }) - 1
 	if i < 0 {
 		return nil, 0
 	}
 	c := cs[i]
-	off := uint64(a - uintptr(c.ptr))
-	if off+n > c.size {
+	off := uint64(a - uintptr(c.Ptr))
+	if off+n > c.Size {
 		return nil, 0
 	}
 	return c, off

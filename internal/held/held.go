@@ -14,7 +14,8 @@ import (
 	"github.com/govram/govram/internal/hostmem"
 )
 
-// Device allocates and frees blocks of tier T: vmem's Device.
+// Device allocates and frees blocks of tier T: a device's plumbing
+// (kern.Device).
 type Device[B, T any] interface {
 	Alloc(t T, size, align uint64) (B, error)
 	Free(b B) error

@@ -1,13 +1,15 @@
 // Package kern is the device plumbing govram's containers use and users
-// never see: batches of GPU commands over a device's blocks, pinned
-// staging memory, compute kernels, close hooks and fault injection.
+// never see: the block allocator (internal/block) and the transfers
+// between blocks and the Go heap, batches of GPU commands over a device's
+// blocks, pinned staging memory, compute kernels, close hooks, leak
+// tracing and fault injection.
 //
-// vmem implements it (vmem/kern.go) and registers itself when it is
+// vmem implements it (vmem/batch.go) and registers itself when it is
 // initialised; package collections reaches a device's plumbing with Of:
 //
 //	var myKernel = kern.NewKernel("my_kernel", mySPIRV, myPush{}) // package level
 //
-//	kb, err := kern.Of[vmem.Block](dev).NewBatch() // ErrNoKernels: take the CPU path
+//	kb, err := kern.Of(dev).NewBatch() // ErrNoKernels: take the CPU path
 //	defer kb.Close()
 //	in, _ := kb.Staging(n * 8)  // pinned host memory: CPU pointer + device address
 //	// ... the CPU fills in.Ptr ...
@@ -23,15 +25,21 @@
 // round trips (look up, decide on the CPU, apply) keeps its uploaded keys
 // on the device.
 //
-// The interfaces are generic in the block type B (vmem.Block), which this
-// package cannot name: vmem imports it.
+// A container's memory is blocks:
+//
+//	kd := kern.Of(dev)
+//	b, err := kd.Alloc(block.Mapped, n, 0) // zeroed, 64-byte aligned
+//	defer kd.Free(b)
+//	err = kd.Write(b, 0, data)             // or through b.Ptr() where the CPU maps it
 package kern
 
 import (
 	"errors"
+	"fmt"
 	"unsafe"
 
 	"github.com/govram/govram/internal/access"
+	"github.com/govram/govram/internal/block"
 )
 
 // ErrNoKernels is returned by NewBatch (and by Run, when a kernel's
@@ -75,7 +83,7 @@ type Staging struct {
 // Batch records the commands of one operation of a container: uploads,
 // dispatches, copies. Run submits them as one command buffer and waits
 // once. A Batch is used by one goroutine; Close it.
-type Batch[B any] interface {
+type Batch interface {
 	// Staging returns size bytes of pinned host memory, kept until
 	// Close. Its contents are not zeroed.
 	Staging(size uint64) (Staging, error)
@@ -90,7 +98,7 @@ type Batch[B any] interface {
 	Barrier()
 	// CopyBlock records a copy of n bytes from src at srcOff to dst at
 	// dstOff (any tiers of the batch's device).
-	CopyBlock(dst B, dstOff uint64, src B, srcOff, n uint64)
+	CopyBlock(dst block.Block, dstOff uint64, src block.Block, srcOff, n uint64)
 	// Upload records a copy of n bytes from staging memory at srcOff to
 	// the scratch buffer at device address dst.
 	Upload(dst uint64, src Staging, srcOff, n uint64)
@@ -131,9 +139,9 @@ type Flight interface {
 // What counts as a submission: every GPU submission (a copy, a fill, a
 // kernel batch — three where Batch.UseCopyQueues splits it — a staged
 // transfer) and, so that the host backend can be tested the same way,
-// every Read, Write, Copy and Fill of the host backend and every CPU-side
-// Read or Write of mapped memory. Plain loads and stores through
-// Block.Ptr are not submissions and never fail.
+// every Device.Read, Write, Copy and Fill of the host backend and every
+// CPU-side Read or Write of mapped memory. Plain loads and stores through
+// block.Block.Ptr are not submissions and never fail.
 type Faults struct {
 	// FailAlloc: the Nth Alloc returns ErrOutOfMemory and allocates
 	// nothing.
@@ -148,11 +156,53 @@ type Faults struct {
 }
 
 // Device is a device's plumbing.
-type Device[B any] interface {
+type Device interface {
+	// Alloc returns a zeroed block of size bytes in tier t, aligned to
+	// align (0 or a power of two up to 64 KiB, else vmem.ErrRange; values
+	// under block.MinAlign mean block.MinAlign). It fails with
+	// vmem.ErrOutOfMemory when neither the chunks held nor the driver
+	// have room (nothing is allocated then), vmem.ErrTooLarge when size
+	// exceeds the tier's MaxBlock, and vmem.ErrNoTier when the device has
+	// no memory for t.
+	Alloc(t block.Tier, size, align uint64) (block.Block, error)
+	// Free returns b to its tier. It fails with block.ErrInvalid when b
+	// was not allocated by this device or was already freed; nothing
+	// changes then. It still works after device loss, so that containers
+	// can release what they hold.
+	Free(b block.Block) error
+	// Read copies len(dst) bytes of src at off into dst. Small mapped
+	// reads use streaming loads; larger reads and private blocks use DMA,
+	// directly into dst when dst lies in a host or mapped block of this
+	// device, else through pinned staging.
+	Read(dst []byte, src block.Block, off uint64) error
+	// Write copies src into dst at off. Mapped blocks are written by the
+	// CPU with non-temporal full-line stores; private blocks by DMA
+	// (inline in the command buffer when small, directly when src lies in
+	// a host or mapped block of this device, else through pinned staging,
+	// pipelined).
+	Write(dst block.Block, off uint64, src []byte) error
+	// Copy copies n bytes from src at srcOff to dst at dstOff, between
+	// any tiers. On the GPU it runs as one copy command. Overlapping
+	// ranges of one chunk are copied as by memmove on the host backend
+	// and refused with vmem.ErrRange on Vulkan.
+	Copy(dst block.Block, dstOff uint64, src block.Block, srcOff, n uint64) error
+	// Fill sets n bytes of dst at off to v (on the GPU for device tiers).
+	Fill(dst block.Block, off, n uint64, v byte) error
+	// Trim returns every empty chunk, and the kernels' kept scratch, to
+	// the driver.
+	Trim()
+	// TraceBlocks makes every later Alloc record where it was called (a
+	// stack walk per allocation: for tests), so that LiveBlocks can say
+	// who leaked a block.
+	TraceBlocks()
+	// LiveBlocks lists the blocks still allocated, oldest first, with
+	// where they were allocated when they were traced. Test helpers use
+	// it to report leaks (vmemtest fails a test that leaves one).
+	LiveBlocks() []LiveBlock
 	// NewBatch starts a batch. It fails with ErrNoKernels where kernels
 	// cannot run, or with the device's error. The device stays open
 	// until the batch's Close.
-	NewBatch() (Batch[B], error)
+	NewBatch() (Batch, error)
 	// KernelsAvailable reports whether the device runs compute kernels
 	// (else batch operations take their CPU paths).
 	KernelsAvailable() bool
@@ -176,30 +226,48 @@ type Device[B any] interface {
 	// BlockAddr returns the device address of byte off of b, which
 	// kernels dereference (GL_EXT_buffer_reference), or 0 where kernels
 	// cannot run (the host backend).
-	BlockAddr(b B, off uint64) uint64
+	BlockAddr(b block.Block, off uint64) uint64
 	// BlockOffset returns b's offset in the device memory it was carved
 	// from.
-	BlockOffset(b B) uint64
+	BlockOffset(b block.Block) uint64
 	// View returns b as the CPU reaches it (internal/access): the rule is
 	// the device's, decided once per block.
-	View(b B) access.View
+	View(b block.Block) access.View
 }
 
 // impl is what the implementation registered.
 var impl struct {
 	newKernel func(name string, spirv []byte, push any) any
-	device    func(dev any) any
+	device    func(dev any) Device
 }
 
 // Register installs the implementation: newKernel makes a kernel's state,
-// device returns a device's plumbing (a Device[B] for the implementation's
-// block type). vmem calls it from its init function.
-func Register(newKernel func(name string, spirv []byte, push any) any, device func(dev any) any) {
+// device returns a device's plumbing. vmem calls it from its init
+// function.
+func Register(newKernel func(name string, spirv []byte, push any) any, device func(dev any) Device) {
 	impl.newKernel, impl.device = newKernel, device
 }
 
-// Of returns dev's plumbing. dev is a *vmem.Device and B vmem.Block; a
-// mismatch panics (a broken build).
-func Of[B any](dev any) Device[B] {
-	return impl.device(dev).(Device[B])
+// Of returns dev's plumbing. dev is a *vmem.Device; anything else panics
+// (a broken build).
+func Of(dev any) Device {
+	return impl.device(dev)
+}
+
+// LiveBlock describes a block still allocated (see Device.LiveBlocks).
+type LiveBlock struct {
+	Tier block.Tier
+	Size uint64 // bytes requested
+	// Stack is where Alloc was called, one "function\n\tfile:line" pair a
+	// frame, innermost first; empty unless the block was traced
+	// (Device.TraceBlocks).
+	Stack string
+}
+
+func (b LiveBlock) String() string {
+	s := fmt.Sprintf("%s block of %d bytes", b.Tier, b.Size)
+	if b.Stack == "" {
+		return s + " (allocated at an unknown place: trace blocks with kern.Device.TraceBlocks)"
+	}
+	return s + " allocated at\n" + b.Stack
 }

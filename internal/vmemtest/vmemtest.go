@@ -2,7 +2,7 @@
 // leak blocks.
 //
 // Devices opened here record where every block is allocated
-// (vmem.Options.TraceBlocks), so a leak report names the call that made the
+// (kern.Device.TraceBlocks), so a leak report names the call that made the
 // leaked block, as cilium/ebpf's fd tracer does for file descriptors.
 //
 // The host backend always runs. The Vulkan backend runs when a Vulkan
@@ -20,6 +20,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/vmem"
 )
 
@@ -41,7 +42,6 @@ func Backends() []vmem.Backend {
 func Open(t testing.TB, b vmem.Backend, o vmem.Options) *vmem.Device {
 	t.Helper()
 	o.Backend = b
-	o.TraceBlocks = true
 	d, err := vmem.Open(o)
 	if err != nil {
 		if b == vmem.BackendVulkan && !RequireVulkan() {
@@ -49,6 +49,7 @@ func Open(t testing.TB, b vmem.Backend, o vmem.Options) *vmem.Device {
 		}
 		t.Fatalf("open %s: %v", b, err)
 	}
+	kern.Of(d).TraceBlocks()
 	t.Cleanup(func() {
 		CheckNoLeaks(t, d)
 		d.Close()
@@ -81,7 +82,7 @@ func Leaks(d *vmem.Device) error {
 	if b.Len() == 0 {
 		return nil
 	}
-	live := d.LiveBlocks()
+	live := kern.Of(d).LiveBlocks()
 	for i, lb := range live {
 		if i == maxReported {
 			fmt.Fprintf(&b, "... and %d more\n", len(live)-i)

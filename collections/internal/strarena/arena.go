@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/access"
+	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/held"
 	"github.com/govram/govram/internal/kern"
@@ -113,7 +114,7 @@ type Arena struct {
 
 // segment is one block of the arena; its View says how it is reached.
 type segment struct {
-	blk vmem.Block
+	blk block.Block
 	access.View
 	size uint64
 }
@@ -125,7 +126,7 @@ type state struct {
 	// call it, and the second must neither free twice nor race the first.
 	released atomic.Bool
 	dev      *vmem.Device
-	mem      *held.Set[vmem.Block, vmem.Tier] // every block and free-list mapping
+	mem      *held.Set[block.Block, block.Tier] // every block and free-list mapping
 	tier     vmem.Tier
 	first    uint64
 	maxSeg   uint64
@@ -167,7 +168,7 @@ func New(dev *vmem.Device, o Options) (*Arena, error) {
 			break
 		}
 	}
-	st := &state{dev: dev, mem: held.New[vmem.Block, vmem.Tier](dev), tier: o.Tier, first: min(first, maxSeg), maxSeg: maxSeg}
+	st := &state{dev: dev, mem: held.New[block.Block, block.Tier](kern.Of(dev)), tier: o.Tier, first: min(first, maxSeg), maxSeg: maxSeg}
 	if buildconst.Invariants {
 		st.liveSet = map[uint64]int{}
 	}
@@ -470,14 +471,14 @@ func (st *state) bumpAlloc(size uint64) (uint64, error) {
 }
 
 func (st *state) newSegment(size uint64) (segment, error) {
-	blk, err := st.mem.Alloc(st.tier, size)
+	blk, err := st.mem.Alloc(block.Tier(st.tier), size)
 	if err != nil && st.tier == vmem.Mapped && errors.Is(err, vmem.ErrOutOfMemory) {
-		blk, err = st.mem.Alloc(vmem.Private, size)
+		blk, err = st.mem.Alloc(block.Private, size)
 	}
 	if err != nil {
 		return segment{}, err
 	}
-	return segment{blk: blk, View: kern.Of[vmem.Block](st.dev).View(blk), size: size}, nil
+	return segment{blk: blk, View: kern.Of(st.dev).View(blk), size: size}, nil
 }
 
 // carve puts [off, off+n) on the free lists as blocks of the largest

@@ -6,4 +6,4 @@ import (
 )
 
 // kdev returns d's plumbing (internal/kern), for fault injection.
-func kdev(d *vmem.Device) kern.Device[vmem.Block] { return kern.Of[vmem.Block](d) }
+func kdev(d *vmem.Device) kern.Device { return kern.Of(d) }
