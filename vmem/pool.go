@@ -53,8 +53,8 @@ const (
 // one byte per element.
 const poolMaxDevices = 256
 
-// Pool is a set of devices used together: every GPU of the machine (OpenAll)
-// or devices the caller opened (NewPool). Containers made on a pool spread
+// Pool is a set of devices used together: every GPU of the machine, or
+// those Options.Device names (OpenAll). Containers made on a pool spread
 // their elements over its devices (see WithPlacement). All methods are safe
 // for concurrent use. A Pool must be closed; a pool from OpenAll closes its
 // devices then.
@@ -285,8 +285,9 @@ func (p *Pool) Err() error {
 }
 
 // Close closes the devices of a pool from OpenAll (each Device.Close: the
-// containers still open on them are closed first). A pool from NewPool
-// leaves its devices to its caller. Close is idempotent; containers made on
+// containers still open on them are closed first). A pool of devices the
+// caller opened (tests make one to simulate several GPUs) leaves them to
+// its caller. Close is idempotent; containers made on
 // the pool are invalid after their devices close.
 func (p *Pool) Close() error {
 	p.closeOnce.Do(func() {
