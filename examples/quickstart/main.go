@@ -133,7 +133,7 @@ func run(cfg config, w io.Writer) error {
 	runtime.GC()
 	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(heap)
-	fmt.Fprintf(w, "memory: Go heap %s live; off the heap (device Stats): mapped %s, private %s, host tier %s\n",
+	fmt.Fprintf(w, "memory: Go heap %s live; off the heap (device Info): mapped %s, private %s, host tier %s\n",
 		human.Bytes(heap[0].Value.Uint64()), human.Bytes(dev.Info().Tiers[vmem.Mapped].InUse),
 		human.Bytes(dev.Info().Tiers[vmem.Private].InUse), human.Bytes(dev.Info().Tiers[vmem.Host].InUse))
 	return nil

@@ -47,7 +47,7 @@ func TestQuickstart(t *testing.T) {
 			}
 		}
 		// The entries were off the Go heap, in device memory.
-		if m := regexp.MustCompile(`off the heap \(device Stats\): mapped (\S+ \S+),`).FindStringSubmatch(got); m == nil || m[1] == "0 B" {
+		if m := regexp.MustCompile(`off the heap \(device Info\): mapped (\S+ \S+),`).FindStringSubmatch(got); m == nil || m[1] == "0 B" {
 			t.Errorf("memory line shows no device memory in use: %v", m)
 		}
 		// run closed what it made (vmemtest also fails the test on a leak).
