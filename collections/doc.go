@@ -1,8 +1,7 @@
 // Package collections holds containers whose entries live in device memory
 // (VRAM on a GPU, off-heap host memory elsewhere): Map, BTree and Ring. They
-// are built on vmem (memory, transfers) and layout (record layout, streaming
-// line reads, batched sorted stores), and follow the physics those packages
-// document: a CPU read of VRAM costs one whole-line streaming load, stores
+// are built on vmem (memory, transfers) and layout (how records sit on
+// lines), and follow the physics those packages document: a CPU read of VRAM costs one whole-line streaming load, stores
 // are batched and written sorted, and bulk data moves by DMA.
 //
 // Element types hold no pointers (the garbage collector cannot see device

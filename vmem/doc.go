@@ -45,8 +45,9 @@
 // # Containers
 //
 // Slice[T] is a growable array of pointer-free T in one tier, read by
-// streaming loads or DMA and written through sliceWriter (a store log
-// sorted by address before it is written). Made on a Pool instead of a
+// streaming loads or DMA, written by Set one element at a time or by
+// SetBatch many at once (a store log sorted by address before it is
+// written). Made on a Pool instead of a
 // Device (both are a Memory), it spreads its elements over the pool's
 // devices. It saves and loads snapshots (internal/snapfmt).
 //
