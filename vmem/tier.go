@@ -38,15 +38,10 @@ func _() {
 }
 
 func (t Tier) String() string {
-	switch t {
-	case Mapped:
-		return "mapped"
-	case Private:
-		return "private"
-	case Host:
-		return "host"
+	if t < Mapped || t > Host {
+		return fmt.Sprintf("Tier(%d)", int(t))
 	}
-	return fmt.Sprintf("Tier(%d)", int(t))
+	return block.Tier(t).String()
 }
 
 // Backend selects how memory is reached. It is the backend's name, so a
