@@ -353,7 +353,7 @@ func (r *Ring[T]) readPieces(dst []byte, g uint64) error {
 		}
 	}
 	// Not par.Run nor par.Go: the pieces wait on DMA, which would hold
-	// par's kept workers from the copies inside Device.Read (vmem's, on
+	// par's kept workers from the copies inside the plumbing's Read (vmem's, on
 	// par.Run), and par.Go would leave the caller idle and start a
 	// goroutine more; here the caller takes pieces as one of the workers.
 	for range min(ringDMAWorkers, len(pieces)) - 1 {

@@ -139,7 +139,7 @@ type Flight interface {
 // What counts as a submission: every GPU submission (a copy, a fill, a
 // kernel batch — three where Batch.UseCopyQueues splits it — a staged
 // transfer) and, so that the host backend can be tested the same way,
-// every Device.Read, Write, Copy and Fill of the host backend and every
+// every Read, Write, Copy and Fill of the host backend and every
 // CPU-side Read or Write of mapped memory. Plain loads and stores through
 // block.Block.Ptr are not submissions and never fail.
 type Faults struct {
