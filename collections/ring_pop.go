@@ -318,7 +318,7 @@ func (r *Ring[T]) readBulk(dst []byte, g uint64) error {
 
 // readPieces reads stream bytes [g, g+len(dst)), all in durable lines, by
 // DMA in pieces of ringDMAPiece, ringDMAWorkers of them in flight: each
-// goroutine takes the next piece and reads it with Device.Read (direct DMA
+// goroutine takes the next piece and reads it with the plumbing's Read (direct DMA
 // into dst when dst lies in pinned memory, else through vmem's pinned
 // staging and a parallel copy), so the copy engine always has a piece
 // queued, and the CPU copies of one piece overlap the DMA of the others.
