@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -367,7 +368,11 @@ func (j *mapGetJob[K, V]) putKeys(at int, src unsafe.Pointer, n int) {
 		// a key's length are left from earlier keys: the kernel ignores
 		// them.
 		var img [mapStrImgMax]byte
+		var touched byte
 		for i := a; i < b; i++ {
+			if (i-a)%mapStrTouchAhead == 0 {
+				touched += mapStrTouch(ks[i:min(i+mapStrTouchAhead, b)])
+			}
 			s := *(*string)(unsafe.Pointer(&ks[i]))
 			h := m.hash(&ks[i])
 			*(*uint64)(unsafe.Pointer(&img[0])) = h
@@ -385,7 +390,27 @@ func (j *mapGetJob[K, V]) putKeys(at int, src unsafe.Pointer, n int) {
 		if long > 0 {
 			j.long.Add(int64(long))
 		}
+		runtime.KeepAlive(touched)
 	})
+}
+
+// mapStrTouchAhead is how many string keys putKeys touches before it
+// hashes them.
+const mapStrTouchAhead = 16
+
+// mapStrTouch loads the first and last byte of each key of ks and returns
+// their sum. The bytes of keys picked from a large heap miss every cache
+// (and the TLB): a hash waits for its key's lines alone, while these loads
+// do not depend on each other, so the lines of a group of keys are
+// fetched together, before the hashes read them.
+func mapStrTouch[K any](ks []K) byte {
+	var t byte
+	for i := range ks {
+		if s := *(*string)(unsafe.Pointer(&ks[i])); len(s) > 0 {
+			t += s[0] + s[len(s)-1]
+		}
+	}
+	return t
 }
 
 // longKeys answers by the CPU paths the string keys of a GPU round that
