@@ -118,7 +118,7 @@ var ErrUnsorted = errors.New("collections: keys not strictly ascending")
 // vmem.ErrClosed, the others panic.
 //
 // Device loss: reads without an error result (Get, Has, Min, Max, All,
-// Keys, Values, Backward, Range, Ascend and Descend) panic with an error
+// Backward, Range, Ascend and Descend) panic with an error
 // matching vmem.ErrDeviceLost rather than report a key absent or end
 // early; GetBatch, DeleteMin, DeleteMax and Save return the loss instead.
 //

@@ -84,13 +84,14 @@ func btSplitsOf[K any](less func(a, b K) bool, opts []BTreeOption) ([]K, error) 
 // shBTNew makes the body of a tree on pool: one tree per device made by
 // mk with opts, the shards divided by splits (checked by btSplitsOf).
 func shBTNew[K, V any](pool *vmem.Pool, less func(a, b K) bool, mk func(*vmem.Device, []BTreeOption) (*BTree[K, V], error), splits []K, opts []BTreeOption) (*shardedBTree[K, V], error) {
-	if len(pool.Devices()) == 0 {
+	devs := pool.Devices()
+	if len(devs) == 0 {
 		return nil, fmt.Errorf("collections: NewBTree: empty pool: %w", vmem.ErrNoDevice)
 	}
 	if err := pool.Err(); err != nil {
 		return nil, fmt.Errorf("collections: NewBTree: %w", err)
 	}
-	t := &shardedBTree[K, V]{pool: pool, less: less, shards: make([]*BTree[K, V], len(pool.Devices()))}
+	t := &shardedBTree[K, V]{pool: pool, less: less, shards: make([]*BTree[K, V], len(devs))}
 	if splits != nil {
 		if len(splits) >= len(t.shards) {
 			return nil, fmt.Errorf("collections: NewBTree: %d splits for %d devices", len(splits), len(t.shards))
@@ -99,7 +100,7 @@ func shBTNew[K, V any](pool *vmem.Pool, less func(a, b K) bool, mk func(*vmem.De
 	}
 	opts = slices.DeleteFunc(slices.Clone(opts), func(o BTreeOption) bool { return o == nil })
 	for d := range t.shards {
-		b, err := mk(pool.Devices()[d], opts)
+		b, err := mk(devs[d], opts)
 		if err != nil {
 			t.Close()
 			return nil, fmt.Errorf("collections: NewBTree: device %d: %w", d, err)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/hostmem"
-	"github.com/govram/govram/vmem"
 )
 
 // The BTree's hot tiers: an entry tier of (key, value) pairs for Get and
@@ -115,7 +114,7 @@ func (t *BTree[K, V]) tierBudget() uint64 {
 	if t.cacheSet {
 		return uint64(t.cache)
 	}
-	if t.dev.Info().Backend != vmem.BackendVulkan || t.lv.naive {
+	if !kdev(t.dev).OnGPU() || t.lv.naive {
 		return 0
 	}
 	var dev uint64

@@ -76,8 +76,7 @@ import (
 // Concurrency: any number of goroutines may read at once; a write must not
 // overlap with any other call, as with a Go map (synchronise with a
 // sync.RWMutex or a channel). A Get that sees a write in progress panics,
-// and the race detector reports the overlap. Inside a range over All, Keys
-// or Values the loop body may write to the map itself, as with a Go map.
+// and the race detector reports the overlap. Inside a range over All the loop body may write to the map itself, as with a Go map.
 //
 // Concurrency, as in the table of docs/guide.md (for a map on one device
 // and on a pool alike):
@@ -100,8 +99,7 @@ import (
 // WithHostCache's bytes are each device's hot tier. Stats adds the shards
 // up and lists each in MapStats.Shards; All yields shard after shard.
 //
-// Device loss: reads without an error result (Get, Has, All, Keys,
-// Values) panic with an error matching vmem.ErrDeviceLost rather than report a
+// Device loss: reads without an error result (Get, Has, All) panic with an error matching vmem.ErrDeviceLost rather than report a
 // key absent; GetBatch and Save return the loss instead. On a pool this
 // holds shard by shard.
 type Map[K comparable, V any] struct {
@@ -294,7 +292,7 @@ func newMap[K comparable, V any](dev *vmem.Device, opts ...MapOption) (*Map[K, V
 		}
 	}
 	nb := m.bucketsFor(max(cfg.capacity, 8))
-	if cfg.capacity > 0 && dev.Info().Backend == vmem.BackendVulkan {
+	if cfg.capacity > 0 && kdev(dev).OnGPU() {
 		nb = m.bucketsForFast(cfg.capacity)
 	}
 	if m.t, err = m.newTable(nb, mapTailFor(nb)); err != nil {

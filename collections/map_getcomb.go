@@ -52,8 +52,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/govram/govram/vmem"
 )
 
 // Bounds of combining (variables so that tests can force or forbid it).
@@ -135,7 +133,7 @@ func (r *getReq[K, V]) answer(st uint32) {
 // gauge its Gets stay direct. Combining is off by default until it is
 // shown faster on a GPU than a line load per caller (docs/map.md).
 func (m *Map[K, V]) getCombInit() {
-	if getCombMin == 0 && (!getCombOn || m.dev.Info().Backend != vmem.BackendVulkan || m.cfg.plain) {
+	if getCombMin == 0 && (!getCombOn || !kdev(m.dev).OnGPU() || m.cfg.plain) {
 		return
 	}
 	m.getCombStart()

@@ -64,7 +64,11 @@ type shardedMap[K comparable, V any] struct {
 // for the unevenness of hashing). WithHostCache's bytes are each shard's
 // tier (Stats adds them up).
 func newShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*shardedMap[K, V], error) {
-	if pool == nil || len(pool.Devices()) == 0 {
+	var devs []*vmem.Device
+	if pool != nil {
+		devs = pool.Devices()
+	}
+	if len(devs) == 0 {
 		return nil, errors.New("collections: NewMap: nil or empty pool")
 	}
 	if err := pool.Err(); err != nil {
@@ -87,7 +91,7 @@ func newShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*sh
 			return nil, fmt.Errorf("collections: NewMap: WithHasher got a %T, want a func(%v) uint64", cfg.hasher, reflect.TypeFor[K]())
 		}
 	}
-	nd := len(pool.Devices())
+	nd := len(devs)
 	shardOpts := append([]MapOption(nil), opts...)
 	if cfg.capacity > 0 {
 		// Each shard gets its share plus four standard deviations of a
@@ -111,7 +115,7 @@ func newShardedMap[K comparable, V any](pool *vmem.Pool, opts ...MapOption) (*sh
 	}
 	// Shards are made at once: a large capacity is zeroed by each device.
 	err = shRun(all, func(d int) error {
-		m, err := newMap[K, V](pool.Devices()[d], shardOpts...)
+		m, err := newMap[K, V](devs[d], shardOpts...)
 		s.shards[d] = m
 		return err
 	})

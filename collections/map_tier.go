@@ -6,7 +6,6 @@ import (
 	"unsafe"
 
 	"github.com/govram/govram/internal/hostmem"
-	"github.com/govram/govram/vmem"
 )
 
 // The Map's hot tier (tier.go): slots and their codecs.
@@ -98,7 +97,7 @@ func (m *Map[K, V]) tierBudget() uint64 {
 	if m.cfg.cacheSet {
 		return uint64(m.cfg.cache)
 	}
-	if m.dev.Info().Backend != vmem.BackendVulkan || m.cfg.plain {
+	if !kdev(m.dev).OnGPU() || m.cfg.plain {
 		return 0
 	}
 	b := m.tableBytes() / tierDefaultDiv

@@ -63,7 +63,7 @@ type mapWB[K comparable, V any] struct {
 
 func (m *Map[K, V]) wbInit() {
 	_, ok := m.gpuMode()
-	if !ok && !m.strK && !m.strV || m.dev.Info().Backend != vmem.BackendVulkan || m.cfg.plain || m.cfg.noWB {
+	if !ok && !m.strK && !m.strV || !kdev(m.dev).OnGPU() || m.cfg.plain || m.cfg.noWB {
 		m.wb.off = true
 		return
 	}

@@ -49,7 +49,11 @@ func mapLoadPool[K comparable, V any](pool *vmem.Pool, r io.Reader, opts []MapOp
 }
 
 func shMapLoad[K comparable, V any](pool *vmem.Pool, r io.Reader, opts []MapOption) (*shardedMap[K, V], error) {
-	if pool == nil || len(pool.Devices()) == 0 {
+	var devs []*vmem.Device
+	if pool != nil {
+		devs = pool.Devices()
+	}
+	if len(devs) == 0 {
 		return nil, errors.New("nil or empty pool")
 	}
 	if _, _, err := mapCheckTypes[K, V](); err != nil {
@@ -64,8 +68,8 @@ func shMapLoad[K comparable, V any](pool *vmem.Pool, r io.Reader, opts []MapOpti
 		return nil, fmt.Errorf("%w: map header has aux fields set", snapfmt.ErrCorrupt)
 	}
 	// Keys spread evenly over the shards: each device holds its share.
-	nd := uint64(len(pool.Devices()))
-	if err := snapCountCheck(pool.Devices()[0], (h.Count+nd-1)/nd, 1); err != nil {
+	nd := uint64(len(devs))
+	if err := snapCountCheck(devs[0], (h.Count+nd-1)/nd, 1); err != nil {
 		return nil, err
 	}
 	if err := sr.Prefetch(); err != nil {

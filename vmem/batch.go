@@ -63,6 +63,7 @@ func (p *devPlumbing) NewBatch() (kern.Batch, error) {
 	return kb, nil
 }
 func (p *devPlumbing) KernelsAvailable() bool                     { return p.d.kern() != nil }
+func (p *devPlumbing) OnGPU() bool                                { return p.d.backend == BackendVulkan }
 func (p *devPlumbing) KernelDispatches() int64                    { return p.d.kernelDispatches() }
 func (p *devPlumbing) AtClose(f func()) (cancel func())           { return p.d.atClose(f) }
 func (p *devPlumbing) InjectFaults(f kern.Faults)                 { p.d.injectFaults(f) }

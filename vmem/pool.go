@@ -16,8 +16,8 @@ package vmem
 // Each device keeps its own tiers: the mapped tier of GPU 0 is not the
 // mapped tier of GPU 1, and a container's part on a device spills from
 // mapped into private VRAM on that device exactly as a single-device
-// container does. Info is therefore per device (Device(i).Info()), and
-// Stats sums the devices'.
+// container does. Info is therefore per device
+// (Devices()[i].Info()).
 
 import (
 	"errors"

@@ -28,8 +28,8 @@ import (
 //
 //   - mapped VRAM: Get reads the element's line with one 64-byte streaming
 //     load (a plain load would take an order of magnitude longer:
-//     docs/physics.md); Set stores and fences. Many Sets belong in a
-//     Writer, which batches, sorts and writes whole lines.
+//     docs/physics.md); Set stores and fences. Many Sets belong in one
+//     SetBatch, which sorts the stores and writes whole lines.
 //   - private VRAM: every single-element access is a DMA round trip, far
 //     dearer than a streaming load (docs/physics.md). Use CopyFrom, CopyTo,
 //     All and Chunks there.

@@ -88,7 +88,7 @@ func (b Block) Size() uint64 { return b.N }
 // Ptr returns the block's CPU address for mapped and host blocks, nil for
 // private blocks (even on the host backend, so that code behaves the same on
 // every backend). Mapped-tier memory is write-combining VRAM: load it with
-// whole-line streaming loads (package layout), never with plain loads on a
+// whole-line streaming loads (internal/lineio), never with plain loads on a
 // hot path.
 func (b Block) Ptr() unsafe.Pointer {
 	if b.C == nil || b.C.Tier == Private || b.C.Ptr == nil {

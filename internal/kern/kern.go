@@ -162,8 +162,8 @@ type Device interface {
 	// under block.MinAlign mean block.MinAlign). It fails with
 	// vmem.ErrOutOfMemory when neither the chunks held nor the driver
 	// have room (nothing is allocated then), vmem.ErrTooLarge when size
-	// exceeds the tier's MaxBlock, and vmem.ErrNoTier when the device has
-	// no memory for t.
+	// exceeds the tier's MaxBlock; a tier the device has no memory for is
+	// out of memory too.
 	Alloc(t block.Tier, size, align uint64) (block.Block, error)
 	// Free returns b to its tier. It fails with block.ErrInvalid when b
 	// was not allocated by this device or was already freed; nothing
@@ -206,6 +206,10 @@ type Device interface {
 	// KernelsAvailable reports whether the device runs compute kernels
 	// (else batch operations take their CPU paths).
 	KernelsAvailable() bool
+	// OnGPU reports whether the device is a GPU reached through Vulkan
+	// (Info().Backend is vmem.BackendVulkan), without Info's query of
+	// the driver.
+	OnGPU() bool
 	// KernelDispatches returns how many kernel dispatches the device has
 	// completed, for tests and diagnostics.
 	KernelDispatches() int64
