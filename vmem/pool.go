@@ -22,7 +22,7 @@ package vmem
 import (
 	"errors"
 	"fmt"
-	"github.com/govram/govram/internal/testhooks"
+	"github.com/govram/govram/internal/kern"
 	"slices"
 	"strconv"
 	"strings"
@@ -221,7 +221,7 @@ func poolSelect(pds []vk.PhysicalDevice, sel string, auto bool) ([]int, error) {
 // Close of the pool leaves them open. The devices must be distinct and
 // open; there may be 1 to 256 of them.
 //
-// Tests use it (internal/testhooks) to simulate several GPUs: several
+// Tests use it (internal/kern) to simulate several GPUs: several
 // host devices, or one Vulkan device (lavapipe) opened twice as two
 // logical devices. Such a pool exercises every code path of the pool
 // containers (routing, spilling, fan-out, errors), but its devices share
@@ -318,7 +318,7 @@ func (p *Pool) usable() error {
 }
 
 func init() {
-	testhooks.NewPool = func(devs []any) (any, error) {
+	kern.NewPool = func(devs []any) (any, error) {
 		ds := make([]*Device, len(devs))
 		for i, d := range devs {
 			ds[i], _ = d.(*Device)

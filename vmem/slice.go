@@ -3,7 +3,7 @@ package vmem
 import (
 	"errors"
 	"fmt"
-	"github.com/govram/govram/internal/testhooks"
+	"github.com/govram/govram/internal/kern"
 	"math"
 	"math/bits"
 	"sync"
@@ -550,5 +550,5 @@ func (e *stickyErr) get() error {
 }
 
 func init() {
-	testhooks.SegmentBytes = func(n uint64) any { return withSegmentBytes(n) }
+	kern.SegmentBytes = func(n uint64) any { return withSegmentBytes(n) }
 }

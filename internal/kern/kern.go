@@ -275,3 +275,16 @@ func (b LiveBlock) String() string {
 	}
 	return s + " allocated at\n" + b.Stack
 }
+
+// Hooks for tests, set by vmem when it is initialised: constructors vmem
+// keeps out of its API, which internal/vmemtest wraps in typed helpers.
+var (
+	// NewPool makes a pool (a *vmem.Pool) of devices (*vmem.Device) the
+	// caller opened and keeps closing: tests simulate several GPUs with
+	// several host devices, or one Vulkan device opened twice.
+	NewPool func(devs []any) (any, error)
+	// SegmentBytes returns a vmem.SliceOption that caps a Slice's
+	// segments at n bytes, so that tests cover segment boundaries with
+	// little data.
+	SegmentBytes func(n uint64) any
+)

@@ -15,7 +15,6 @@ package vmemtest
 import (
 	"errors"
 	"fmt"
-	"github.com/govram/govram/internal/testhooks"
 	"os"
 	"strings"
 	"testing"
@@ -124,7 +123,7 @@ func NewPool(devs ...*vmem.Device) (*vmem.Pool, error) {
 	for i, d := range devs {
 		ds[i] = d
 	}
-	p, err := testhooks.NewPool(ds)
+	p, err := kern.NewPool(ds)
 	pool, _ := p.(*vmem.Pool)
 	return pool, err
 }
@@ -132,5 +131,5 @@ func NewPool(devs ...*vmem.Device) (*vmem.Pool, error) {
 // WithSegmentBytes caps a Slice's segments at n bytes (the default is 1
 // GiB on a GPU), so that a test covers segment boundaries with little data.
 func WithSegmentBytes(n uint64) vmem.SliceOption {
-	return testhooks.SegmentBytes(n).(vmem.SliceOption)
+	return kern.SegmentBytes(n).(vmem.SliceOption)
 }
