@@ -187,6 +187,7 @@ func (m *Map[K, V]) getBlock(t *mapTable, keys []K, vals []V, found []bool) int 
 	var lines mapLines
 	n := 0
 	for base := 0; base < len(keys); base += mapGroupKeys {
+		m.prefetchAhead(keys, 0, base, len(keys))
 		ks := keys[base:min(base+mapGroupKeys, len(keys))]
 		m.probeGroup(t, ks, &ps, &lines)
 		for x := range ks {
@@ -335,6 +336,7 @@ func (m *Map[K, V]) locate(keys []K, hs, res []uint64, old []mapOldStr) (*mapTab
 		var lines mapLines
 		n := 0
 		for base := lo; base < hi; base += mapGroupKeys {
+			m.prefetchAhead(keys, lo, base, hi)
 			ks := keys[base:min(base+mapGroupKeys, hi)]
 			m.probeGroup(t, ks, &ps, &lines)
 			for x := range ks {

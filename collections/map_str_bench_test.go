@@ -3,6 +3,7 @@ package collections
 import (
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/govram/govram/internal/vmemtest"
@@ -18,6 +19,11 @@ import (
 //	cpu-batch  the CPU batch path GetBatch takes without kernels
 //	gomap-1    a Go map, one goroutine
 //	gomap-16   a Go map, 16 goroutines
+//
+// and onebuf/gpu-batch, onebuf/gomap-16: the same keys copied, in batch
+// order, into one buffer, as keys parsed from a request arrive (the
+// others pick each key's bytes from wherever the map's 10^7 or more
+// strings lie in the heap).
 //
 // Metric Mkeys/s: keys answered per second, keys in Go memory to answers
 // in Go memory.
@@ -91,6 +97,36 @@ func BenchmarkMapStrGetBatch(b *testing.B) {
 				check(b)
 			})
 			mapGoMapBatch(b, gomap, ks, vs, found, check)
+			var sb strings.Builder
+			for _, k := range ks {
+				sb.WriteString(k)
+			}
+			buf, off := sb.String(), 0
+			one := make([]string, batch)
+			for i, k := range ks {
+				one[i], off = buf[off:off+len(k)], off+len(k)
+			}
+			b.Run("onebuf/gpu-batch", func(b *testing.B) {
+				gpuBenchWarm(b, func() error { return m.GetBatch(one, vs, found) })
+				for range b.N {
+					if err := m.GetBatch(one, vs, found); err != nil {
+						b.Fatal(err)
+					}
+				}
+				mapGPUReport(b, batch)
+				check(b)
+			})
+			b.Run("onebuf/gomap-16", func(b *testing.B) {
+				for range b.N {
+					mapGPUPar16(batch, func(_, lo, hi int) {
+						for i := lo; i < hi; i++ {
+							vs[i], found[i] = gomap[one[i]]
+						}
+					})
+				}
+				mapGPUReport(b, batch)
+				check(b)
+			})
 		})
 	}
 }

@@ -1,0 +1,15 @@
+package prefetch
+
+import "unsafe"
+
+// fetchStrings issues PREFETCHT0 for the first and last byte of each of the n
+// string headers at p (prefetch_amd64.s).
+//
+//go:noescape
+func fetchStrings(p unsafe.Pointer, n int)
+
+// fetchWrite issues PREFETCHW for each line of the n bytes at p
+// (prefetch_amd64.s).
+//
+//go:noescape
+func fetchWrite(p unsafe.Pointer, n uintptr)
