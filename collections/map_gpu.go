@@ -43,7 +43,6 @@ import (
 	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/par"
-	"github.com/govram/govram/internal/prefetch"
 	"github.com/govram/govram/vmem"
 )
 
@@ -283,6 +282,7 @@ var (
 	mapGetParts    = 2
 	mapGetStrParts = 4
 	mapGetPartMin  = 1 << 17
+	mapGetStrRound = 1 << 18 // keys of a string round at most
 )
 
 func (m *Map[K, V]) gpuGet(t *mapTable, hmode uint32, keys []K, vals []V, found []bool) error {
@@ -371,12 +371,6 @@ func (j *mapGetJob[K, V]) putKeys(at int, src unsafe.Pointer, n int) {
 		for i := a; i < b; i++ {
 			if (i-a)%mapGroupKeys == 0 {
 				m.prefetchAhead(ks, a, i, b)
-				// The images' lines too, for writing: staging memory
-				// the cache has lost makes each store wait for its
-				// line's read.
-				if w := i + mapStrAhead; w < b {
-					prefetch.Write(unsafe.Add(dst, uint64(w)*j.ks), uintptr(uint64(min(mapGroupKeys, b-w))*j.ks))
-				}
 			}
 			s := *(*string)(unsafe.Pointer(&ks[i]))
 			h := m.hash(&ks[i])
@@ -448,12 +442,10 @@ type mapGetJob[K comparable, V any] struct {
 	oold  []mapOldStr // string values: the field each found key's record holds
 
 	// String keys: each key's part of the table (its hash's top bits),
-	// the keys' order by part (the kernel's order: perm[r] is the key of
-	// the kernel's row r, inv[i] the row of key i), and the answers put
+	// the keys' order by part (the kernel's order), and the answers put
 	// back in key order.
 	part   []uint16
 	perm   []uint32
-	inv    []uint32
 	ovals  []V
 	ofound []bool
 	// Offsets in st and dv: the segment table at 0, keys, hashes (hmode
@@ -504,9 +496,9 @@ func (m *Map[K, V]) gpuJobBegin(t *mapTable, hmode uint32, c int, copyQ, loc boo
 	if hmode == mapGPUStr {
 		// Images of about a hundred bytes a key: rounds of a combined
 		// round's size keep the staging memory near 30 MiB.
-		j.c = min(j.c, mapCombRoundMax)
+		j.c = min(j.c, mapCombRoundMax, mapGetStrRound)
 		j.ks = uint64(m.r.keyOff + m.r.keyW)
-		j.part, j.perm, j.inv = make([]uint16, j.c), make([]uint32, j.c), make([]uint32, j.c)
+		j.part, j.perm = make([]uint16, j.c), make([]uint32, j.c)
 		if loc {
 			j.olocs = make([]uint64, j.c)
 			if m.strV {
@@ -587,36 +579,29 @@ func (j *mapGetJob[K, V]) run(n int, wantFound bool) error {
 	if err := f.Wait(); err != nil {
 		return err
 	}
-	// Answers in the kernel's order back to the keys': each goroutine
-	// fills a run of the keys' answers, reading the kernel's rows where
-	// they lie (inv). Scattering the rows instead (out[perm[i]]) had every
-	// goroutine store into lines the others were storing into, and the
-	// lines moving between cores made it about a quarter of a string
-	// batch's CPU time (profile on the H200, 10^6 keys).
 	if j.hmode == mapGPUStr && j.loc {
-		base, inv, valW := unsafe.Add(j.st.Ptr, j.offV), j.inv, j.m.r.valW
+		base, perm, valW := unsafe.Add(j.st.Ptr, j.offV), j.perm, j.m.r.valW
 		par.Ranges(n, 1<<14, func(a, b int) {
 			for i := a; i < b; i++ {
-				row := unsafe.Add(base, uint64(inv[i])*j.vs)
+				row := unsafe.Add(base, uint64(i)*j.vs)
 				r := *(*uint64)(row)
-				j.olocs[i] = r
+				j.olocs[perm[i]] = r
 				if j.oold != nil && r != ^uint64(0) {
 					f := unsafe.Add(row, 8)
-					j.oold[i] = mapOldStr{mapStrLen(f), mapStrHandle(f, valW)}
+					j.oold[perm[i]] = mapOldStr{mapStrLen(f), mapStrHandle(f, valW)}
 				}
 			}
 		})
 		return nil
 	}
 	if j.hmode == mapGPUStr {
-		sv, sf, inv := j.stVals(n), j.stFound(n), j.inv
+		// Answers in the kernel's order back to the keys'.
+		sv, sf, perm := j.stVals(n), j.stFound(n), j.perm
 		par.Ranges(n, 1<<14, func(a, b int) {
 			for i := a; i < b; i++ {
-				j.ovals[i] = sv[inv[i]]
-			}
-			if wantFound {
-				for i := a; i < b; i++ {
-					j.ofound[i] = sf[inv[i]]
+				j.ovals[perm[i]] = sv[i]
+				if wantFound {
+					j.ofound[perm[i]] = sf[i]
 				}
 			}
 		})
@@ -643,9 +628,8 @@ func (j *mapGetJob[K, V]) order(n int) {
 		sum += c
 	}
 	for i, p := range j.part[:n] {
-		at := cnt[p]
-		j.perm[at], j.inv[i] = uint32(i), at
-		cnt[p] = at + 1
+		j.perm[cnt[p]] = uint32(i)
+		cnt[p]++
 	}
 	mapParCopy(unsafe.Add(j.st.Ptr, j.offH), unsafe.Pointer(&j.perm[0]), uint64(n)*4)
 }

@@ -33,10 +33,11 @@ func mapStrHandle(f unsafe.Pointer, w uintptr) strarena.Handle {
 // batch loop prefetches the bytes of. Keys picked from a large heap miss
 // every cache and the TLB; a hash waits for its key's lines alone, and a
 // loop of hashes takes their misses one after another. Prefetching a few
-// dozen keys ahead keeps that many misses in flight: on a 2-core VM,
-// hashing and imaging 2^20 keys picked from 2^23 went from 131 to 31 ns a
-// key with 16 or 32 ahead, 33-39 with 64 (BenchmarkStrings in
-// internal/prefetch).
+// dozen keys ahead keeps that many misses in flight. Hashing and imaging
+// 2^20 keys picked from 2^23 (BenchmarkStrings in internal/prefetch), a
+// key: on the H200 machine's CPUs 60-70 ns with 32 ahead, 66-75 with 16,
+// 70 with 64, 83-85 without, 99-106 loading 16 keys' bytes before hashing
+// them; on a 2-core AMD VM 31 with 16 or 32 ahead against 131 without.
 const mapStrAhead = 32
 
 // prefetchKeys starts fetching the bytes of ks's keys when they are

@@ -2,7 +2,9 @@ package collections
 
 import (
 	"fmt"
+	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,7 +17,9 @@ import (
 //
 //	gpu-batch  GetBatch (string key images probed by a kernel on a GPU;
 //	           VMEM_BENCH_PARTS=1,2,4 runs it once per count of parts a
-//	           batch is cut into)
+//	           batch is cut into, VMEM_BENCH_STR_ROUNDS=65536,262144 once
+//	           per most keys of a round, and each part of the one by each
+//	           of the other)
 //	cpu-batch  the CPU batch path GetBatch takes without kernels
 //	gomap-1    a Go map, one goroutine
 //	gomap-16   a Go map, 16 goroutines
@@ -66,17 +70,16 @@ func BenchmarkMapStrGetBatch(b *testing.B) {
 					}
 				}
 			}
-			for _, parts := range mapGPUBenchParts() {
+			for _, c := range mapStrBenchShapes() {
 				name := "gpu-batch"
-				if parts > 0 {
-					name = fmt.Sprintf("gpu-batch-parts%d", parts)
+				if c.parts > 0 {
+					name += fmt.Sprintf("-parts%d", c.parts)
+				}
+				if c.round > 0 {
+					name += fmt.Sprintf("-round%d", c.round)
 				}
 				b.Run(name, func(b *testing.B) {
-					if parts > 0 {
-						old := mapGetStrParts
-						mapGetStrParts = parts
-						defer func() { mapGetStrParts = old }()
-					}
+					defer mapStrBenchShape(c)()
 					gpuBenchWarm(b, func() error { return m.GetBatch(ks, vs, found) })
 					for range b.N {
 						if err := m.GetBatch(ks, vs, found); err != nil {
@@ -106,16 +109,26 @@ func BenchmarkMapStrGetBatch(b *testing.B) {
 			for i, k := range ks {
 				one[i], off = buf[off:off+len(k)], off+len(k)
 			}
-			b.Run("onebuf/gpu-batch", func(b *testing.B) {
-				gpuBenchWarm(b, func() error { return m.GetBatch(one, vs, found) })
-				for range b.N {
-					if err := m.GetBatch(one, vs, found); err != nil {
-						b.Fatal(err)
-					}
+			for _, c := range mapStrBenchShapes() {
+				name := "onebuf/gpu-batch"
+				if c.parts > 0 {
+					name += fmt.Sprintf("-parts%d", c.parts)
 				}
-				mapGPUReport(b, batch)
-				check(b)
-			})
+				if c.round > 0 {
+					name += fmt.Sprintf("-round%d", c.round)
+				}
+				b.Run(name, func(b *testing.B) {
+					defer mapStrBenchShape(c)()
+					gpuBenchWarm(b, func() error { return m.GetBatch(one, vs, found) })
+					for range b.N {
+						if err := m.GetBatch(one, vs, found); err != nil {
+							b.Fatal(err)
+						}
+					}
+					mapGPUReport(b, batch)
+					check(b)
+				})
+			}
 			b.Run("onebuf/gomap-16", func(b *testing.B) {
 				for range b.N {
 					mapGPUPar16(batch, func(_, lo, hi int) {
@@ -129,4 +142,41 @@ func BenchmarkMapStrGetBatch(b *testing.B) {
 			})
 		})
 	}
+}
+
+// mapStrBenchCase is one shape of a string GetBatch: parts it is cut into
+// and most keys of a round (0: GetBatch's own).
+type mapStrBenchCase struct{ parts, round int }
+
+// mapStrBenchShapes: VMEM_BENCH_PARTS by VMEM_BENCH_STR_ROUNDS.
+func mapStrBenchShapes() []mapStrBenchCase {
+	rounds := []int{0}
+	if env := os.Getenv("VMEM_BENCH_STR_ROUNDS"); env != "" {
+		rounds = nil
+		for _, f := range strings.Split(env, ",") {
+			if v, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && v >= 1 {
+				rounds = append(rounds, v)
+			}
+		}
+	}
+	var out []mapStrBenchCase
+	for _, p := range mapGPUBenchParts() {
+		for _, r := range rounds {
+			out = append(out, mapStrBenchCase{p, r})
+		}
+	}
+	return out
+}
+
+// mapStrBenchShape sets c's shape and returns what puts GetBatch's own
+// back.
+func mapStrBenchShape(c mapStrBenchCase) func() {
+	oldP, oldR := mapGetStrParts, mapGetStrRound
+	if c.parts > 0 {
+		mapGetStrParts = c.parts
+	}
+	if c.round > 0 {
+		mapGetStrRound = c.round
+	}
+	return func() { mapGetStrParts, mapGetStrRound = oldP, oldR }
 }

@@ -17,13 +17,3 @@ func Strings(ss []string) {
 		fetchStrings(unsafe.Pointer(unsafe.SliceData(ss)), len(ss))
 	}
 }
-
-// Write starts fetching, for writing, the lines of the n bytes at p: a
-// store to a line not in the cache waits for the line to be read first,
-// and a loop of stores over memory the cache lost takes those reads one
-// after another.
-func Write(p unsafe.Pointer, n uintptr) {
-	if n > 0 {
-		fetchWrite(p, n)
-	}
-}

@@ -7,9 +7,3 @@ import "unsafe"
 //
 //go:noescape
 func fetchStrings(p unsafe.Pointer, n int)
-
-// fetchWrite issues PREFETCHW for each line of the n bytes at p
-// (prefetch_amd64.s).
-//
-//go:noescape
-func fetchWrite(p unsafe.Pointer, n uintptr)

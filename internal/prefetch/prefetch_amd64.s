@@ -19,19 +19,3 @@ next:
 	JNZ loop
 done:
 	RET
-
-// func fetchWrite(p unsafe.Pointer, n uintptr)
-TEXT ·fetchWrite(SB), NOSPLIT, $0-16
-	MOVQ p+0(FP), SI
-	MOVQ n+8(FP), CX
-	ADDQ SI, CX // the end
-	ANDQ $~63, SI
-wloop:
-	CMPQ SI, CX
-	JAE wdone
-	// PREFETCHW (SI), which the assembler does not name: 0F 0D /1.
-	BYTE $0x0F; BYTE $0x0D; BYTE $0x0E
-	ADDQ $64, SI
-	JMP wloop
-wdone:
-	RET

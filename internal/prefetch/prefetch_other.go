@@ -18,7 +18,3 @@ func fetchStrings(p unsafe.Pointer, n int) {
 	}
 	sink += t
 }
-
-// fetchWrite does nothing: a load would fetch the lines shared, not for
-// writing, and a store would change memory.
-func fetchWrite(p unsafe.Pointer, n uintptr) {}
