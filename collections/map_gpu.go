@@ -42,6 +42,7 @@ import (
 
 	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/kern"
+	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/internal/par"
 	"github.com/govram/govram/vmem"
 )
@@ -360,36 +361,64 @@ func (j *mapGetJob[K, V]) putKeys(at int, src unsafe.Pointer, n int) {
 	m := j.m
 	ks := unsafe.Slice((*K)(src), n)
 	inline := mapStrInline(m.r.keyW)
+	w := uintptr(j.ks)
 	par.Ranges(n, 1<<12, func(a, b int) {
 		long := 0
-		// Each image is made in a buffer of this goroutine and copied
-		// whole, so that staging memory (write-combined on some devices)
-		// is written in one sequential stream of full lines. Bytes past
-		// a key's length are left from earlier keys: the kernel ignores
+		// Images are made in a buffer of this goroutine, mapGroupKeys at
+		// a time, and stored into staging memory as whole lines with
+		// non-temporal stores (16 images of a multiple of 4 bytes are
+		// whole lines): a plain store to a line the cache does not hold
+		// reads the line first, and a batch's staging memory is larger
+		// than the cache. The keys before the first image that starts a
+		// line, and the last few, are copied one by one. Bytes past a
+		// key's length are left from earlier keys: the kernel ignores
 		// them.
-		var img [mapStrImgMax]byte
-		for i := a; i < b; i++ {
+		var blk [mapGroupKeys * mapStrImgMax]byte
+		i := a
+		for ; i < b && uintptr(unsafe.Add(dst, uintptr(i)*w))%64 != 0; i++ {
 			if (i-a)%mapGroupKeys == 0 {
 				m.prefetchAhead(ks, a, i, b)
 			}
-			s := *(*string)(unsafe.Pointer(&ks[i]))
-			h := m.hash(&ks[i])
-			*(*uint64)(unsafe.Pointer(&img[0])) = h
-			j.part[at+i] = uint16(h >> (64 - mapStrPartBits))
-			l := ^uint32(0)
-			if len(s) <= inline {
-				l = uint32(len(s))
-				copy(img[12:], s)
-			} else {
-				long++
+			long += j.image(unsafe.Pointer(&blk[0]), &ks[i], at+i, inline)
+			copy(mapBytesAt(unsafe.Add(dst, uintptr(i)*w), int(w)), blk[:w])
+		}
+		streamed := false
+		for ; i+mapGroupKeys <= b; i += mapGroupKeys {
+			m.prefetchAhead(ks, a, i, b)
+			for q := range mapGroupKeys {
+				long += j.image(unsafe.Pointer(&blk[uintptr(q)*w]), &ks[i+q], at+i+q, inline)
 			}
-			*(*uint32)(unsafe.Pointer(&img[8])) = l
-			copy(mapBytesAt(unsafe.Add(dst, uint64(i)*j.ks), int(j.ks)), img[:j.ks])
+			lineio.StoreLines(unsafe.Add(dst, uintptr(i)*w), blk[:mapGroupKeys*w])
+			streamed = true
+		}
+		for ; i < b; i++ {
+			long += j.image(unsafe.Pointer(&blk[0]), &ks[i], at+i, inline)
+			copy(mapBytesAt(unsafe.Add(dst, uintptr(i)*w), int(w)), blk[:w])
+		}
+		if streamed {
+			lineio.Fence() // the upload reads them from another thread
 		}
 		if long > 0 {
 			j.long.Add(int64(long))
 		}
 	})
+}
+
+// image writes key k's image (hash, length, inline bytes) at out, sets
+// its part at x and returns 1 if the key is too long to be inline (its
+// length is written as ~0).
+func (j *mapGetJob[K, V]) image(out unsafe.Pointer, k *K, x, inline int) int {
+	s := *(*string)(unsafe.Pointer(k))
+	h := j.m.hash(k)
+	*(*uint64)(out) = h
+	j.part[x] = uint16(h >> (64 - mapStrPartBits))
+	if len(s) > inline {
+		*(*uint32)(unsafe.Add(out, 8)) = ^uint32(0)
+		return 1
+	}
+	*(*uint32)(unsafe.Add(out, 8)) = uint32(len(s))
+	copy(mapBytesAt(unsafe.Add(out, 12), len(s)), s)
+	return 0
 }
 
 // longKeys answers by the CPU paths the string keys of a GPU round that

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/govram/govram/internal/kern"
@@ -400,4 +401,68 @@ func mapGPUUsed[K comparable, V any](t *testing.T, m *Map[K, V]) {
 	if kdev(m.dev).KernelsAvailable() && m.Stats().Batch.GPUCalls == 0 {
 		t.Error("no batch lookup ran on the GPU")
 	}
+}
+
+// TestMapStrGetBatchRanges: a string-key GetBatch large enough to be cut
+// among several goroutines at odd places, so that each goroutine's images
+// start anywhere in a line (made one by one up to the first that starts a
+// line, then streamed 16 at a time, then the rest one by one), with keys
+// of every length about the inline bound, checked against a Go map.
+func TestMapStrGetBatchRanges(t *testing.T) {
+	oldMin := mapBatchGPUMin
+	mapBatchGPUMin = 1
+	defer func() { mapBatchGPUMin = oldMin }()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(7))
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		m, err := NewMap[string, uint64](d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		r := rand.New(rand.NewPCG(11, 12))
+		model := map[string]uint64{}
+		key := func() string {
+			b := make([]byte, 1+r.IntN(130)) // past the inline bound too
+			for i := range b {
+				b[i] = 'a' + byte(r.IntN(4))
+			}
+			return string(b)
+		}
+		var ks []string
+		var vs []uint64
+		for len(ks) < 20000 {
+			k := key()
+			if _, ok := model[k]; !ok {
+				model[k] = r.Uint64()
+				ks, vs = append(ks, k), append(vs, model[k])
+			}
+		}
+		if err := m.PutBatch(ks, vs); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{4096*3 + 5, 28673} {
+			q := make([]string, n)
+			for i := range q {
+				if r.IntN(3) == 0 {
+					q[i] = key() // mostly absent
+				} else {
+					q[i] = ks[r.IntN(len(ks))]
+				}
+			}
+			got, found := make([]uint64, n), make([]bool, n)
+			for i := range got {
+				got[i], found[i] = 7, true // stale: misses must be overwritten
+			}
+			if err := m.GetBatch(q, got, found); err != nil {
+				t.Fatal(err)
+			}
+			for i, k := range q {
+				want, ok := model[k]
+				if found[i] != ok || got[i] != want {
+					t.Fatalf("batch of %d, key %d (%d bytes): got %d, %v; want %d, %v", n, i, len(k), got[i], found[i], want, ok)
+				}
+			}
+		}
+		mapGPUUsed(t, m)
+	})
 }
