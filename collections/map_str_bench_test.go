@@ -70,28 +70,24 @@ func BenchmarkMapStrGetBatch(b *testing.B) {
 					}
 				}
 			}
-			for _, c := range mapStrBenchShapes() {
-				name := "gpu-batch"
-				if c.parts > 0 {
-					name += fmt.Sprintf("-parts%d", c.parts)
-				}
-				if c.round > 0 {
-					name += fmt.Sprintf("-round%d", c.round)
-				}
-				b.Run(name, func(b *testing.B) {
-					defer mapStrBenchShape(c)()
-					gpuBenchWarm(b, func() error { return m.GetBatch(ks, vs, found) })
-					for range b.N {
-						if err := m.GetBatch(ks, vs, found); err != nil {
-							b.Fatal(err)
+			gpu := func(prefix string, keys []string) {
+				for _, c := range mapStrBenchShapes() {
+					b.Run(prefix+c.name(), func(b *testing.B) {
+						defer mapStrBenchShape(c)()
+						gpuBenchWarm(b, func() error { return m.GetBatch(keys, vs, found) })
+						for range b.N {
+							if err := m.GetBatch(keys, vs, found); err != nil {
+								b.Fatal(err)
+							}
 						}
-					}
-					mapGPUReport(b, batch)
-					check(b)
-					st := m.Stats().Batch
-					b.ReportMetric(float64(st.GPUCalls)/float64(st.GPUCalls+st.CPUCalls), "gpu-share")
-				})
+						mapGPUReport(b, batch)
+						check(b)
+						st := m.Stats().Batch
+						b.ReportMetric(float64(st.GPUCalls)/float64(st.GPUCalls+st.CPUCalls), "gpu-share")
+					})
+				}
 			}
+			gpu("", ks)
 			b.Run("cpu-batch", func(b *testing.B) {
 				for range b.N {
 					m.getManyCPU(m.t, ks, vs, found)
@@ -109,26 +105,7 @@ func BenchmarkMapStrGetBatch(b *testing.B) {
 			for i, k := range ks {
 				one[i], off = buf[off:off+len(k)], off+len(k)
 			}
-			for _, c := range mapStrBenchShapes() {
-				name := "onebuf/gpu-batch"
-				if c.parts > 0 {
-					name += fmt.Sprintf("-parts%d", c.parts)
-				}
-				if c.round > 0 {
-					name += fmt.Sprintf("-round%d", c.round)
-				}
-				b.Run(name, func(b *testing.B) {
-					defer mapStrBenchShape(c)()
-					gpuBenchWarm(b, func() error { return m.GetBatch(one, vs, found) })
-					for range b.N {
-						if err := m.GetBatch(one, vs, found); err != nil {
-							b.Fatal(err)
-						}
-					}
-					mapGPUReport(b, batch)
-					check(b)
-				})
-			}
+			gpu("onebuf/", one)
 			b.Run("onebuf/gomap-16", func(b *testing.B) {
 				for range b.N {
 					mapGPUPar16(batch, func(_, lo, hi int) {
@@ -147,6 +124,19 @@ func BenchmarkMapStrGetBatch(b *testing.B) {
 // mapStrBenchCase is one shape of a string GetBatch: parts it is cut into
 // and most keys of a round (0: GetBatch's own).
 type mapStrBenchCase struct{ parts, round int }
+
+// name is the benchmark's name for c: gpu-batch, then its shape where it
+// is not GetBatch's own.
+func (c mapStrBenchCase) name() string {
+	s := "gpu-batch"
+	if c.parts > 0 {
+		s += fmt.Sprintf("-parts%d", c.parts)
+	}
+	if c.round > 0 {
+		s += fmt.Sprintf("-round%d", c.round)
+	}
+	return s
+}
 
 // mapStrBenchShapes: VMEM_BENCH_PARTS by VMEM_BENCH_STR_ROUNDS.
 func mapStrBenchShapes() []mapStrBenchCase {
