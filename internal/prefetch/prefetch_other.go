@@ -2,13 +2,15 @@
 
 package prefetch
 
-import "unsafe"
-
-// sink keeps the loads of strings from being removed as unused.
-var sink byte
+import (
+	"runtime"
+	"unsafe"
+)
 
 // fetchStrings loads the first and last byte of each string: without a prefetch
-// instruction, loads that do not depend on each other still overlap.
+// instruction, loads that do not depend on each other still overlap. The
+// sum is kept alive so that the loads are not removed (not stored: callers
+// run on many goroutines at once).
 func fetchStrings(p unsafe.Pointer, n int) {
 	var t byte
 	for _, s := range unsafe.Slice((*string)(p), n) {
@@ -16,5 +18,5 @@ func fetchStrings(p unsafe.Pointer, n int) {
 			t += s[0] + s[len(s)-1]
 		}
 	}
-	sink += t
+	runtime.KeepAlive(t)
 }
