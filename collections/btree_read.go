@@ -97,8 +97,18 @@ func (t *BTree[K, V]) get(k K, val bool) (v V, ok bool) {
 	}
 	// The stripe's miss count picks the misses offered, as the Map's.
 	n := c.countMiss(s)
+	offer := val && uint32(n)&c.admitMask(s) == 0
+	if offer {
+		// The offer's sketch lines, fetched during the device read.
+		w, full := c.peekVictim(p)
+		var vs uint64
+		if full {
+			vs = t.tierSpreadOf(tierPairKeyAt[uint64, V](c.slotAt(p, w)))
+		}
+		c.prefetchOffer(s, vs, full)
+	}
 	v, ok = t.getLeaf(k, val)
-	if ok && val && uint32(n)&c.admitMask(s) == 0 {
+	if ok && offer {
 		tierPairAdmit(c, p, s, &kb, &v, t)
 	}
 	return v, ok

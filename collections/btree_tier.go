@@ -432,7 +432,7 @@ func btTierOffer(c *tierCore, p unsafe.Pointer, s uint64) (uint8, bool) {
 		return 0, false
 	}
 	est := c.sk.increment(s)
-	if est < tierAdmitMin || !btTierRoom(c, p, est) {
+	if !btTierRoom(c, p, est) {
 		c.count(s, cntRejects, 1)
 		return est, false
 	}
@@ -447,6 +447,9 @@ func btTierRoom(c *tierCore, p unsafe.Pointer, est uint8) bool {
 	w, full := c.peekVictim(p)
 	if !full {
 		return true
+	}
+	if est < tierAdmitMin {
+		return false
 	}
 	vid := uint32(atomic.LoadUint64((*uint64)(c.slotAt(p, w))))
 	return tierBeats(est, c.sk.estimate(btTierSpread(vid)))

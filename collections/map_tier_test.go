@@ -385,6 +385,67 @@ func TestMapTierScanResistant(t *testing.T) {
 	})
 }
 
+// A tier with free ways takes a key at its first miss: it displaces
+// nothing, so a tier larger than what has been read fills at once (a key
+// must be missed twice only to displace an entry). The second read of
+// every key hits, with the default admission settings.
+func TestMapTierFillsFreeWays(t *testing.T) {
+	defer func(old uint32) { tierHitSample = old }(tierHitSample)
+	tierHitSample = 1
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		const n = 1000
+		t.Run("u64", func(t *testing.T) {
+			m, err := NewMap[uint64, uint64](d, WithHostCache(1<<20))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			ks := make([]uint64, n)
+			for i := range ks {
+				ks[i] = uint64(i) * 7919
+			}
+			tierFillCheck(t, m, ks, func(k uint64) uint64 { return k + 1 })
+		})
+		t.Run("string", func(t *testing.T) {
+			m, err := NewMap[string, uint64](d, WithHostCache(1<<20))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			ks := make([]string, n)
+			for i := range ks {
+				ks[i] = fmt.Sprintf("https://example.com/item/%d", i)
+			}
+			tierFillCheck(t, m, ks, func(k string) uint64 { return uint64(len(k)) })
+		})
+	})
+}
+
+func tierFillCheck[K comparable](t *testing.T, m *Map[K, uint64], ks []K, val func(K) uint64) {
+	t.Helper()
+	vs := make([]uint64, len(ks))
+	for i, k := range ks {
+		vs[i] = val(k)
+	}
+	if err := m.PutBatch(ks, vs); err != nil {
+		t.Fatal(err)
+	}
+	for pass := range 2 {
+		for i, k := range ks {
+			if v, ok := m.Get(k); !ok || v != vs[i] {
+				t.Fatalf("pass %d: Get(%v) = %d, %v; want %d", pass, k, v, ok, vs[i])
+			}
+		}
+	}
+	st := m.Stats().Cache
+	if st.Misses != uint64(len(ks)) || st.Hits != uint64(len(ks)) {
+		t.Fatalf("two passes over %d keys: %d hits, %d misses; want every first read to miss and every second to hit", len(ks), st.Hits, st.Misses)
+	}
+	if st.Admissions != uint64(len(ks)) || st.Evictions != 0 {
+		t.Fatalf("%d admissions, %d evictions; want %d and 0", st.Admissions, st.Evictions, len(ks))
+	}
+}
+
 // tierAdmitEvery makes every miss offer its key, admitted from its first
 // count, and counts every hit, until the test ends.
 func tierAdmitEvery(tb testing.TB) {

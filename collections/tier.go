@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/govram/govram/internal/prefetch"
 )
 
 // The hot tier: copies of hot entries in host memory, in front of VRAM.
@@ -366,6 +368,20 @@ func (c *tierCore) victim(p unsafe.Pointer) (w int, evict bool) {
 	atomic.StoreUint32(tierRef(p), ref)
 	atomic.StoreUint32(tierMeta(p), meta&0xff|uint32((w+1)&(tierWays-1))<<8)
 	return w, true
+}
+
+// prefetchOffer starts fetching the sketch lines that an offer of spread
+// hash s will read: s's own, and vs's (the victim's) when full. A miss
+// calls it before its device read, so those lines (host memory, each a
+// cache miss of about 100 ns when the sketch is large) arrive during the
+// round trip instead of after it.
+func (c *tierCore) prefetchOffer(s, vs uint64, full bool) {
+	b, _ := c.sk.block(s)
+	prefetch.Line(b)
+	if full {
+		b, _ = c.sk.block(vs)
+		prefetch.Line(b)
+	}
 }
 
 // peekVictim returns, without the lock, the way victim would pick in a

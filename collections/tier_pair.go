@@ -103,17 +103,15 @@ type tierSpreader[K any] interface{ tierSpreadOf(K) uint64 }
 
 func tierPairAdmit[K comparable, V any, H tierSpreader[K]](c *tierCore, p unsafe.Pointer, s uint64, k *K, v *V, h H) {
 	est := c.sk.increment(s)
-	if est < tierAdmitMin {
-		// Missed once so far (among the offers): not yet a candidate. Under
-		// uniform keys nearly every offer ends here, after one line of the
-		// sketch: no set is read for a victim and no lock is taken.
-		c.count(s, cntRejects, 1)
-		return
-	}
 	if w, full := c.peekVictim(p); full {
-		// The entry CLOCK would evict is used at least as often: rejected
+		// Missed once so far (among the offers): not yet a candidate; or
+		// the entry CLOCK would evict is used at least as often. Rejected
 		// without taking the set's lock (a locked instruction here would
 		// cost the next lookup's device load; see tierCore.count).
+		if est < tierAdmitMin {
+			c.count(s, cntRejects, 1)
+			return
+		}
 		if vk := tierPairKeyAt[K, V](c.slotAt(p, w)); !tierBeats(est, c.sk.estimate(h.tierSpreadOf(vk))) {
 			c.count(s, cntRejects, 1)
 			return

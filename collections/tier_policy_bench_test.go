@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/govram/govram/internal/vmemtest"
@@ -14,7 +15,9 @@ import (
 // policy, not its speed: a Map[uint64,uint64] on the host backend, made
 // WithCapacity(n) and filled with n keys, its tier sized as the default
 // is on a GPU (a fiftieth of the table's device bytes), warmed by 8n Gets
-// of a Zipf stream, then b.N more Gets of it. It reports
+// of a Zipf stream (VMEM_BENCH_WARM: that many instead), then b.N more
+// Gets of it. VMEM_BENCH_BUDGETS (fractions of the table's device bytes)
+// runs larger tiers too, as WithHostCache makes them. It reports
 //
 //	hit%     the tier's hit rate over the timed Gets
 //	ideal%   the hit rate of a tier that held exactly the most frequent
@@ -34,14 +37,28 @@ func BenchmarkMapTierPolicy(b *testing.B) {
 	defer dev.Close()
 	for _, n := range vmemtest.BenchSizes(b, 1e6) {
 		for _, s := range []float64{0.99, 1.1} {
-			b.Run(fmt.Sprintf("%s/zipf%g", vmemtest.SizeName(n), s), func(b *testing.B) {
-				tierPolicyRun(b, dev, n, s)
-			})
+			for _, f := range tierPolicyBudgets(b) {
+				name := fmt.Sprintf("%s/zipf%g", vmemtest.SizeName(n), s)
+				if f != 1.0/tierDefaultDiv {
+					name += fmt.Sprintf("/tier=%g", f)
+				}
+				b.Run(name, func(b *testing.B) {
+					tierPolicyRun(b, dev, n, s, f)
+				})
+			}
 		}
 	}
 }
 
-func tierPolicyRun(b *testing.B, dev *vmem.Device, n int, s float64) {
+// tierPolicyBudgets is VMEM_BENCH_BUDGETS, or the default budget alone.
+func tierPolicyBudgets(b *testing.B) []float64 {
+	if os.Getenv("VMEM_BENCH_BUDGETS") == "" {
+		return []float64{1.0 / tierDefaultDiv}
+	}
+	return tierBenchBudgets(b)
+}
+
+func tierPolicyRun(b *testing.B, dev *vmem.Device, n int, s float64, frac float64) {
 	b.StopTimer()
 	defer func(old uint32) { tierHitSample = old }(tierHitSample)
 	tierHitSample = 1 // exact hit counts
@@ -49,7 +66,7 @@ func tierPolicyRun(b *testing.B, dev *vmem.Device, n int, s float64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	budget := m0.Stats().DeviceBytes / 50
+	budget := uint64(frac * float64(m0.Stats().DeviceBytes))
 	m0.Close()
 	m, err := NewMap[uint64, uint64](dev, WithCapacity(n), WithHostCache(int(budget)))
 	if err != nil {
@@ -71,7 +88,11 @@ func tierPolicyRun(b *testing.B, dev *vmem.Device, n int, s float64) {
 		z := newTierZipf(n, s)
 		next = func() uint64 { return z.next(r) }
 	}
-	for range 8 * n {
+	warm := 8 * n
+	if w := tierBenchWarmCount(b); w > 0 {
+		warm = w
+	}
+	for range warm {
 		m.Get(ks[next()])
 	}
 	before := m.Stats().Cache

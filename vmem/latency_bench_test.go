@@ -24,8 +24,11 @@ func BenchmarkLineLatency(b *testing.B) {
 			n := nbytes / 64
 			idx := randomIndices(n, 1<<20)
 			// The window is made of blocks of at most 1 GiB (one
-			// allocation is limited); idx becomes a byte offset into it.
-			per := min(nbytes, 1<<30)
+			// allocation is limited; VMEM_LAT_BLOCK_MIB sets another
+			// power of two, to see whether the size of the driver's
+			// allocations changes a line's cost); idx becomes a byte
+			// offset into it.
+			per := min(nbytes, latencyBlock())
 			var raws []block.Block
 			var bases []unsafe.Pointer
 			for off := 0; off < nbytes; off += per {
@@ -202,6 +205,14 @@ func latencyWindows() []int {
 		}
 	}
 	return out
+}
+
+// latencyBlock is the size of the blocks a window is made of.
+func latencyBlock() int {
+	if m, err := strconv.Atoi(os.Getenv("VMEM_LAT_BLOCK_MIB")); err == nil && m > 0 && m&(m-1) == 0 {
+		return m << 20
+	}
+	return 1 << 30
 }
 
 func bitsLen(x int) int {

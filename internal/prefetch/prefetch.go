@@ -11,6 +11,9 @@ package prefetch
 
 import "unsafe"
 
+// Line starts fetching the cache line that holds p.
+func Line(p unsafe.Pointer) { fetchLine(p) }
+
 // Strings starts fetching the first and last byte of each of ss's strings.
 func Strings(ss []string) {
 	if len(ss) > 0 {

@@ -2,6 +2,11 @@ package prefetch
 
 import "unsafe"
 
+// fetchLine issues PREFETCHT0 for p (prefetch_amd64.s).
+//
+//go:noescape
+func fetchLine(p unsafe.Pointer)
+
 // fetchStrings issues PREFETCHT0 for the first and last byte of each of the n
 // string headers at p (prefetch_amd64.s).
 //

@@ -1,5 +1,11 @@
 #include "textflag.h"
 
+// func fetchLine(p unsafe.Pointer)
+TEXT ·fetchLine(SB), NOSPLIT, $0-8
+	MOVQ p+0(FP), AX
+	PREFETCHT0 (AX)
+	RET
+
 // func fetchStrings(p unsafe.Pointer, n int)
 TEXT ·fetchStrings(SB), NOSPLIT, $0-16
 	MOVQ p+0(FP), SI

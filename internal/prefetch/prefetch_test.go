@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // Prefetching changes no memory and never faults, whatever the strings:
@@ -22,6 +23,23 @@ func TestStrings(t *testing.T) {
 	for i := range ss {
 		if ss[i] != want[i] {
 			t.Fatalf("string %d changed: %q", i, ss[i])
+		}
+	}
+}
+
+// Line changes no memory and never faults, at any offset of a line,
+// the first and last byte of a buffer included.
+func TestLine(t *testing.T) {
+	buf := make([]byte, 256)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	for i := range buf {
+		Line(unsafe.Pointer(&buf[i]))
+	}
+	for i := range buf {
+		if buf[i] != byte(i) {
+			t.Fatalf("byte %d changed: %d", i, buf[i])
 		}
 	}
 }
