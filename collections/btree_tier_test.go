@@ -214,6 +214,30 @@ func TestBTreeTierHits(t *testing.T) {
 	})
 }
 
+// TestBTreeTierFillsFreeWays: the entry tier takes a key at its first miss
+// while its set has a free way, as the Map's does
+// (TestMapTierFillsFreeWays): the second Get of every key hits.
+func TestBTreeTierFillsFreeWays(t *testing.T) {
+	defer func(old uint32) { tierHitSample = old }(tierHitSample)
+	tierHitSample = 1
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		tr := btTierTree(t, d, 5000, 8<<20)
+		defer tr.Close()
+		const n = 1000
+		for pass := range 2 {
+			for k := range uint64(n) {
+				if v, ok := tr.Get(2 * k); !ok || v != k {
+					t.Fatalf("pass %d: Get(%d) = %d,%v", pass, 2*k, v, ok)
+				}
+			}
+		}
+		st := tr.et.stats()
+		if st.Misses != n || st.Hits != n || st.Admissions != n || st.Evictions != 0 {
+			t.Fatalf("entry tier after two passes over %d keys: %+v; want every first Get admitted and every second a hit", n, st)
+		}
+	})
+}
+
 // TestBTreeTierDefault: the tier is on by default only on Vulkan, grows
 // with the tree there, and is off with a budget of 0.
 func TestBTreeTierDefault(t *testing.T) {

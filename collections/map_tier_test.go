@@ -388,14 +388,16 @@ func TestMapTierScanResistant(t *testing.T) {
 // A tier with free ways takes a key at its first miss: it displaces
 // nothing, so a tier larger than what has been read fills at once (a key
 // must be missed twice only to displace an entry). The second read of
-// every key hits, with the default admission settings.
+// every key hits, with the default admission settings. The tiers have
+// thousands of sets for the thousand keys, so that no set is asked for
+// more than its eight ways.
 func TestMapTierFillsFreeWays(t *testing.T) {
 	defer func(old uint32) { tierHitSample = old }(tierHitSample)
 	tierHitSample = 1
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		const n = 1000
 		t.Run("u64", func(t *testing.T) {
-			m, err := NewMap[uint64, uint64](d, WithHostCache(1<<20))
+			m, err := NewMap[uint64, uint64](d, WithHostCache(4<<20))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -407,7 +409,7 @@ func TestMapTierFillsFreeWays(t *testing.T) {
 			tierFillCheck(t, m, ks, func(k uint64) uint64 { return k + 1 })
 		})
 		t.Run("string", func(t *testing.T) {
-			m, err := NewMap[string, uint64](d, WithHostCache(1<<20))
+			m, err := NewMap[string, uint64](d, WithHostCache(4<<20))
 			if err != nil {
 				t.Fatal(err)
 			}
