@@ -99,13 +99,7 @@ func (t *BTree[K, V]) get(k K, val bool) (v V, ok bool) {
 	n := c.countMiss(s)
 	offer := val && uint32(n)&c.admitMask(s) == 0
 	if offer {
-		// The offer's sketch lines, fetched during the device read.
-		w, full := c.peekVictim(p)
-		var vs uint64
-		if full {
-			vs = t.tierSpreadOf(tierPairKeyAt[uint64, V](c.slotAt(p, w)))
-		}
-		c.prefetchOffer(s, vs, full)
+		tierPairPrefetch[uint64, V](c, p, s, t) // during the device read
 	}
 	v, ok = t.getLeaf(k, val)
 	if ok && offer {

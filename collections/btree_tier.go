@@ -50,9 +50,9 @@ import (
 //
 // Admission. A miss is sampled as the Map's (tierAdmitSample) and counts
 // the leaf in the sketch. A Get admits when the set has a free way, or
-// when the sketch says the leaf beats the set's victim: it then loads all the leaf's live lines in one
-// batch of independent loads (one round trip, as the lookup itself would
-// take) and answers from them. A scan admits leaves it has already read.
+// when the sketch says the leaf beats the set's victim: it then loads all
+// the leaf's live lines in one batch of independent loads (one round trip,
+// as the lookup itself would take) and answers from them. A scan admits leaves it has already read.
 //
 // Coherence. Device memory stays authoritative and a cached leaf is always
 // clean: every store to a leaf (btLeaves.store, BTree.commit), a slot freed

@@ -219,14 +219,14 @@ func (m *Map[K, V]) getTiered(k *K, h uint64) (V, bool) {
 // hash s to the set at p reads (tierCore.prefetchOffer): the key's, and
 // the victim's if the set is full.
 func (m *Map[K, V]) tierPrefetch(c *tierCore, p unsafe.Pointer, s uint64) {
-	var vs uint64
+	if !m.tvar {
+		tierPairPrefetch[K, V](c, p, s, m)
+		return
+	}
 	w, full := c.peekVictim(p)
+	var vs uint64
 	if full {
-		if m.tvar {
-			vs = tierSpread(m.tierHashAt(c.slotAt(p, w)))
-		} else {
-			vs = m.tierSpreadOf(tierPairKeyAt[K, V](c.slotAt(p, w)))
-		}
+		vs = tierSpread(m.tierHashAt(c.slotAt(p, w)))
 	}
 	c.prefetchOffer(s, vs, full)
 }

@@ -397,34 +397,29 @@ func TestMapTierFillsFreeWays(t *testing.T) {
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		const n = 1000
 		t.Run("u64", func(t *testing.T) {
-			m, err := NewMap[uint64, uint64](d, WithHostCache(4<<20))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
 			ks := make([]uint64, n)
 			for i := range ks {
 				ks[i] = uint64(i) * 7919
 			}
-			tierFillCheck(t, m, ks, func(k uint64) uint64 { return k + 1 })
+			tierFillCheck(t, d, ks, func(k uint64) uint64 { return k + 1 })
 		})
 		t.Run("string", func(t *testing.T) {
-			m, err := NewMap[string, uint64](d, WithHostCache(4<<20))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
 			ks := make([]string, n)
 			for i := range ks {
 				ks[i] = fmt.Sprintf("https://example.com/item/%d", i)
 			}
-			tierFillCheck(t, m, ks, func(k string) uint64 { return uint64(len(k)) })
+			tierFillCheck(t, d, ks, func(k string) uint64 { return uint64(len(k)) })
 		})
 	})
 }
 
-func tierFillCheck[K comparable](t *testing.T, m *Map[K, uint64], ks []K, val func(K) uint64) {
+func tierFillCheck[K comparable](t *testing.T, d *vmem.Device, ks []K, val func(K) uint64) {
 	t.Helper()
+	m, err := NewMap[K, uint64](d, WithHostCache(4<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
 	vs := make([]uint64, len(ks))
 	for i, k := range ks {
 		vs[i] = val(k)

@@ -101,6 +101,17 @@ func tierPairKeyAt[K comparable, V any](sp unsafe.Pointer) K {
 // passed through a generic call, escapes: one allocation each).
 type tierSpreader[K any] interface{ tierSpreadOf(K) uint64 }
 
+// tierPairPrefetch is tierCore.prefetchOffer for a set of pairs: the
+// victim's spread hash comes from its key.
+func tierPairPrefetch[K comparable, V any, H tierSpreader[K]](c *tierCore, p unsafe.Pointer, s uint64, h H) {
+	w, full := c.peekVictim(p)
+	var vs uint64
+	if full {
+		vs = h.tierSpreadOf(tierPairKeyAt[K, V](c.slotAt(p, w)))
+	}
+	c.prefetchOffer(s, vs, full)
+}
+
 func tierPairAdmit[K comparable, V any, H tierSpreader[K]](c *tierCore, p unsafe.Pointer, s uint64, k *K, v *V, h H) {
 	est := c.sk.increment(s)
 	if w, full := c.peekVictim(p); full {
