@@ -11,6 +11,7 @@ import (
 
 	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/lineio"
+	"github.com/govram/govram/internal/prefetch"
 	"github.com/govram/govram/vmem"
 )
 
@@ -112,6 +113,20 @@ func lineLatencyLoads(b *testing.B, name string, idx []int, addr func(int) unsaf
 		// round trip, with nothing overlapping.
 		var w uint64
 		for i := 0; i < b.N; i++ {
+			j := idx[i&(len(idx)-1)] ^ int(w>>63)
+			w = lineio.LoadWord(addr(j))
+		}
+		sink = w
+	})
+	b.Run("word-dependent-prefetch/"+name, func(b *testing.B) {
+		// As word-dependent, with a prefetch of the line two steps
+		// ahead before each load. A prefetch of write-combining
+		// memory brings no data, but its address is translated: if
+		// the round trip grows with the window because of the CPU's
+		// address translations (4 KiB pages), this row does not grow.
+		var w uint64
+		for i := 0; i < b.N; i++ {
+			prefetch.Line(addr(idx[(i+2)&(len(idx)-1)]))
 			j := idx[i&(len(idx)-1)] ^ int(w>>63)
 			w = lineio.LoadWord(addr(j))
 		}
