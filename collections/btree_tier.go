@@ -9,6 +9,7 @@ import (
 
 	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/hostmem"
+	"github.com/govram/govram/internal/prefetch"
 )
 
 // The BTree's hot tiers: an entry tier of (key, value) pairs for Get and
@@ -534,6 +535,9 @@ func (t *BTree[K, V]) fetchTiered(c *tierCore, s *btScan) bool {
 	dstOf := func(w btWin) unsafe.Pointer {
 		return unsafe.Pointer(&buf[uintptr((w.id&g.xMask)-lo)*g.leafSize])
 	}
+	if c != nil {
+		t.tierPrefetchWindow(c, s)
+	}
 	var missed uint64 // bit i: s.win[i] is read from the device
 	for i, w := range s.win {
 		if w.cnt == 0 {
@@ -570,6 +574,41 @@ func (t *BTree[K, V]) fetchTiered(c *tierCore, s *btScan) bool {
 		}
 	}
 	return true
+}
+
+// btTierPrefetchMax bounds the leaves of a window whose tier lines
+// tierPrefetchWindow fetches ahead.
+const btTierPrefetchMax = 32
+
+// tierPrefetchWindow starts fetching the tier's lines that copying the
+// window's leaves out of it reads: every leaf's set header at once, then,
+// as they arrive, the lines of each slot whose tag matches. Copied leaf
+// after leaf, a hit paid three cache misses one after the other (the
+// set's header, the slot's header, its lines), about a dozen for a Range
+// of 100 entries; fetched ahead, the window pays about two. What it reads
+// is a hint only: tierCopy checks the set's sequence.
+func (t *BTree[K, V]) tierPrefetchWindow(c *tierCore, s *btScan) {
+	var sets [btTierPrefetchMax]unsafe.Pointer
+	win := s.win[:min(len(s.win), btTierPrefetchMax)]
+	for i, w := range win {
+		if w.cnt > 0 {
+			sets[i] = c.set(btTierSpread(w.id))
+			prefetch.Span(sets[i], tierHdr)
+		}
+	}
+	g, gen := &t.g, c.gen.Load()
+	for i, w := range win {
+		if sets[i] == nil {
+			continue
+		}
+		for mt := c.candidates(sets[i], tierTag(btTierSpread(w.id)), gen); mt != 0; mt &= mt - 1 {
+			sp := c.slotAt(sets[i], bits.TrailingZeros64(mt)>>3)
+			prefetch.Line(sp)
+			btLiveLines(g, int(w.cnt), func(lo, hi uintptr) {
+				prefetch.Span(unsafe.Add(sp, btTierHdr+lo), hi-lo)
+			})
+		}
+	}
 }
 
 // tierScans reports whether fetch reads window s through the tier: a

@@ -14,6 +14,13 @@ import "unsafe"
 // Line starts fetching the cache line that holds p.
 func Line(p unsafe.Pointer) { fetchLine(p) }
 
+// Span starts fetching the cache lines that hold the n bytes at p.
+func Span(p unsafe.Pointer, n uintptr) {
+	if n > 0 {
+		fetchSpan(p, n)
+	}
+}
+
 // Strings starts fetching the first and last byte of each of ss's strings.
 func Strings(ss []string) {
 	if len(ss) > 0 {

@@ -12,3 +12,9 @@ func fetchLine(p unsafe.Pointer)
 //
 //go:noescape
 func fetchStrings(p unsafe.Pointer, n int)
+
+// fetchSpan issues PREFETCHT0 for each line of the n > 0 bytes at p
+// (prefetch_amd64.s).
+//
+//go:noescape
+func fetchSpan(p unsafe.Pointer, n uintptr)

@@ -25,3 +25,17 @@ next:
 	JNZ loop
 done:
 	RET
+
+// func fetchSpan(p unsafe.Pointer, n uintptr)
+TEXT ·fetchSpan(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), AX
+	MOVQ n+8(FP), CX
+	LEAQ -1(AX)(CX*1), DX // the last byte
+	ANDQ $-64, AX
+	ANDQ $-64, DX
+span:
+	PREFETCHT0 (AX)
+	ADDQ $64, AX
+	CMPQ AX, DX
+	JLS span
+	RET

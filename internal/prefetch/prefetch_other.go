@@ -26,3 +26,14 @@ func fetchStrings(p unsafe.Pointer, n int) {
 	}
 	runtime.KeepAlive(t)
 }
+
+// fetchSpan loads a byte of each line of the n > 0 bytes at p: at p, every
+// 64 bytes after it, and the last byte.
+func fetchSpan(p unsafe.Pointer, n uintptr) {
+	var t byte
+	for off := uintptr(0); off < n; off += 64 {
+		t += *(*byte)(unsafe.Add(p, off))
+	}
+	t += *(*byte)(unsafe.Add(p, n-1))
+	runtime.KeepAlive(t)
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"strings"
+	"syscall"
 	"testing"
 	"unsafe"
 )
@@ -41,6 +42,39 @@ func TestLine(t *testing.T) {
 		if buf[i] != byte(i) {
 			t.Fatalf("byte %d changed: %d", i, buf[i])
 		}
+	}
+}
+
+// Span changes no memory and never faults, for spans that start and end
+// anywhere in a line, the buffer's first and last bytes included.
+func TestSpan(t *testing.T) {
+	buf := make([]byte, 512)
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	for lo := range buf {
+		for n := 0; lo+n <= len(buf); n += 1 + n/3 {
+			Span(unsafe.Pointer(&buf[lo]), uintptr(n))
+		}
+	}
+	for i := range buf {
+		if buf[i] != byte(i*7) {
+			t.Fatalf("byte %d changed: %d", i, buf[i])
+		}
+	}
+	// A span that ends at the last byte before an unreadable page: a
+	// fetch past its end would fault where lines are fetched by loads.
+	pg := syscall.Getpagesize()
+	m, err := syscall.Mmap(-1, 0, 2*pg, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer syscall.Munmap(m)
+	if err := syscall.Mprotect(m[pg:], syscall.PROT_NONE); err != nil {
+		t.Skip(err)
+	}
+	for _, n := range []int{1, 63, 64, 65, 200, pg} {
+		Span(unsafe.Pointer(&m[pg-n]), uintptr(n))
 	}
 }
 
