@@ -5,9 +5,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/hostmem"
-	"github.com/govram/govram/internal/prefetch"
 )
 
 // The Map's hot tier (tier.go): slots and their codecs.
@@ -192,7 +190,6 @@ func (m *Map[K, V]) getTiered(k *K, h uint64) (V, bool) {
 	c := m.tier
 	// Get checked the device just before: once it is lost, readLost drops
 	// the tier and no lookup reaches it.
-	m.translateHome(h)
 	s := tierSpread(h)
 	p := c.set(s)
 	var v V
@@ -216,20 +213,6 @@ func (m *Map[K, V]) getTiered(k *K, h uint64) (V, bool) {
 		m.tierAdmit(c, p, s, k, h, &v)
 	}
 	return v, ok
-}
-
-// translateHome starts translating the address of the bucket of mapped
-// VRAM that a miss of hash h reads first (prefetch.Translate), so that
-// its page walk runs during the tier's probe instead of after it. On the
-// H200, a read of a random line of a 2 GiB window that depends on the
-// last cost 1,630 ns, 1,318 with its address translated ahead, and
-// 1,080-1,130 within 16 MiB (BenchmarkLineLatency's word-dependent rows).
-func (m *Map[K, V]) translateHome(h uint64) {
-	t := m.t
-	b := mapHome(h, t.nb)
-	if sg := &t.segs[b>>t.shift]; sg.Kind == access.WC {
-		prefetch.Translate(unsafe.Add(sg.Base, uintptr(b&t.mask)*m.r.bucket))
-	}
 }
 
 // tierPrefetch starts fetching the sketch lines that an offer of spread

@@ -21,14 +21,6 @@ func Span(p unsafe.Pointer, n uintptr) {
 	}
 }
 
-// Translate starts the translation of p's address where the CPU can do
-// so without reading p: on amd64, a prefetch of write-combining memory
-// (mapped VRAM) reads nothing but translates its address, a page walk
-// that a load of a large window of VRAM otherwise pays after the load
-// starts. Elsewhere it does nothing: a load of device memory would wait
-// for a round trip. p may be any address; nothing faults.
-func Translate(p unsafe.Pointer) { translate(p) }
-
 // Strings starts fetching the first and last byte of each of ss's strings.
 func Strings(ss []string) {
 	if len(ss) > 0 {

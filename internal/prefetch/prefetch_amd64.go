@@ -18,7 +18,3 @@ func fetchStrings(p unsafe.Pointer, n int)
 //
 //go:noescape
 func fetchSpan(p unsafe.Pointer, n uintptr)
-
-// translate is fetchLine: PREFETCHT0 of write-combining memory brings no
-// data.
-func translate(p unsafe.Pointer) { fetchLine(p) }

@@ -37,7 +37,3 @@ func fetchSpan(p unsafe.Pointer, n uintptr) {
 	t += *(*byte)(unsafe.Add(p, n-1))
 	runtime.KeepAlive(t)
 }
-
-// translate does nothing: a load of device memory would cost a round
-// trip, and p may be unmapped.
-func translate(p unsafe.Pointer) {}
