@@ -304,6 +304,7 @@ func tierBenchImpls(b *testing.B, s *tierBenchSet, stream []uint32, dist string,
 				before = m.Stats().Cache
 			}
 			var acc uint64
+			faults := benchFaults(b)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				k := mapBenchKey(uint64(stream[i&(tierStreamLen-1)]))
@@ -325,6 +326,7 @@ func tierBenchImpls(b *testing.B, s *tierBenchSet, stream []uint32, dist string,
 				m.Len() // the recorded Puts are stored inside the timing
 			}
 			b.StopTimer()
+			faults()
 			mapBenchSink += acc
 			if impl != "gomap" {
 				tierBenchReport(b, before, m.Stats())
@@ -428,6 +430,7 @@ func tierBenchImplsStr(b *testing.B, s *tierBenchStrSet, stream []uint32, dist s
 				before = m.Stats().Cache
 			}
 			var acc uint64
+			faults := benchFaults(b)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				k := probes[i&(tierStreamLen-1)]
@@ -439,6 +442,7 @@ func tierBenchImplsStr(b *testing.B, s *tierBenchStrSet, stream []uint32, dist s
 				}
 			}
 			b.StopTimer()
+			faults()
 			mapBenchSink += acc
 			if impl != "gomap" {
 				tierBenchReport(b, before, m.Stats())
