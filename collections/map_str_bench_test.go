@@ -41,19 +41,8 @@ func BenchmarkMapStrGetBatch(b *testing.B) {
 				keys[i] = tierBenchURL(i)
 				gomap[keys[i]] = uint64(i)
 			}
-			m, err := NewMap[string, uint64](mapBenchDevice(b), WithCapacity(n))
-			if err != nil {
-				b.Fatal(err)
-			}
+			m := tierBenchFillStr(b, keys)
 			defer m.Close()
-			vals := make([]uint64, n)
-			for i := range vals {
-				vals[i] = uint64(i)
-			}
-			if err := m.putMany(keys, vals); err != nil {
-				b.Fatal(err)
-			}
-			vals = nil
 			r := mapRand(77)
 			ks := make([]string, batch)
 			for i := range ks {

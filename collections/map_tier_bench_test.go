@@ -380,24 +380,27 @@ func tierBenchBuildStr(b *testing.B, n int) *tierBenchStrSet {
 		s.keys[i] = tierBenchURL(i)
 		s.gomap[s.keys[i]] = uint64(i)
 	}
-	fill := func(opts ...MapOption) *Map[string, uint64] {
-		m, err := NewMap[string, uint64](mapBenchDevice(b), append([]MapOption{WithCapacity(n)}, opts...)...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		vs := make([]uint64, n)
-		for i := range vs {
-			vs[i] = uint64(i)
-		}
-		if err := m.putMany(s.keys, vs); err != nil {
-			b.Fatal(err)
-		}
-		return m
-	}
-	s.m, s.notier = fill(), fill(WithHostCache(0))
+	s.m, s.notier = tierBenchFillStr(b, s.keys), tierBenchFillStr(b, s.keys, WithHostCache(0))
 
 	tierBenchStrSets[n] = s
 	return s
+}
+
+// tierBenchFillStr returns a map made WithCapacity(len(keys)) (and opts)
+// holding keys[i] with value i.
+func tierBenchFillStr(b *testing.B, keys []string, opts ...MapOption) *Map[string, uint64] {
+	m, err := NewMap[string, uint64](mapBenchDevice(b), append([]MapOption{WithCapacity(len(keys))}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	vs := make([]uint64, len(keys))
+	for i := range vs {
+		vs[i] = uint64(i)
+	}
+	if err := m.putMany(keys, vs); err != nil {
+		b.Fatal(err)
+	}
+	return m
 }
 
 func tierBenchImplsStr(b *testing.B, s *tierBenchStrSet, stream []uint32, dist string) {

@@ -49,18 +49,8 @@ func BenchmarkMapTierHit(b *testing.B) {
 			b.Run(fmt.Sprintf("str/%s/%s", vmemtest.SizeName(n), dist), func(b *testing.B) {
 				s := tierBenchBuildStr(b, n)
 				b.StopTimer()
-				m, err := NewMap[string, uint64](mapBenchDevice(b), WithCapacity(n), WithHostCache(tierHitBudget(stream, 512)))
-				if err != nil {
-					b.Fatal(err)
-				}
+				m := tierBenchFillStr(b, s.keys, WithHostCache(tierHitBudget(stream, 512)))
 				defer m.Close()
-				vs := make([]uint64, n)
-				for i := range vs {
-					vs[i] = uint64(i)
-				}
-				if err := m.putMany(s.keys, vs); err != nil {
-					b.Fatal(err)
-				}
 				probes := tierBenchProbes(s, stream)
 				for range 2 {
 					for _, k := range probes {
