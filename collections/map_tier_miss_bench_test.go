@@ -3,6 +3,7 @@ package collections
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"unsafe"
@@ -28,6 +29,12 @@ import (
 //	              (mapped segments only), independent of each other
 //	chain1, chain2  the same, each address depending on the last load
 //	keyonly       (string keys) fetching and hashing the key, no lookup
+//	notier-dep, ctrlfirst-dep  (string keys) notier and ctrlfirst with
+//	              each key picked by the last Get's value: one miss's
+//	              latency, nothing overlapped, to set beside chain2
+//	zipf1.1/tier, zipf1.1/tier-ctrlfirst  (string keys) Zipf Gets
+//	              through the tier, the VRAM load under the predicted
+//	              branch or after the control bytes
 //
 // Zipf rows compare the hit rates of the admission settings. Each row
 // starts from an empty tier warmed by the same 2^21 Gets (or, with
@@ -96,26 +103,73 @@ func BenchmarkMapMissPath(b *testing.B) {
 	for _, n := range tierBenchStrSizes(b) {
 		s := tierBenchBuildStr(b, n)
 		stream := tierBenchStream(n, "uniform")
-		for _, v := range []string{"keyonly", "notier", "ctrlfirst", "tier", "noadmit"} {
+		for _, v := range []string{"keyonly", "notier", "ctrlfirst", "notier-dep", "ctrlfirst-dep", "tier", "noadmit"} {
 			b.Run(fmt.Sprintf("str/%s/uniform/%s", vmemtest.SizeName(n), v), func(b *testing.B) {
-				m := s.m
-				if v == "notier" || v == "keyonly" || v == "ctrlfirst" {
-					m = s.notier
+				m := s.notier
+				if v == "tier" || v == "noadmit" {
+					m = s.m
 				}
 				defer missVariant(v)()
+				dep := strings.HasSuffix(v, "-dep")
 				var acc uint64
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					k := s.keys[stream[i&(tierStreamLen-1)]]
+					j := i
+					if dep {
+						j += int(acc & 1) // the next key waits for this Get's value
+					}
+					k := s.keys[stream[j&(tierStreamLen-1)]]
 					if v == "keyonly" {
 						acc += m.hash(&k)
 						continue
 					}
 					x, _ := m.Get(k)
+					if dep {
+						acc = x
+					} else {
+						acc += x
+					}
+				}
+				b.StopTimer()
+				mapBenchSink += acc
+			})
+		}
+		// Zipf 1.1 keys through the tier, with the VRAM load issued
+		// under the predicted branch (tier) or only once the control bytes
+		// name the bucket (tier-ctrlfirst): a one-record bucket is often
+		// not the key's, and a load issued for it may hold up the one that
+		// is.
+		zs := tierBenchStream(n, "zipf1.1")
+		for _, v := range []string{"tier", "tier-ctrlfirst"} {
+			b.Run(fmt.Sprintf("str/%s/zipf1.1/%s", vmemtest.SizeName(n), v), func(b *testing.B) {
+				m := s.m
+				defer missVariant(v)()
+				m.tier.invalidateAll()
+				var acc uint64
+				if w := tierBenchWarmCount(b); w > 0 {
+					var mu sync.Mutex
+					tierBenchWarm(b, n, "zipf1.1", w, func(x uint64) {
+						if v, _ := m.Get(s.keys[x]); v == ^uint64(0) {
+							mu.Lock()
+							mapBenchSink++
+							mu.Unlock()
+						}
+					})
+				} else {
+					for i := tierStreamLen / 2; i < tierStreamLen; i++ {
+						x, _ := m.Get(s.keys[zs[i]])
+						acc += x
+					}
+				}
+				before := m.Stats().Cache
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					x, _ := m.Get(s.keys[zs[i&(tierStreamLen/2-1)]])
 					acc += x
 				}
 				b.StopTimer()
 				mapBenchSink += acc
+				tierBenchReport(b, before, m.Stats())
 			})
 		}
 		for _, kind := range []string{"line", "chain"} {
@@ -141,7 +195,8 @@ func missVariant(v string) func() {
 		tierAdmitSample, tierAdmitSparse = 16, 2
 	case "noadmit":
 		tierAdmitSample = 1 << 24
-	case "ctrlfirst":
+	}
+	if strings.Contains(v, "ctrlfirst") {
 		mapCtrlFirst = true
 	}
 	return func() {
