@@ -589,10 +589,12 @@ const btTierPrefetchMax = 32
 // is a hint only: tierCopy checks the set's sequence.
 func (t *BTree[K, V]) tierPrefetchWindow(c *tierCore, s *btScan) {
 	var sets [btTierPrefetchMax]unsafe.Pointer
+	var tags [btTierPrefetchMax]uint64
 	win := s.win[:min(len(s.win), btTierPrefetchMax)]
 	for i, w := range win {
 		if w.cnt > 0 {
-			sets[i] = c.set(btTierSpread(w.id))
+			sh := btTierSpread(w.id)
+			sets[i], tags[i] = c.set(sh), tierTag(sh)
 			prefetch.Span(sets[i], tierHdr)
 		}
 	}
@@ -601,7 +603,7 @@ func (t *BTree[K, V]) tierPrefetchWindow(c *tierCore, s *btScan) {
 		if sets[i] == nil {
 			continue
 		}
-		for mt := c.candidates(sets[i], tierTag(btTierSpread(w.id)), gen); mt != 0; mt &= mt - 1 {
+		for mt := c.candidates(sets[i], tags[i], gen); mt != 0; mt &= mt - 1 {
 			sp := c.slotAt(sets[i], bits.TrailingZeros64(mt)>>3)
 			prefetch.Line(sp)
 			btLiveLines(g, int(w.cnt), func(lo, hi uintptr) {

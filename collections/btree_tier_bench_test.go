@@ -3,10 +3,8 @@ package collections
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/google/btree"
@@ -286,25 +284,4 @@ func btRangeParallel(b *testing.B, s *btTierBenchSet, dist string, g int, gb boo
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mranges/s")
-}
-
-// benchFaults starts counting the process's page faults and garbage
-// collections; the function it returns reports them per operation
-// (faults/op, gc/op). A first read of a page of mapped VRAM faults (the
-// driver maps it then), and so does a first touch of host memory: rows
-// that differ by much between runs can be told apart by these.
-func benchFaults(b *testing.B) func() {
-	var r0 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
-	var m0 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	return func() {
-		var r1 syscall.Rusage
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
-		var m1 runtime.MemStats
-		runtime.ReadMemStats(&m1)
-		n := float64(max(b.N, 1))
-		b.ReportMetric(float64(r1.Minflt-r0.Minflt+r1.Majflt-r0.Majflt)/n, "faults/op")
-		b.ReportMetric(float64(m1.NumGC-m0.NumGC)/n, "gc/op")
-	}
 }

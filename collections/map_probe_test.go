@@ -65,7 +65,11 @@ func TestMapStrDisplacement(t *testing.T) {
 	home := float64(hist[0]) / float64(n)
 	t.Logf("%d keys, load %.3f: mean displacement %.2f buckets", n, float64(n)/float64(tb.nb), mean)
 	for i, c := range hist {
-		t.Logf("  %d%s buckets from home: %.1f%%", i, map[bool]string{true: " or more"}[i == len(hist)-1], 100*float64(c)/float64(n))
+		more := ""
+		if i == len(hist)-1 {
+			more = " or more"
+		}
+		t.Logf("  %d%s buckets from home: %.1f%%", i, more, 100*float64(c)/float64(n))
 	}
 	if mean > 2 || home < 0.55 {
 		t.Fatalf("keys sit %.2f buckets from home on average, %.1f%% at home: want at most 2 and at least 55%%", mean, 100*home)

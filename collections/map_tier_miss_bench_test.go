@@ -54,41 +54,10 @@ func BenchmarkMapMissPath(b *testing.B) {
 						m = s.notier
 					}
 					defer missVariant(v)()
-					// Every variant starts from an empty tier warmed by the
-					// same Gets, and times keys no variant has seen before.
-					if m.tier != nil {
-						m.tier.invalidateAll()
-					}
-					var acc uint64
-					if w := tierBenchWarmCount(b); w > 0 {
-						var mu sync.Mutex
-						tierBenchWarm(b, n, dist, w, func(x uint64) {
-							if v, _ := m.Get(mapBenchKey(x)); v == ^uint64(0) {
-								mu.Lock()
-								mapBenchSink++
-								mu.Unlock()
-							}
-						})
-					} else {
-						for i := tierStreamLen / 2; i < tierStreamLen; i++ {
-							x, _ := m.Get(mapBenchKey(uint64(stream[i])))
-							acc += x
-						}
-					}
-					r := rand.New(rand.NewPCG(uint64(len(v)), uint64(b.N)))
-					before := m.Stats().Cache
-					b.ResetTimer()
-					for i := 0; i < b.N; i++ {
-						k := uint64(stream[i&(tierStreamLen/2-1)])
-						if dist == "uniform" {
-							k = r.Uint64N(uint64(n))
-						}
-						x, _ := m.Get(mapBenchKey(k))
-						acc += x
-					}
-					b.StopTimer()
-					mapBenchSink += acc
-					tierBenchReport(b, before, m.Stats())
+					missRow(b, m.tier, m.Stats, n, dist, stream, uint64(len(v)), func(x uint64) uint64 {
+						v, _ := m.Get(mapBenchKey(x))
+						return v
+					})
 				})
 			}
 		}
@@ -142,34 +111,11 @@ func BenchmarkMapMissPath(b *testing.B) {
 		zs := tierBenchStream(n, "zipf1.1")
 		for _, v := range []string{"tier", "tier-ctrlfirst"} {
 			b.Run(fmt.Sprintf("str/%s/zipf1.1/%s", vmemtest.SizeName(n), v), func(b *testing.B) {
-				m := s.m
 				defer missVariant(v)()
-				m.tier.invalidateAll()
-				var acc uint64
-				if w := tierBenchWarmCount(b); w > 0 {
-					var mu sync.Mutex
-					tierBenchWarm(b, n, "zipf1.1", w, func(x uint64) {
-						if v, _ := m.Get(s.keys[x]); v == ^uint64(0) {
-							mu.Lock()
-							mapBenchSink++
-							mu.Unlock()
-						}
-					})
-				} else {
-					for i := tierStreamLen / 2; i < tierStreamLen; i++ {
-						x, _ := m.Get(s.keys[zs[i]])
-						acc += x
-					}
-				}
-				before := m.Stats().Cache
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					x, _ := m.Get(s.keys[zs[i&(tierStreamLen/2-1)]])
-					acc += x
-				}
-				b.StopTimer()
-				mapBenchSink += acc
-				tierBenchReport(b, before, m.Stats())
+				missRow(b, s.m.tier, s.m.Stats, n, "zipf1.1", zs, 0, func(x uint64) uint64 {
+					v, _ := s.m.Get(s.keys[x])
+					return v
+				})
 			})
 		}
 		for _, kind := range []string{"line", "chain"} {
@@ -178,6 +124,46 @@ func BenchmarkMapMissPath(b *testing.B) {
 			})
 		}
 	}
+}
+
+// missRow times one row of BenchmarkMapMissPath: every variant starts
+// from an empty tier (c; nil: none) warmed by the same Gets, and times key
+// indexes no variant has seen before: uniform draws (seeded by seed), or
+// the first half of stream, the warm-up having read its second half
+// (VMEM_BENCH_WARM Gets from all cores instead, if set). get looks up key
+// index x and returns its value; stats is the map's.
+func missRow(b *testing.B, c *tierCore, stats func() MapStats, n int, dist string, stream []uint32, seed uint64, get func(x uint64) uint64) {
+	if c != nil {
+		c.invalidateAll()
+	}
+	var acc uint64
+	if w := tierBenchWarmCount(b); w > 0 {
+		var mu sync.Mutex
+		tierBenchWarm(b, n, dist, w, func(x uint64) {
+			if get(x) == ^uint64(0) {
+				mu.Lock()
+				mapBenchSink++
+				mu.Unlock()
+			}
+		})
+	} else {
+		for i := tierStreamLen / 2; i < tierStreamLen; i++ {
+			acc += get(uint64(stream[i]))
+		}
+	}
+	r := rand.New(rand.NewPCG(seed, uint64(b.N)))
+	before := stats().Cache
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := uint64(stream[i&(tierStreamLen/2-1)])
+		if dist == "uniform" {
+			k = r.Uint64N(uint64(n))
+		}
+		acc += get(k)
+	}
+	b.StopTimer()
+	mapBenchSink += acc
+	tierBenchReport(b, before, stats())
 }
 
 // missVariant sets the tier's switches for variant v and returns their
