@@ -20,6 +20,14 @@ import (
 //	ctrlfirst     Get without a tier, its VRAM load waiting for the control
 //	              bytes (mapCtrlFirst) instead of issued under the branch
 //	              the CPU predicts
+//	homeeager     Get without a tier, the home bucket loaded before the
+//	              control bytes arrive, any other only once they name it
+//	              (mapHomeEager)
+//	eager         Get without a tier, every bucket it probes loaded before
+//	              its control bytes arrive (mapEagerLoad)
+//	...-dep       the same, each key picked by the last Get's value: one
+//	              miss's latency, nothing overlapped, to set beside chain1
+//	              or chain2
 //	tier          Get with the default tier
 //	dense         offers never sparser while rejected (tierAdmitSparse 1)
 //	nodoor        keys seen once offered too (tierAdmitMin 1)
@@ -29,12 +37,8 @@ import (
 //	              (mapped segments only), independent of each other
 //	chain1, chain2  the same, each address depending on the last load
 //	keyonly       (string keys) fetching and hashing the key, no lookup
-//	notier-dep, ctrlfirst-dep  (string keys) notier and ctrlfirst with
-//	              each key picked by the last Get's value: one miss's
-//	              latency, nothing overlapped, to set beside chain2
-//	zipf1.1/tier, zipf1.1/tier-ctrlfirst  (string keys) Zipf Gets
-//	              through the tier, the VRAM load under the predicted
-//	              branch or after the control bytes
+//	zipf1.1/tier-ctrlfirst, -homeeager, -eager  Zipf Gets through the
+//	              tier with the VRAM loads of ctrlfirst, homeeager, eager
 //
 // Zipf rows compare the hit rates of the admission settings. Each row
 // starts from an empty tier warmed by the same 2^21 Gets (or, with
@@ -44,17 +48,20 @@ func BenchmarkMapMissPath(b *testing.B) {
 		s := tierBenchBuild(b, n)
 		for _, dist := range []string{"uniform", "zipf1.1", "zipf0.99"} {
 			stream := tierBenchStream(n, dist)
-			for _, v := range []string{"notier", "ctrlfirst", "tier", "dense", "nodoor", "s4", "s16", "noadmit"} {
-				if dist != "uniform" && (v == "notier" || v == "ctrlfirst" || v == "noadmit") {
-					continue
-				}
+			vs := []string{"tier", "dense", "nodoor", "s4", "s16"}
+			if dist == "uniform" {
+				vs = append(vs, "noadmit", "notier", "ctrlfirst", "homeeager", "notier-dep", "ctrlfirst-dep", "homeeager-dep", "eager-dep")
+			} else if dist == "zipf1.1" {
+				vs = append(vs, "tier-ctrlfirst", "tier-homeeager")
+			}
+			for _, v := range vs {
 				b.Run(fmt.Sprintf("u64/%s/%s/%s", vmemtest.SizeName(n), dist, v), func(b *testing.B) {
 					m := s.m
-					if v == "notier" || v == "ctrlfirst" {
+					if !strings.HasPrefix(v, "tier") && v != "noadmit" && !missAdmit(v) {
 						m = s.notier
 					}
 					defer missVariant(v)()
-					missRow(b, m.tier, m.Stats, n, dist, stream, uint64(len(v)), func(x uint64) uint64 {
+					missRow(b, m.tier, m.Stats, n, dist, stream, uint64(len(v)), strings.HasSuffix(v, "-dep"), func(x uint64) uint64 {
 						v, _ := m.Get(mapBenchKey(x))
 						return v
 					})
@@ -72,7 +79,7 @@ func BenchmarkMapMissPath(b *testing.B) {
 	for _, n := range tierBenchStrSizes(b) {
 		s := tierBenchBuildStr(b, n)
 		stream := tierBenchStream(n, "uniform")
-		for _, v := range []string{"keyonly", "notier", "ctrlfirst", "notier-dep", "ctrlfirst-dep", "tier", "noadmit"} {
+		for _, v := range []string{"keyonly", "notier", "ctrlfirst", "homeeager", "notier-dep", "ctrlfirst-dep", "homeeager-dep", "eager-dep", "tier", "noadmit"} {
 			b.Run(fmt.Sprintf("str/%s/uniform/%s", vmemtest.SizeName(n), v), func(b *testing.B) {
 				m := s.notier
 				if v == "tier" || v == "noadmit" {
@@ -104,15 +111,14 @@ func BenchmarkMapMissPath(b *testing.B) {
 			})
 		}
 		// Zipf 1.1 keys through the tier, with the VRAM load issued
-		// under the predicted branch (tier) or only once the control bytes
-		// name the bucket (tier-ctrlfirst): a one-record bucket is often
-		// not the key's, and a load issued for it may hold up the one that
-		// is.
+		// under the predicted branch (tier) or as the other variants do:
+		// a one-record bucket is often not the key's, and a load issued
+		// for it may hold up the one that is.
 		zs := tierBenchStream(n, "zipf1.1")
-		for _, v := range []string{"tier", "tier-ctrlfirst"} {
+		for _, v := range []string{"tier", "tier-ctrlfirst", "tier-homeeager", "tier-eager"} {
 			b.Run(fmt.Sprintf("str/%s/zipf1.1/%s", vmemtest.SizeName(n), v), func(b *testing.B) {
 				defer missVariant(v)()
-				missRow(b, s.m.tier, s.m.Stats, n, "zipf1.1", zs, 0, func(x uint64) uint64 {
+				missRow(b, s.m.tier, s.m.Stats, n, "zipf1.1", zs, 0, false, func(x uint64) uint64 {
 					v, _ := s.m.Get(s.keys[x])
 					return v
 				})
@@ -132,7 +138,7 @@ func BenchmarkMapMissPath(b *testing.B) {
 // the first half of stream, the warm-up having read its second half
 // (VMEM_BENCH_WARM Gets from all cores instead, if set). get looks up key
 // index x and returns its value; stats is the map's.
-func missRow(b *testing.B, c *tierCore, stats func() MapStats, n int, dist string, stream []uint32, seed uint64, get func(x uint64) uint64) {
+func missRow(b *testing.B, c *tierCore, stats func() MapStats, n int, dist string, stream []uint32, seed uint64, dep bool, get func(x uint64) uint64) {
 	if c != nil {
 		c.invalidateAll()
 	}
@@ -159,11 +165,24 @@ func missRow(b *testing.B, c *tierCore, stats func() MapStats, n int, dist strin
 		if dist == "uniform" {
 			k = r.Uint64N(uint64(n))
 		}
+		if dep {
+			k += acc & missZero // the next key waits for this Get's value
+		}
 		acc += get(k)
 	}
 	b.StopTimer()
 	mapBenchSink += acc
 	tierBenchReport(b, before, stats())
+}
+
+// missAdmit reports whether variant v sets the tier's admission (and
+// so runs on the tiered map).
+func missAdmit(v string) bool {
+	switch v {
+	case "dense", "nodoor", "s4", "s16":
+		return true
+	}
+	return false
 }
 
 // missVariant sets the tier's switches for variant v and returns their
@@ -182,12 +201,17 @@ func missVariant(v string) func() {
 	case "noadmit":
 		tierAdmitSample = 1 << 24
 	}
-	if strings.Contains(v, "ctrlfirst") {
+	switch {
+	case strings.Contains(v, "ctrlfirst"):
 		mapCtrlFirst = true
+	case strings.Contains(v, "homeeager"):
+		mapHomeEager = true
+	case strings.Contains(v, "eager"):
+		mapEagerLoad = true
 	}
 	return func() {
 		tierAdmitSample, tierAdmitSparse, tierAdmitMin = sample, sparse, least
-		mapCtrlFirst = false
+		mapCtrlFirst, mapHomeEager, mapEagerLoad = false, false, false
 	}
 }
 
