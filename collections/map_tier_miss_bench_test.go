@@ -75,6 +75,15 @@ func BenchmarkMapMissPath(b *testing.B) {
 				})
 			}
 		}
+		for _, ctrl := range []bool{false, true} {
+			name := "chainall1"
+			if ctrl {
+				name = "chainctrl1"
+			}
+			b.Run(fmt.Sprintf("u64/%s/%s", vmemtest.SizeName(n), name), func(b *testing.B) {
+				missChainAll(b, s.notier, ctrl)
+			})
+		}
 	}
 	for _, n := range tierBenchStrSizes(b) {
 		s := tierBenchBuildStr(b, n)
@@ -127,6 +136,15 @@ func BenchmarkMapMissPath(b *testing.B) {
 		for _, kind := range []string{"line", "chain"} {
 			b.Run(fmt.Sprintf("str/%s/%s2", vmemtest.SizeName(n), kind), func(b *testing.B) {
 				missLines(b, s.notier.t, 2, kind == "chain")
+			})
+		}
+		for _, ctrl := range []bool{false, true} {
+			name := "chainall2"
+			if ctrl {
+				name = "chainctrl2"
+			}
+			b.Run(fmt.Sprintf("str/%s/%s", vmemtest.SizeName(n), name), func(b *testing.B) {
+				missChainAll(b, s.notier, ctrl)
 			})
 		}
 	}
@@ -241,6 +259,42 @@ func missLines(b *testing.B, t *mapTable, lines int, chain bool) {
 		if chain {
 			dep = uint64(buf[0]) * missZero
 		}
+	}
+	b.StopTimer()
+	mapBenchSink += acc
+}
+
+// missChainAll reads one random bucket (its line or two) of m's whole table per step
+// (all segments, the bucket drawn afresh each step, as a Get's hash
+// would), each address depending on the last load; with ctrl, each step
+// also reads the bucket's control bytes, as a Get does beside its line:
+// what the memory system charges a lone miss, without the map's code.
+func missChainAll[K comparable, V any](b *testing.B, m *Map[K, V], ctrl bool) {
+	t := m.t
+	for i := range t.segs {
+		if t.segs[i].Kind != access.WC {
+			b.Skip("no mapped segment")
+		}
+	}
+	if m.r.lines > 2 {
+		b.Skip("records of more than two lines")
+	}
+	var buf [2]mapLine
+	var acc, dep uint64
+	x := uint64(1)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		x = x*6364136223846793005 + 1442695040888963407
+		bk := (x >> 11) % t.nb
+		bk += dep
+		sg := &t.segs[bk>>t.shift]
+		j := bk & t.mask
+		m.loadBucketWC(&buf, sg, j)
+		if ctrl {
+			acc += mapGroup(sg.fp, j, m.r.p)
+		}
+		acc += uint64(buf[0].b[0])
+		dep = uint64(buf[0].b[0]) * missZero
 	}
 	b.StopTimer()
 	mapBenchSink += acc
