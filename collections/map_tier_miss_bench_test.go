@@ -39,6 +39,10 @@ import (
 //	keyonly       (string keys) fetching and hashing the key, no lookup
 //	zipf1.1/tier-ctrlfirst, -homeeager, -eager  Zipf Gets through the
 //	              tier with the VRAM loads of ctrlfirst, homeeager, eager
+//	zipf1.1/tier-frozen  the warm tier offered no miss while timed: what
+//	              offers and admissions add to the mixed stream
+//	zipf1.1/tier-specfence  the tier's locked instructions followed by
+//	              lineio.SpecFence (tierSpecFence)
 //
 // Zipf rows compare the hit rates of the admission settings. Each row
 // starts from an empty tier warmed by the same 2^21 Gets (or, with
@@ -52,7 +56,7 @@ func BenchmarkMapMissPath(b *testing.B) {
 			if dist == "uniform" {
 				vs = append(vs, "noadmit", "notier", "ctrlfirst", "homeeager", "notier-dep", "ctrlfirst-dep", "homeeager-dep", "eager-dep")
 			} else if dist == "zipf1.1" {
-				vs = append(vs, "tier-ctrlfirst", "tier-homeeager")
+				vs = append(vs, "tier-ctrlfirst", "tier-homeeager", "tier-frozen", "tier-specfence")
 			}
 			for _, v := range vs {
 				b.Run(fmt.Sprintf("u64/%s/%s/%s", vmemtest.SizeName(n), dist, v), func(b *testing.B) {
@@ -175,6 +179,9 @@ func missRow(b *testing.B, c *tierCore, stats func() MapStats, n int, dist strin
 			acc += get(uint64(stream[i]))
 		}
 	}
+	if missFreeze {
+		tierAdmitSample = 1 << 24 // restored by missVariant's restore
+	}
 	r := rand.New(rand.NewPCG(seed, uint64(b.N)))
 	before := stats().Cache
 	b.ResetTimer()
@@ -226,12 +233,21 @@ func missVariant(v string) func() {
 		mapHomeEager = true
 	case strings.Contains(v, "eager"):
 		mapEagerLoad = true
+	case strings.Contains(v, "frozen"):
+		missFreeze = true
+	case strings.Contains(v, "specfence"):
+		tierSpecFence = true
 	}
 	return func() {
 		tierAdmitSample, tierAdmitSparse, tierAdmitMin = sample, sparse, least
 		mapCtrlFirst, mapHomeEager, mapEagerLoad = false, false, false
+		missFreeze, tierSpecFence = false, false
 	}
 }
+
+// missFreeze makes missRow offer no miss to the tier once it is warm: the
+// timed Gets then pay no admission work, from the same tier.
+var missFreeze bool
 
 // missZero is 0, read at run time: a load's result times it makes the
 // next address depend on the load.
