@@ -41,8 +41,6 @@ import (
 //	              tier with the VRAM loads of ctrlfirst, homeeager, eager
 //	zipf1.1/tier-frozen  the warm tier offered no miss while timed: what
 //	              offers and admissions add to the mixed stream
-//	zipf1.1/tier-specfence  the tier's locked instructions followed by
-//	              lineio.SpecFence (tierSpecFence)
 //
 // Zipf rows compare the hit rates of the admission settings. Each row
 // starts from an empty tier warmed by the same 2^21 Gets (or, with
@@ -56,7 +54,7 @@ func BenchmarkMapMissPath(b *testing.B) {
 			if dist == "uniform" {
 				vs = append(vs, "noadmit", "notier", "ctrlfirst", "homeeager", "notier-dep", "ctrlfirst-dep", "homeeager-dep", "eager-dep")
 			} else if dist == "zipf1.1" {
-				vs = append(vs, "tier-ctrlfirst", "tier-homeeager", "tier-frozen", "tier-specfence")
+				vs = append(vs, "tier-ctrlfirst", "tier-homeeager", "tier-frozen")
 			}
 			for _, v := range vs {
 				b.Run(fmt.Sprintf("u64/%s/%s/%s", vmemtest.SizeName(n), dist, v), func(b *testing.B) {
@@ -235,13 +233,11 @@ func missVariant(v string) func() {
 		mapEagerLoad = true
 	case strings.Contains(v, "frozen"):
 		missFreeze = true
-	case strings.Contains(v, "specfence"):
-		tierSpecFence = true
 	}
 	return func() {
 		tierAdmitSample, tierAdmitSparse, tierAdmitMin = sample, sparse, least
 		mapCtrlFirst, mapHomeEager, mapEagerLoad = false, false, false
-		missFreeze, tierSpecFence = false, false
+		missFreeze = false
 	}
 }
 

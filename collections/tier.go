@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/internal/prefetch"
 )
 
@@ -303,9 +302,6 @@ func tierSpreadBits(v uint64) uint64 {
 func (c *tierCore) touch(p unsafe.Pointer, w int, s uint64) {
 	if atomic.LoadUint32(tierRef(p))&(1<<w) == 0 {
 		atomic.OrUint32(tierRef(p), 1<<w)
-		if tierSpecFence {
-			lineio.SpecFence()
-		}
 		c.sk.increment(s)
 	}
 }
@@ -346,15 +342,7 @@ func (c *tierCore) lockWait(p unsafe.Pointer) uint32 {
 
 func (c *tierCore) unlock(p unsafe.Pointer, s uint32) {
 	atomic.StoreUint32(tierSeq(p), s+1)
-	if tierSpecFence {
-		lineio.SpecFence()
-	}
 }
-
-// tierSpecFence makes the tier's locked instructions (a set's lock, a
-// reference bit's first set) end with lineio.SpecFence (a knob for
-// measurements).
-var tierSpecFence = false
 
 // victim picks the way to replace in the locked set at p: a free way if
 // there is one (evict false), else by CLOCK.

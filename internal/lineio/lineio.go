@@ -156,13 +156,6 @@ func Fence() { sfence() }
 // this thread last read it; between ordinary batches [Fence] is enough.
 func FullFence() { mfence() }
 
-// SpecFence keeps every later instruction from starting before every
-// earlier one has completed: LFENCE on amd64, nothing elsewhere. After a
-// locked instruction it keeps the CPU from issuing a later streaming load
-// of WC memory early, which the locked instruction's ordering could make
-// it issue again.
-func SpecFence() { lfence() }
-
 // Copy copies n bytes from src to dst; either may be mapped VRAM, host
 // memory or the Go heap, at any alignment, but they must not overlap.
 //

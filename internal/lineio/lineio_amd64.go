@@ -107,8 +107,6 @@ func sfence()
 
 func mfence()
 
-func lfence()
-
 func load(dst *[LineSize]byte, src unsafe.Pointer) {
 	switch kind {
 	case kindAVX512:

@@ -732,8 +732,3 @@ TEXT ·sfence(SB), NOSPLIT, $0-0
 TEXT ·mfence(SB), NOSPLIT, $0-0
 	MFENCE
 	RET
-
-// func lfence()
-TEXT ·lfence(SB), NOSPLIT, $0-0
-	LFENCE
-	RET

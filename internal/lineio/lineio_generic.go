@@ -28,7 +28,3 @@ var fenceWord atomic.Uint32
 func sfence() { fenceWord.Add(1) }
 
 func mfence() { fenceWord.Add(1) }
-
-// Without assembly there is no way to hold back speculation; the call
-// is a no-op.
-func lfence() {}
