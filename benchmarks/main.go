@@ -62,6 +62,10 @@ type config struct {
 	// hot tier's hit rate and the report shows it.
 	dists   []keyDist
 	distSet bool
+	// hostCache is -host-cache: the hot tier's bytes for govram's Map and
+	// BTree (WithHostCache) when hostCacheSet; else the library's default.
+	hostCache    int64
+	hostCacheSet bool
 }
 
 // Defaults, and the -short ones (a smoke run: every case once, tiny).
@@ -99,6 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	list := fs.Bool("list", false, "print the cases that would run, and exit")
 	goroutines := fs.String("goroutines", defaultGoroutines, "map suite: lookups from this many goroutines at once, comma-separated (Get one at a time, GetBatch of 64, 4096 and 1e6 keys; aggregate keys/s)")
 	dist := fs.String("dist", defaultDists, "map and btree suites: key distributions of lookups and overwrites of present keys, comma-separated: uniform, zipf<s> (zipf0.99, zipf1.1; rank 0 the hottest, ranks spread over the keys by a fixed permutation); cases of a distribution other than uniform are named op@dist, and govram's report the hot tier's hit rate")
+	hostCache := fs.String("host-cache", "default", "map and btree suites: the hot tier of govram's Map and BTree (WithHostCache): default (the library's: a fiftieth of the container's device bytes on a GPU, none on the host backend), 0 (off), or a byte count (256MiB)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -149,6 +154,13 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.capacityMax, err = parseBytes(*capMax); err != nil {
 		return nil, err
+	}
+	if hc := strings.TrimSpace(*hostCache); hc != "default" {
+		n, err := parseBytes(hc)
+		if err != nil {
+			return nil, fmt.Errorf("-host-cache %q: want default, 0 or a byte count like 256MiB", *hostCache)
+		}
+		c.hostCache, c.hostCacheSet = int64(n), true
 	}
 	if c.format != "svg" && c.format != "png" {
 		return nil, fmt.Errorf("-format %q: want svg or png", c.format)
@@ -320,6 +332,12 @@ func newResults(dev *vmem.Device, cfg *config, args []string) *Results {
 	}
 	if cfg.distSet {
 		res.Config.Dists = distNames(cfg.dists)
+	}
+	if cfg.hostCacheSet {
+		res.Config.HostCache = "off"
+		if cfg.hostCache > 0 {
+			res.Config.HostCache = fmtBytes(float64(cfg.hostCache))
+		}
 	}
 	for _, name := range cfg.suites {
 		s := suiteByName(name)

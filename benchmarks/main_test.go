@@ -613,3 +613,61 @@ func TestDist(t *testing.T) {
 		t.Error("a hit counter without -dist")
 	}
 }
+
+// TestHostCache checks -host-cache: parsed, recorded, and reaching the
+// containers (on the host backend the tier is off unless it is set, so a
+// hit rate above zero shows the option arrived).
+func TestHostCache(t *testing.T) {
+	c, err := parseFlags(nil, &bytes.Buffer{})
+	if err != nil || c.hostCacheSet {
+		t.Fatalf("no -host-cache: set %v, %v", c.hostCacheSet, err)
+	}
+	for arg, want := range map[string]int64{"0": 0, "256MiB": 256 << 20, "1e6": 1e6} {
+		c, err := parseFlags([]string{"-host-cache", arg}, &bytes.Buffer{})
+		if err != nil || !c.hostCacheSet || c.hostCache != want {
+			t.Errorf("-host-cache %s: %d (set %v), %v; want %d", arg, c.hostCache, c.hostCacheSet, err, want)
+		}
+	}
+	for _, bad := range []string{"lots", "-1MiB", ""} {
+		if _, err := parseFlags([]string{"-host-cache", bad}, &bytes.Buffer{}); err == nil {
+			t.Errorf("-host-cache %q accepted", bad)
+		}
+	}
+	t.Setenv("VMEM_BACKEND", os.Getenv("VMEM_BACKEND"))
+	for _, hc := range []string{"default", "1MiB"} {
+		dir := t.TempDir()
+		args := []string{"-backend", "host", "-suites", "map,btree", "-sizes", "1e3", "-time", "2000x", "-count", "1",
+			"-goroutines", "1", "-dist", "zipf1.1", "-host-cache", hc, "-out", dir}
+		var out, errs bytes.Buffer
+		if code := run(args, &out, &errs); code != 0 {
+			t.Fatalf("-host-cache %s: exit status %d\nstderr:\n%s", hc, code, errs.String())
+		}
+		res, err := readJSON(filepath.Join(dir, "results.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCfg := map[string]string{"default": "", "1MiB": "1 MiB"}[hc]
+		if res.Config.HostCache != wantCfg {
+			t.Errorf("-host-cache %s: results.json says %q, want %q", hc, res.Config.HostCache, wantCfg)
+		}
+		report := string(mustRead(t, filepath.Join(dir, "report.md")))
+		if got := strings.Contains(report, "hot tier of govram's Map and BTree: 1 MiB"); got != (hc == "1MiB") {
+			t.Errorf("-host-cache %s: the report's header names it: %v", hc, got)
+		}
+		seen := map[string]bool{}
+		for _, cr := range res.Cases {
+			if cr.Impl != "govram" || (cr.Op != "get-hit@zipf1.1" && cr.Op != "get@zipf1.1") {
+				continue
+			}
+			// Without a tier the case reports no hit rate at all.
+			h, ok := cr.Metrics["hit%"]
+			seen[cr.Group] = true
+			if on := ok && h > 0; on != (hc == "1MiB") {
+				t.Errorf("-host-cache %s: %s %s hit %.1f%%", hc, cr.Group, cr.Op, h)
+			}
+		}
+		if !seen["map"] || !seen["btree"] {
+			t.Errorf("-host-cache %s: Zipf Gets measured for %v, want map and btree", hc, seen)
+		}
+	}
+}

@@ -140,8 +140,12 @@ func reportMarkdown(b *strings.Builder, res *Results, plots map[string]string) {
 		res.Started.UTC().Format("2006-01-02 15:04 MST"), res.Finished.Sub(res.Started).Round(time.Second),
 		len(res.Cases), ok, skipped, failed)
 	fmt.Fprintf(b, "Command: `cd benchmarks && go run .%s`  \n", commandArgs(res.Command))
-	fmt.Fprintf(b, "Sizes %s, -time %s, -count %d%s%s.\n\n", sizesText(res.Config.Sizes), res.Config.Time,
-		res.Config.Count, map[bool]string{true: ", -short", false: ""}[res.Config.Short], strings.Replace(distText(res.Config.Dists), " ", ", ", 1))
+	hc := ""
+	if res.Config.HostCache != "" {
+		hc = ", hot tier of govram's Map and BTree: " + res.Config.HostCache
+	}
+	fmt.Fprintf(b, "Sizes %s, -time %s, -count %d%s%s%s.\n\n", sizesText(res.Config.Sizes), res.Config.Time,
+		res.Config.Count, map[bool]string{true: ", -short", false: ""}[res.Config.Short], strings.Replace(distText(res.Config.Dists), " ", ", ", 1), hc)
 	if res.Partial {
 		b.WriteString("> **Partial results**: the run stopped before it finished (the process ended early); " +
 			"these are the cases measured until then.\n\n")

@@ -46,6 +46,8 @@ type RunConfig struct {
 	Deadline    string   `json:"deadline,omitempty"`
 	// Dists are the -dist key distributions, when the flag was given.
 	Dists []string `json:"dists,omitempty"`
+	// HostCache is -host-cache when it was set: the hot tier's bytes.
+	HostCache string `json:"host_cache,omitempty"`
 }
 
 // SuiteDoc describes a suite that ran.

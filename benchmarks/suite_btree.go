@@ -195,7 +195,7 @@ func btGovram(e *env, n int) *impl {
 		Name: "govram", Role: RoleGovram, Ops: distOps([]string{"build", "build#bulk", "get", "insert", "delete", "range", "scan"}, e.dists(), btDistOps...),
 		Need: func() (uint64, uint64) { return uint64(n) * 4, uint64(n) * 80 },
 		Setup: func() (*fixture, error) {
-			t, err := collections.NewBTreeOrdered[uint64, uint64](e.dev)
+			t, err := collections.NewBTreeOrdered[uint64, uint64](e.dev, e.btreeOpts()...)
 			if err != nil {
 				return nil, err
 			}
@@ -239,7 +239,7 @@ func bulkLoadOp(e *env, n int) benchFunc {
 	const run = 1 << 16
 	return func(b *B) error {
 		keys, vals := make([]uint64, min(run, n)), make([]uint64, min(run, n))
-		t, err := collections.NewBTreeOrdered[uint64, uint64](e.dev)
+		t, err := collections.NewBTreeOrdered[uint64, uint64](e.dev, e.btreeOpts()...)
 		if err != nil {
 			return err
 		}
@@ -249,7 +249,7 @@ func bulkLoadOp(e *env, n int) benchFunc {
 			b.StopTimer()
 			if loaded == n {
 				t.Close()
-				if t, err = collections.NewBTreeOrdered[uint64, uint64](e.dev); err != nil {
+				if t, err = collections.NewBTreeOrdered[uint64, uint64](e.dev, e.btreeOpts()...); err != nil {
 					return err
 				}
 				loaded = 0
@@ -338,4 +338,13 @@ func btNaive(e *env, n int) *impl {
 			return fx, nil
 		},
 	}
+}
+
+// btreeOpts are the options of govram's trees: -host-cache's tier where it
+// was set.
+func (e *env) btreeOpts() []collections.BTreeOption {
+	if !e.cfg.hostCacheSet {
+		return nil
+	}
+	return []collections.BTreeOption{collections.WithHostCache(int(e.cfg.hostCache))}
 }

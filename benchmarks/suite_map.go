@@ -218,7 +218,7 @@ func mapGovram(e *env, n int) *impl {
 		Name: "govram", Role: RoleGovram, Ops: append(distOps(govramMapOps, e.dists(), mapDistOps...), concOpNames(e)...),
 		Need: func() (uint64, uint64) { return uint64(n) * 4, uint64(n) * 48 },
 		Setup: func() (*fixture, error) {
-			m, err := collections.NewMap[uint64, uint64](e.dev, collections.WithCapacity(n))
+			m, err := collections.NewMap[uint64, uint64](e.dev, e.mapOpts(n)...)
 			if err != nil {
 				return nil, err
 			}
@@ -349,7 +349,7 @@ func smapGovram(e *env, n int) *impl {
 		Name: "govram", Role: RoleGovram, Ops: distOps(govramMapOps, e.dists(), mapDistOps...),
 		Need: func() (uint64, uint64) { return uint64(n) * 4, uint64(n) * 160 },
 		Setup: func() (*fixture, error) {
-			m, err := collections.NewMap[string, string](e.dev, collections.WithCapacity(n))
+			m, err := collections.NewMap[string, string](e.dev, e.mapOpts(n)...)
 			if err != nil {
 				return nil, err
 			}
@@ -582,4 +582,14 @@ func strPutVals(d keyDist, q strHitSet, vals []string) []string {
 		out[i] = strVal(j, 1)
 	}
 	return out
+}
+
+// mapOpts are the options of govram's maps of n entries: made for them
+// (WithCapacity), with -host-cache's tier where it was set.
+func (e *env) mapOpts(n int) []collections.MapOption {
+	opts := []collections.MapOption{collections.WithCapacity(n)}
+	if e.cfg.hostCacheSet {
+		opts = append(opts, collections.WithHostCache(int(e.cfg.hostCache)))
+	}
+	return opts
 }
