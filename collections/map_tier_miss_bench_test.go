@@ -77,15 +77,7 @@ func BenchmarkMapMissPath(b *testing.B) {
 				})
 			}
 		}
-		for _, ctrl := range []bool{false, true} {
-			name := "chainall1"
-			if ctrl {
-				name = "chainctrl1"
-			}
-			b.Run(fmt.Sprintf("u64/%s/%s", vmemtest.SizeName(n), name), func(b *testing.B) {
-				missChainAll(b, s.notier, ctrl)
-			})
-		}
+		missChainRows(b, "u64/"+vmemtest.SizeName(n), s.notier)
 	}
 	for _, n := range tierBenchStrSizes(b) {
 		s := tierBenchBuildStr(b, n)
@@ -140,15 +132,7 @@ func BenchmarkMapMissPath(b *testing.B) {
 				missLines(b, s.notier.t, 2, kind == "chain")
 			})
 		}
-		for _, ctrl := range []bool{false, true} {
-			name := "chainall2"
-			if ctrl {
-				name = "chainctrl2"
-			}
-			b.Run(fmt.Sprintf("str/%s/%s", vmemtest.SizeName(n), name), func(b *testing.B) {
-				missChainAll(b, s.notier, ctrl)
-			})
-		}
+		missChainRows(b, "str/"+vmemtest.SizeName(n), s.notier)
 	}
 }
 
@@ -274,6 +258,16 @@ func missLines(b *testing.B, t *mapTable, lines int, chain bool) {
 	}
 	b.StopTimer()
 	mapBenchSink += acc
+}
+
+// missChainRows runs m's chainall and chainctrl rows (named for the lines
+// of a bucket: chainall1, chainctrl2) under prefix.
+func missChainRows[K comparable, V any](b *testing.B, prefix string, m *Map[K, V]) {
+	for _, kind := range []string{"chainall", "chainctrl"} {
+		b.Run(fmt.Sprintf("%s/%s%d", prefix, kind, m.r.lines), func(b *testing.B) {
+			missChainAll(b, m, kind == "chainctrl")
+		})
+	}
 }
 
 // missChainAll reads one random bucket (its line or two) of m's whole table per step
