@@ -208,11 +208,6 @@ var (
 	mapZeroDep   uint64
 )
 
-// mapHomeEager makes Get load the home bucket of mapped VRAM before the
-// control bytes arrive and any other bucket only once they name it (a
-// knob for measurements).
-var mapHomeEager = false
-
 // NewMap returns an empty map on mem: a *vmem.Device, or a *vmem.Pool
 // whose devices the map spreads over (see Map). K and V must hold no
 // pointers (vmem.ErrPointerType names the field that does), except that either

@@ -57,12 +57,11 @@ func (m *Map[K, V]) get(kp *K, h uint64) (V, bool) {
 	}
 	pat := (h & 0x7f) * mapLSB
 	var line [2]mapLine // a bucket of mapped VRAM: one line, or a two-line record
-	home := mapHome(h, t.nb)
-	for b := home; b < t.nbAll; b++ {
+	for b := mapHome(h, t.nb); b < t.nbAll; b++ {
 		sg := &t.segs[b>>t.shift]
 		j := b & t.mask
 		loaded := false
-		if (mapEagerLoad || mapHomeEager && b == home) && sg.Kind == access.WC {
+		if mapEagerLoad && sg.Kind == access.WC {
 			m.loadBucketWC(&line, sg, j)
 			loaded = true
 		}
@@ -75,7 +74,7 @@ func (m *Map[K, V]) get(kp *K, h uint64) (V, bool) {
 			switch {
 			case sg.Kind == access.WC:
 				if !loaded {
-					if mapCtrlFirst || mapHomeEager {
+					if mapCtrlFirst {
 						// The address depends on the control bytes: no load
 						// issued under a mispredicted branch.
 						m.loadBucketWC(&line, sg, j+mt&mapZeroDep)

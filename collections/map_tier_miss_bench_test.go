@@ -20,9 +20,6 @@ import (
 //	ctrlfirst     Get without a tier, its VRAM load waiting for the control
 //	              bytes (mapCtrlFirst) instead of issued under the branch
 //	              the CPU predicts
-//	homeeager     Get without a tier, the home bucket loaded before the
-//	              control bytes arrive, any other only once they name it
-//	              (mapHomeEager)
 //	eager         Get without a tier, every bucket it probes loaded before
 //	              its control bytes arrive (mapEagerLoad)
 //	...-dep       the same, each key picked by the last Get's value: one
@@ -37,8 +34,8 @@ import (
 //	              (mapped segments only), independent of each other
 //	chain1, chain2  the same, each address depending on the last load
 //	keyonly       (string keys) fetching and hashing the key, no lookup
-//	zipf1.1/tier-ctrlfirst, -homeeager, -eager  Zipf Gets through the
-//	              tier with the VRAM loads of ctrlfirst, homeeager, eager
+//	zipf1.1/tier-ctrlfirst, -eager  Zipf Gets through the tier with
+//	              the VRAM loads of ctrlfirst, eager
 //	zipf1.1/tier-frozen  the warm tier offered no miss while timed: what
 //	              offers and admissions add to the mixed stream
 //
@@ -52,9 +49,9 @@ func BenchmarkMapMissPath(b *testing.B) {
 			stream := tierBenchStream(n, dist)
 			vs := []string{"tier", "dense", "nodoor", "s4", "s16"}
 			if dist == "uniform" {
-				vs = append(vs, "noadmit", "notier", "ctrlfirst", "homeeager", "notier-dep", "ctrlfirst-dep", "homeeager-dep", "eager-dep")
+				vs = append(vs, "noadmit", "notier", "ctrlfirst", "notier-dep", "ctrlfirst-dep", "eager-dep")
 			} else if dist == "zipf1.1" {
-				vs = append(vs, "tier-ctrlfirst", "tier-homeeager", "tier-frozen")
+				vs = append(vs, "tier-ctrlfirst", "tier-frozen")
 			}
 			for _, v := range vs {
 				b.Run(fmt.Sprintf("u64/%s/%s/%s", vmemtest.SizeName(n), dist, v), func(b *testing.B) {
@@ -82,7 +79,7 @@ func BenchmarkMapMissPath(b *testing.B) {
 	for _, n := range tierBenchStrSizes(b) {
 		s := tierBenchBuildStr(b, n)
 		stream := tierBenchStream(n, "uniform")
-		for _, v := range []string{"keyonly", "notier", "ctrlfirst", "homeeager", "notier-dep", "ctrlfirst-dep", "homeeager-dep", "eager-dep", "tier", "noadmit"} {
+		for _, v := range []string{"keyonly", "notier", "ctrlfirst", "notier-dep", "ctrlfirst-dep", "eager-dep", "tier", "noadmit"} {
 			b.Run(fmt.Sprintf("str/%s/uniform/%s", vmemtest.SizeName(n), v), func(b *testing.B) {
 				m := s.notier
 				if v == "tier" || v == "noadmit" {
@@ -118,7 +115,7 @@ func BenchmarkMapMissPath(b *testing.B) {
 		// a one-record bucket is often not the key's, and a load issued
 		// for it may hold up the one that is.
 		zs := tierBenchStream(n, "zipf1.1")
-		for _, v := range []string{"tier", "tier-ctrlfirst", "tier-homeeager", "tier-eager"} {
+		for _, v := range []string{"tier", "tier-ctrlfirst", "tier-eager"} {
 			b.Run(fmt.Sprintf("str/%s/zipf1.1/%s", vmemtest.SizeName(n), v), func(b *testing.B) {
 				defer missVariant(v)()
 				missRow(b, s.m.tier, s.m.Stats, n, "zipf1.1", zs, 0, false, func(x uint64) uint64 {
@@ -211,8 +208,6 @@ func missVariant(v string) func() {
 	switch {
 	case strings.Contains(v, "ctrlfirst"):
 		mapCtrlFirst = true
-	case strings.Contains(v, "homeeager"):
-		mapHomeEager = true
 	case strings.Contains(v, "eager"):
 		mapEagerLoad = true
 	case strings.Contains(v, "frozen"):
@@ -220,7 +215,7 @@ func missVariant(v string) func() {
 	}
 	return func() {
 		tierAdmitSample, tierAdmitSparse, tierAdmitMin = sample, sparse, least
-		mapCtrlFirst, mapHomeEager, mapEagerLoad = false, false, false
+		mapCtrlFirst, mapEagerLoad = false, false
 		missFreeze = false
 	}
 }
