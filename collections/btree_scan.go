@@ -360,7 +360,7 @@ func (t *BTree[K, V]) descendOne(op string, lo, hi *K, yield func(K, V) bool) {
 		if s == nil {
 			return
 		}
-		if !t.emit(s, first, w.near, w.far, yield) {
+		if !t.emit(s, first, w.nearBound(), w.farBound(), yield) {
 			return
 		}
 	}
@@ -375,7 +375,11 @@ type btWalk[K, V any] struct {
 	t          *BTree[K, V]
 	op         string // the public read, whose lost device panics ("" for Save, which returns it)
 	desc       bool
-	near, far  *K // the bound the scan starts from, the one it runs to
+	// The bound the scan starts from and the one it runs to, if any:
+	// copies, not pointers to the caller's, which would then escape to
+	// the heap with everything a walk points to.
+	near, far       K
+	hasNear, hasFar bool
 	cur        btCursor
 	limit, per int
 	q          [btScanDepth + 1]btPending
@@ -404,19 +408,26 @@ func (w *btWalk[K, V]) start(t *BTree[K, V], op string, desc bool, lo, hi *K) bo
 		return false
 	}
 	w.t, w.op, w.desc, w.writes = t, op, desc, t.writes
-	w.near, w.far = lo, hi
+	near, far := lo, hi
 	switch {
 	case desc && hi != nil:
 		w.cur.b, w.cur.i = x.find(*hi)
-		w.near, w.far = hi, lo
+		near, far = hi, lo
 	case desc:
 		w.cur.b = x.last
 		w.cur.i = int(x.nodes[w.cur.b].n) - 1
-		w.near, w.far = nil, lo
+		near, far = nil, lo
 	case lo != nil:
 		w.cur.b, w.cur.i = x.find(*lo)
 	default:
 		w.cur.b = x.first
+	}
+	w.hasNear, w.hasFar = near != nil, far != nil
+	if near != nil {
+		w.near = *near
+	}
+	if far != nil {
+		w.far = *far
 	}
 	// An open-ended scan may be stopped by its caller at any time: its
 	// windows start at a few leaves (streamed) and double up to an extent
@@ -424,10 +435,25 @@ func (w *btWalk[K, V]) start(t *BTree[K, V], op string, desc bool, lo, hi *K) bo
 	// link's speed. A bounded scan knows which leaves it needs.
 	w.per = t.g.extentLeaves()
 	w.limit = w.per
-	if w.far == nil {
+	if !w.hasFar {
 		w.limit = min(btFirstWindow, w.per)
 	}
 	return true
+}
+
+// nearBound and farBound return the walk's bounds (nil: none).
+func (w *btWalk[K, V]) nearBound() *K {
+	if !w.hasNear {
+		return nil
+	}
+	return &w.near
+}
+
+func (w *btWalk[K, V]) farBound() *K {
+	if !w.hasFar {
+		return nil
+	}
+	return &w.far
 }
 
 // push queues the next window, starting its DMA if it goes by DMA.
@@ -435,7 +461,7 @@ func (w *btWalk[K, V]) push() {
 	t := w.t
 	s := t.getScan()
 	p := &w.q[(w.qh+w.qn)%len(w.q)]
-	w.last = t.window(w.desc, s, &w.cur, w.far, w.limit)
+	w.last = t.window(w.desc, s, &w.cur, w.farBound(), w.limit)
 	w.limit = min(2*w.limit, w.per)
 	*p = btPending{s: s}
 	if t.fetchByDMA(s) {
@@ -588,17 +614,31 @@ func (t *BTree[K, V]) leafRun(s *btScan, w btWin, first bool, near, far *K, vbuf
 	if j >= end {
 		return nil, nil, end == n
 	}
-	if g.vdense && !t.strV {
+	if !t.valsCopied() {
 		vals = unsafe.Slice((*V)(unsafe.Add(leaf, g.valOff)), n)[j:end:end]
 	} else {
-		vs := (*vbuf)[:0]
+		vals = (*vbuf)[:0]
 		for i := j; i < end; i++ {
-			vs = append(vs, t.vOut(unsafe.Add(leaf, g.valAt(i))))
+			vals = append(vals, t.vOut(unsafe.Add(leaf, g.valAt(i))))
 		}
-		*vbuf, vals = vs, vs
+		*vbuf = vals
 	}
 	return unsafe.Slice((*K)(kp), n)[j:end:end], vals, end == n
 }
+
+// btCopyBound returns a copy of the scan bound *p on the heap (nil for
+// nil).
+func btCopyBound[K any](p *K) *K {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
+}
+
+// valsCopied reports whether leafRun converts a run's values into its
+// buffer, rather than handing them out in place in the leaf.
+func (t *BTree[K, V]) valsCopied() bool { return !t.g.vdense || t.strV }
 
 // btRuns is an ascending scan handed out a leaf's run at a time by next,
 // for the sequences (All, Range, Ascend) that the compiler inlines with
@@ -617,7 +657,7 @@ type btRuns[K, V any] struct {
 	first bool    // the next leaf is the scan's first
 	last  bool    // the far bound lay in the leaf of the last run
 	done  bool
-	vbuf  []V
+	vbuf  *[]V // leafRun's values, where it copies them (valsCopied)
 }
 
 // next returns the next run of entries (nil at the end): valid until the
@@ -641,7 +681,14 @@ func (r *btRuns[K, V]) next() ([]K, []V) {
 		}
 		w := r.s.win[r.i]
 		r.i++
-		keys, vals, more := r.w.t.leafRun(r.s, w, r.first, r.w.near, r.w.far, &r.vbuf)
+		if r.vbuf == nil && r.w.t.valsCopied() {
+			// Its own allocation: &r.vbuf of a slice field would make
+			// the whole btRuns, and the walk it points to, escape to the
+			// heap (escape analysis does not tell a struct's fields
+			// apart): an allocation for every scan, values copied or not.
+			r.vbuf = new([]V)
+		}
+		keys, vals, more := r.w.t.leafRun(r.s, w, r.first, r.w.nearBound(), r.w.farBound(), r.vbuf)
 		r.first = false
 		if !more {
 			if len(keys) == 0 {
@@ -718,7 +765,9 @@ func (t *BTree[K, V]) ascendPush(op string, lo, hi *K, yield func(K, V) bool) {
 	rs := btRuns[K, V]{first: true, w: &w}
 	r := &rs
 	if t.sh != nil {
-		r = t.ascend(op, lo, hi) // a tree on a pool: a walk over its shards' walks
+		// A tree on a pool: a walk over its shards' walks, which keeps
+		// its own copies of the bounds, so the caller's stay on its stack.
+		r = t.ascend(op, btCopyBound(lo), btCopyBound(hi))
 	} else if !w.start(t, op, false, lo, hi) {
 		return
 	}

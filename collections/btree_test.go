@@ -564,3 +564,75 @@ func TestBTreeStringValues(t *testing.T) {
 		}
 	})
 }
+
+// TestBTreeScanNoAllocs: a short scan of fixed-size types (Range, All
+// stopped early, Backward, Ascend, over the tier's leaves and past them)
+// allocates nothing on the Go heap: a walk that escaped to the heap made
+// every Range allocate, and in a large process touch fresh pages.
+func TestBTreeScanNoAllocs(t *testing.T) {
+	if buildconst.Invariants {
+		t.Skip("invariants builds allocate in their checks")
+	}
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		tr, err := NewBTreeOrdered[uint64, uint64](d, WithHostCache(1<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		const n = 20000
+		keys, vals := make([]uint64, n), make([]uint64, n)
+		for i := range keys {
+			keys[i], vals[i] = uint64(i)*3, uint64(i)
+		}
+		if err := tr.BulkLoad(keys, vals); err != nil {
+			t.Fatal(err)
+		}
+		lo := uint64(0)
+		var sum uint64
+		scans := map[string]func(){
+			"Range": func() {
+				for k, v := range tr.Range(lo, lo+300) {
+					sum += k + v
+				}
+			},
+			"All": func() {
+				i := 0
+				for k := range tr.All() {
+					if sum += k; i == 50 {
+						break
+					}
+					i++
+				}
+			},
+			"Backward": func() {
+				i := 0
+				for k := range tr.Backward() {
+					if sum += k; i == 50 {
+						break
+					}
+					i++
+				}
+			},
+			"Ascend": func() {
+				i := 0
+				for k := range tr.Ascend(lo) {
+					if sum += k; i == 50 {
+						break
+					}
+					i++
+				}
+			},
+		}
+		for name, scan := range scans {
+			if a := testing.AllocsPerRun(200, func() {
+				scan()
+				lo = (lo + 7919) % (3 * n)
+			}); a != 0 {
+				t.Errorf("%s: %v allocations a scan", name, a)
+			}
+		}
+		if sum == 0 {
+			t.Fatal("the scans found nothing")
+		}
+	})
+}
