@@ -372,21 +372,21 @@ func (t *BTree[K, V]) descendOne(op string, lo, hi *K, yield func(K, V) bool) {
 // work. Streamed windows are read when they reach the head (no work is
 // done ahead for a caller that may stop).
 type btWalk[K, V any] struct {
-	t          *BTree[K, V]
-	op         string // the public read, whose lost device panics ("" for Save, which returns it)
-	desc       bool
+	t    *BTree[K, V]
+	op   string // the public read, whose lost device panics ("" for Save, which returns it)
+	desc bool
 	// The bound the scan starts from and the one it runs to, if any:
 	// copies, not pointers to the caller's, which would then escape to
 	// the heap with everything a walk points to.
 	near, far       K
 	hasNear, hasFar bool
-	cur        btCursor
-	limit, per int
-	q          [btScanDepth + 1]btPending
-	qh, qn     int
-	last       bool   // no window after those queued
-	head       bool   // q[qh] was handed out by window
-	writes     uint64 // t.writes at start
+	cur             btCursor
+	limit, per      int
+	q               [btScanDepth + 1]btPending
+	qh, qn          int
+	last            bool   // no window after those queued
+	head            bool   // q[qh] was handed out by window
+	writes          uint64 // t.writes at start
 
 	// sh: the walk of a tree on a pool, through its shards' walks in
 	// turn (btree_sharded_scan.go); the fields above are then unused.
