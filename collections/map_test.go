@@ -413,7 +413,11 @@ func TestMapGrowth(t *testing.T) {
 		if load := float64(m.Len()) / float64(m.t.nb*uint64(m.r.p)); load < 0.4 || load > 0.88 {
 			t.Fatalf("load %.2f after growth", load)
 		}
-		if m.t.maxDisp > 64 {
+		// With a uniform hash (4-slot buckets, load 0.77, 19,495
+		// buckets) the longest displacement of 400 seeded runs was 22-76
+		// buckets, its tail falling about fivefold each 10 buckets; a
+		// hash that clusters ordered keys puts it in the thousands.
+		if m.t.maxDisp > 192 {
 			t.Fatalf("maxDisp %d: the hash clusters", m.t.maxDisp)
 		}
 	})
