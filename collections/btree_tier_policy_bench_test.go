@@ -1,0 +1,207 @@
+package collections
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/govram/govram/internal/vmemtest"
+	"github.com/govram/govram/vmem"
+)
+
+// BenchmarkBTreeTierPolicy measures what the leaf tier can do for Ranges,
+// not their speed: a BTree[uint64,uint64] of n keys on the host backend
+// (the policy and the leaves' geometry are the same code on every
+// backend), its tiers given the default budget of a GPU (a fiftieth of
+// the tree's device bytes, half of it for leaves), warmed by n/10 Ranges
+// of 100 entries from starts drawn from a Zipf stream (VMEM_BENCH_WARM:
+// that many instead), then b.N more. VMEM_BENCH_BUDGETS (fractions of the
+// device bytes) runs larger tiers too, as WithHostCache makes them. It
+// reports
+//
+//	hit%         the leaf tier's hit rate over the timed Ranges
+//	ideal%       the leaf hit rate of a tier holding exactly the leaves
+//	             Ranges read most often, as many as this tier has slots
+//	             (from the distribution and the tree's leaves)
+//	range%       the timed Ranges that read no leaf from the device
+//	rangeideal%  the same for that ideal tier
+//	leaves/range the leaves a Range reads, on average over the stream
+//
+// A Range that reads any leaf from the device pays a round trip; range%
+// against rangeideal% says how much of that a better policy could save
+// at this budget, and rangeideal% what no policy can. Sizes:
+// VMEM_BENCH_BTREE_SIZES (default 1e6). Use -benchtime 1000000x.
+func BenchmarkBTreeTierPolicy(b *testing.B) {
+	dev, err := vmem.Open(vmem.Options{Backend: vmem.BackendHost})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Close()
+	for _, n := range vmemtest.BenchSizesFrom(b, "VMEM_BENCH_BTREE_SIZES", 1e6) {
+		for _, s := range []float64{0.99, 1.1} {
+			for _, f := range tierPolicyBudgets(b) {
+				name := fmt.Sprintf("%s/Range100/zipf%g", vmemtest.SizeName(n), s)
+				if f != 1.0/tierDefaultDiv {
+					name += fmt.Sprintf("/tier=%g", f)
+				}
+				b.Run(name, func(b *testing.B) {
+					btTierPolicyRun(b, dev, n, s, f)
+				})
+			}
+		}
+	}
+}
+
+func btTierPolicyRun(b *testing.B, dev *vmem.Device, n int, s float64, frac float64) {
+	b.StopTimer()
+	defer func(old uint32) { tierHitSample = old }(tierHitSample)
+	tierHitSample = 1 // exact hit counts
+	sorted := make([]uint64, n)
+	for i := range sorted {
+		sorted[i] = mapBenchKey(uint64(i))
+	}
+	slices.Sort(sorted)
+	vals := make([]uint64, n)
+	build := func(opts ...BTreeOption) *BTree[uint64, uint64] {
+		t, err := NewBTreeOrdered[uint64, uint64](dev, opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := t.BulkLoad(sorted, vals); err != nil {
+			b.Fatal(err)
+		}
+		return t
+	}
+	t0 := build(WithHostCache(0))
+	budget := uint64(frac * float64(t0.Stats().DeviceBytes))
+	t0.Close()
+	t := build(WithHostCache(int(budget)))
+	defer t.Close()
+	c := t.lv.hot
+	if c == nil {
+		b.Skip("no leaf tier")
+	}
+	// Leaf i of the tree, in key order, holds the entries from position
+	// first[i] of sorted on.
+	var first []int
+	for nd, at := t.idx.first, 0; nd != btNil; nd = t.idx.nodes[nd].next {
+		x := t.idx.nodes[nd]
+		for i := range int(x.n) {
+			first = append(first, at)
+			at += int(x.cnts[i])
+		}
+	}
+	leafOf := func(p int) int {
+		i, ok := slices.BinarySearch(first, p)
+		if !ok {
+			i--
+		}
+		return i
+	}
+	// rank r starts its Range at sorted[pos(r)] and reads the leaves of
+	// its first min(100, n-pos) entries.
+	pos := func(r uint64) int {
+		i, _ := slices.BinarySearch(sorted, mapBenchKey(r))
+		return i
+	}
+	span := func(r uint64) (int, int) {
+		p := pos(r)
+		return leafOf(p), leafOf(min(p+100, n) - 1)
+	}
+	weight := make([]float64, n)
+	var all float64
+	for r := range weight {
+		weight[r] = math.Pow(float64(r+1), -s)
+		all += weight[r]
+	}
+	freq := make([]float64, len(first)) // probability that a Range reads leaf i
+	var leafReads float64
+	for r := range n {
+		lo, hi := span(uint64(r))
+		for i := lo; i <= hi; i++ {
+			freq[i] += weight[r] / all
+		}
+		leafReads += float64(hi-lo+1) * weight[r] / all
+	}
+	order := make([]int, len(freq))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		switch {
+		case freq[a] > freq[b]:
+			return -1
+		case freq[a] < freq[b]:
+			return 1
+		}
+		return 0
+	})
+	slots := int(c.sets * tierWays)
+	held := make([]bool, len(freq))
+	var heldReads float64
+	for _, i := range order[:min(slots, len(order))] {
+		held[i] = true
+		heldReads += freq[i]
+	}
+	var rangeIdeal float64
+	for r := range n {
+		lo, hi := span(uint64(r))
+		in := true
+		for i := lo; i <= hi && in; i++ {
+			in = held[i]
+		}
+		if in {
+			rangeIdeal += weight[r] / all
+		}
+	}
+
+	rng := rand.New(rand.NewPCG(7, 8))
+	var next func() uint64
+	if s > 1 {
+		next = rand.NewZipf(rng, s, 1, uint64(n-1)).Uint64
+	} else {
+		z := newTierZipf(n, s)
+		next = func() uint64 { return z.next(rng) }
+	}
+	var sink uint64
+	one := func() bool {
+		p := pos(next())
+		hi := ^uint64(0)
+		if p+100 < n {
+			hi = sorted[p+100]
+		}
+		m0 := c.total(cntMisses)
+		for _, v := range t.Range(sorted[p], hi) {
+			sink += v
+		}
+		return c.total(cntMisses) == m0
+	}
+	warm := n / 10
+	if w := tierBenchWarmCount(b); w > 0 {
+		warm = w
+	}
+	for range warm {
+		one()
+	}
+	before := c.stats()
+	clean := 0
+	b.StartTimer()
+	for range b.N {
+		if one() {
+			clean++
+		}
+	}
+	b.StopTimer()
+	after := c.stats()
+	mapBenchSink += sink
+	if hm := after.Hits - before.Hits + after.Misses - before.Misses; hm > 0 {
+		b.ReportMetric(100*float64(after.Hits-before.Hits)/float64(hm), "hit%")
+	}
+	b.ReportMetric(100*heldReads/leafReads, "ideal%")
+	b.ReportMetric(100*float64(clean)/float64(b.N), "range%")
+	b.ReportMetric(100*rangeIdeal, "rangeideal%")
+	b.ReportMetric(leafReads, "leaves/range")
+	b.ReportMetric(0, "ns/op") // the time is the host tree's, not the policy's
+}
