@@ -53,7 +53,8 @@ import (
 // the leaf in the sketch. A Get admits when the set has a free way, or
 // when the sketch says the leaf beats the set's victim: it then loads all
 // the leaf's live lines in one batch of independent loads (one round trip,
-// as the lookup itself would take) and answers from them. A scan admits leaves it has already read.
+// as the lookup itself would take) and answers from them. A scan admits leaves it has already read,
+// a window's leaves together or none of them (fetchTiered).
 //
 // Coherence. Device memory stays authoritative and a cached leaf is always
 // clean: every store to a leaf (btLeaves.store, BTree.commit), a slot freed
@@ -563,15 +564,40 @@ func (t *BTree[K, V]) fetchTiered(c *tierCore, s *btScan) bool {
 	if c == nil {
 		return true
 	}
+	// A window's leaves are admitted together or not at all: a Range that
+	// finds only some of its leaves here still pays the round trip, so
+	// leaves taken without their neighbours would hold slots for little.
+	// Every missed leaf is offered first (its miss and sketch count); one
+	// offered and refused keeps the rest out. 1.6*10^7 entries, Ranges of
+	// 100 from Zipf 1.1 (0.99) starts, the default budget: 60.0% (37.4%)
+	// read no leaf from the device instead of 57.6% (32.0%); an ideal
+	// tier 65.2% (42.5%) (BenchmarkBTreeTierPolicy).
+	var ests [63]uint8
+	var admit uint64
+	refused := false
 	for i, w := range s.win {
 		if i >= 63 || w.cnt == 0 || missed&(1<<i) == 0 {
 			continue
 		}
 		sh := btTierSpread(w.id)
-		p := c.set(sh)
-		if est, ok := btTierOffer(c, p, sh); ok {
-			btTierInsert(c, p, sh, w.id, int(w.cnt), dstOf(w), g, est)
+		est, ok := btTierOffer(c, c.set(sh), sh)
+		switch {
+		case ok:
+			admit |= 1 << i
+			ests[i] = est
+		case est > 0:
+			refused = true
 		}
+	}
+	if refused {
+		return true
+	}
+	for i, w := range s.win {
+		if i >= 63 || admit&(1<<i) == 0 {
+			continue
+		}
+		sh := btTierSpread(w.id)
+		btTierInsert(c, c.set(sh), sh, w.id, int(w.cnt), dstOf(w), g, ests[i])
 	}
 	return true
 }
