@@ -110,7 +110,8 @@ func (m *Map[K, V]) Put(k K, v V) error {
 	behind, err := m.putBehind(&k, &v)
 	if !behind && err == nil {
 		h := m.hash(&k)
-		if !m.putInPlace(&k, &v, h) {
+		var done bool
+		if done, err = m.putHost(&k, &v, h); !done && err == nil {
 			err = m.put(&k, &v, h)
 		}
 		m.version++
@@ -127,19 +128,22 @@ func (m *Map[K, V]) Put(k K, v V) error {
 	return err
 }
 
-// putInPlace overwrites the value of a present key where every segment
-// of the table is ordinary memory and keys and values have fixed sizes:
-// Get's probe, keys compared in place, the value stored where it lies.
-// It reports false, having changed nothing, where k is absent or the
-// table is elsewhere: put does the work then. The general path's calls
-// and copies made an overwrite on the host backend cost twice a Go map's
-// (BenchmarkMapTier's Put rows, notier against gomap).
-func (m *Map[K, V]) putInPlace(k *K, v *V, h uint64) bool {
+// putHost stores k's value where every segment of the table is ordinary
+// memory and keys and values have fixed sizes: Get's probe, keys compared
+// in place, an overwrite stored where the value lies and a new key
+// inserted where findW would put it. It reports false, having changed
+// nothing, where the table is elsewhere or must grow: put does the work
+// then. The general path's calls and copies made a Put on the host
+// backend cost twice a Go map's (BenchmarkMapTier's Put rows, notier
+// against gomap).
+func (m *Map[K, V]) putHost(k *K, v *V, h uint64) (bool, error) {
 	t := m.t
 	if !t.allDirect || m.strK || m.strV {
-		return false
+		return false, nil
 	}
 	pat := (h & 0x7f) * mapLSB
+	var ins mapLoc
+	insOK, insEmpty := false, false
 	for b := mapHome(h, t.nb); b < t.nbAll; b++ {
 		sg := &t.segs[b>>t.shift]
 		j := b & t.mask
@@ -148,14 +152,24 @@ func (m *Map[K, V]) putInPlace(k *K, v *V, h uint64) bool {
 			sp := unsafe.Add(sg.Base, uintptr(j)*m.r.bucket+uintptr(bits.TrailingZeros64(mt)>>3)*m.r.stride)
 			if *(*K)(unsafe.Add(sp, m.r.keyOff)) == *k {
 				*(*V)(unsafe.Add(sp, m.r.valOff)) = *v
-				return true
+				return true, nil
+			}
+		}
+		if !insOK {
+			if fr := mapMatchFree(g) & m.r.lowMask; fr != 0 {
+				i := bits.TrailingZeros64(fr) >> 3
+				ins, insOK = mapLoc{b, i}, true
+				insEmpty = byte(g>>(8*i)) == mapEmpty
 			}
 		}
 		if mapMatchEmpty(g)&m.r.lowMask != 0 {
-			return false
+			break
 		}
 	}
-	return false
+	if !insOK || (insEmpty && t.growthLeft <= 0) {
+		return false, nil
+	}
+	return true, m.insert(t, ins, insEmpty, k, v, h)
 }
 
 func (m *Map[K, V]) put(k *K, v *V, h uint64) error {
