@@ -281,6 +281,9 @@ type mapOldStr struct {
 func (m *Map[K, V]) putBatch(keys []K, vals []V, hs, res []uint64, old []mapOldStr) error {
 	t, fresh := m.locate(keys, hs, res, old)
 	if t.growthLeft < fresh {
+		fresh = m.freshBound(t, keys, hs, res)
+	}
+	if t.growthLeft < fresh {
 		if err := m.grow(m.n+fresh, false); err != nil {
 			return err
 		}
@@ -318,6 +321,47 @@ func (m *Map[K, V]) putBatch(keys []K, vals []V, hs, res []uint64, old []mapOldS
 		}
 	}
 	return nil
+}
+
+// freshBound counts the keys of a batch that may be new more tightly
+// than locate, which takes every key not in its home bucket for new: in a
+// full table of one-record buckets (string keys) that is many of the keys
+// present, and a batch of overwrites grew the table for nothing (a map of
+// 10^6 strings filled to its capacity doubled, taking 0.3 s, on a
+// PutBatch of 4,096 of its own keys). A key is new for certain where no
+// control byte along its probe (host memory) matches its hash; where one
+// does, a record in host memory is compared in place, and one in device
+// memory is taken for the key's. A wrong guess costs only put's own growth.
+func (m *Map[K, V]) freshBound(t *mapTable, keys []K, hs, res []uint64) int {
+	n := 0
+	for i := range keys {
+		if res[i] == 0 && !m.mayHold(t, &keys[i], hs[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+// mayHold reports whether t may hold k (hash h): see freshBound.
+func (m *Map[K, V]) mayHold(t *mapTable, k *K, h uint64) bool {
+	pat := (h & 0x7f) * mapLSB
+	for b := mapHome(h, t.nb); b < t.nbAll; b++ {
+		sg := &t.segs[b>>t.shift]
+		j := b & t.mask
+		g := mapGroup(sg.fp, j, m.r.p)
+		for mt := mapMatch(g, pat) & m.r.lowMask; mt != 0; mt &= mt - 1 {
+			if sg.Kind != access.Direct {
+				return true
+			}
+			if m.keyMatches(unsafe.Add(sg.Base, uintptr(j)*m.r.bucket+uintptr(bits.TrailingZeros64(mt)>>3)*m.r.stride), k, h) {
+				return true
+			}
+		}
+		if mapMatchEmpty(g)&m.r.lowMask != 0 {
+			return false
+		}
+	}
+	return false
 }
 
 // locate hashes keys into hs and finds the keys already in their home

@@ -142,3 +142,51 @@ func TestMapBatchDisplaced(t *testing.T) {
 		}
 	})
 }
+
+// TestMapPutBatchFullNoGrowth: a map of string keys filled to the
+// capacity it was made with keeps its table through PutBatch calls that
+// overwrite its own keys (most of them displaced from their home buckets
+// at that load), on every backend, and then holds the new values.
+func TestMapPutBatchFullNoGrowth(t *testing.T) {
+	n := mapSteps(20000, 4000)
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		m, err := NewMap[string, string](d, WithCapacity(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		ks, vs := make([]string, n), make([]string, n)
+		for i := range ks {
+			ks[i], vs[i] = fmt.Sprintf("key-%016d", i*7919), fmt.Sprintf("val-%027d", i)
+		}
+		if err := m.PutBatch(ks, vs); err != nil {
+			t.Fatal(err)
+		}
+		tb := m.t
+		rng := rand.New(rand.NewPCG(3, 9))
+		for round := range 8 {
+			lo := rng.IntN(n - n/4)
+			b := ks[lo : lo+n/4]
+			for i := range b {
+				vs[lo+i] = fmt.Sprintf("new-%d-%023d", round, i)
+			}
+			if err := m.PutBatch(b, vs[lo:lo+len(b)]); err != nil {
+				t.Fatal(err)
+			}
+			if m.t != tb {
+				t.Fatalf("round %d: a PutBatch of %d present keys grew the table (%d entries, capacity %d)", round, len(b), m.Len(), n)
+			}
+		}
+		if m.Len() != n {
+			t.Fatalf("Len %d, want %d", m.Len(), n)
+		}
+		for i, k := range ks {
+			if v, ok := m.Get(k); !ok || v != vs[i] {
+				t.Fatalf("Get(%q) = %q, %v; want %q", k, v, ok, vs[i])
+			}
+		}
+		if err := m.check(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
