@@ -34,24 +34,7 @@ import (
 // at this budget, and rangeideal% what no policy can. Sizes:
 // VMEM_BENCH_BTREE_SIZES (default 1e6). Use -benchtime 1000000x.
 func BenchmarkBTreeTierPolicy(b *testing.B) {
-	dev, err := vmem.Open(vmem.Options{Backend: vmem.BackendHost})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
-	for _, n := range vmemtest.BenchSizesFrom(b, "VMEM_BENCH_BTREE_SIZES", 1e6) {
-		for _, s := range []float64{0.99, 1.1} {
-			for _, f := range tierPolicyBudgets(b) {
-				name := fmt.Sprintf("%s/Range100/zipf%g", vmemtest.SizeName(n), s)
-				if f != 1.0/tierDefaultDiv {
-					name += fmt.Sprintf("/tier=%g", f)
-				}
-				b.Run(name, func(b *testing.B) {
-					btTierPolicyRun(b, dev, n, s, f)
-				})
-			}
-		}
-	}
+	tierPolicyEach(b, vmemtest.BenchSizesFrom(b, "VMEM_BENCH_BTREE_SIZES", 1e6), "/Range100", btTierPolicyRun)
 }
 
 func btTierPolicyRun(b *testing.B, dev *vmem.Device, n int, s float64, frac float64) {
@@ -157,14 +140,7 @@ func btTierPolicyRun(b *testing.B, dev *vmem.Device, n int, s float64, frac floa
 		}
 	}
 
-	rng := rand.New(rand.NewPCG(7, 8))
-	var next func() uint64
-	if s > 1 {
-		next = rand.NewZipf(rng, s, 1, uint64(n-1)).Uint64
-	} else {
-		z := newTierZipf(n, s)
-		next = func() uint64 { return z.next(rng) }
-	}
+	next := tierBenchSampler(n, fmt.Sprintf("zipf%g", s))(rand.New(rand.NewPCG(7, 8)))
 	var sink uint64
 	one := func() bool {
 		p := pos(next())

@@ -30,21 +30,26 @@ import (
 // The policy is the same code on every backend, so this runs without a GPU.
 // Sizes: VMEM_BENCH_SIZES (default 1e6). Use -benchtime 4194304x.
 func BenchmarkMapTierPolicy(b *testing.B) {
+	tierPolicyEach(b, vmemtest.BenchSizes(b, 1e6), "", tierPolicyRun)
+}
+
+// tierPolicyEach runs a policy benchmark's rows on the host backend: every
+// size, Zipf exponent 0.99 and 1.1, and budget (tierPolicyBudgets), named
+// size, op (if any), exponent and a budget other than the default.
+func tierPolicyEach(b *testing.B, sizes []int, op string, run func(b *testing.B, dev *vmem.Device, n int, s, frac float64)) {
 	dev, err := vmem.Open(vmem.Options{Backend: vmem.BackendHost})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer dev.Close()
-	for _, n := range vmemtest.BenchSizes(b, 1e6) {
+	for _, n := range sizes {
 		for _, s := range []float64{0.99, 1.1} {
 			for _, f := range tierPolicyBudgets(b) {
-				name := fmt.Sprintf("%s/zipf%g", vmemtest.SizeName(n), s)
+				name := vmemtest.SizeName(n) + op + fmt.Sprintf("/zipf%g", s)
 				if f != 1.0/tierDefaultDiv {
 					name += fmt.Sprintf("/tier=%g", f)
 				}
-				b.Run(name, func(b *testing.B) {
-					tierPolicyRun(b, dev, n, s, f)
-				})
+				b.Run(name, func(b *testing.B) { run(b, dev, n, s, f) })
 			}
 		}
 	}
@@ -80,14 +85,7 @@ func tierPolicyRun(b *testing.B, dev *vmem.Device, n int, s float64, frac float6
 	if err := m.PutBatch(ks, vs); err != nil {
 		b.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(7, 8))
-	var next func() uint64
-	if s > 1 {
-		next = rand.NewZipf(r, s, 1, uint64(n-1)).Uint64
-	} else {
-		z := newTierZipf(n, s)
-		next = func() uint64 { return z.next(r) }
-	}
+	next := tierBenchSampler(n, fmt.Sprintf("zipf%g", s))(rand.New(rand.NewPCG(7, 8)))
 	warm := 8 * n
 	if w := tierBenchWarmCount(b); w > 0 {
 		warm = w
