@@ -3,7 +3,10 @@ package collections
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -19,6 +22,10 @@ import (
 //	gbtree   google/btree's BTreeG (degree 32) with the same entries
 //	govram   BTree with its default hot tier (on the Vulkan backend)
 //	notier   BTree with WithHostCache(0)
+//
+// and, for each k of VMEM_BENCH_SCAN_PARTS, govram-split<k> and
+// notier-split<k>: the same trees with their windows' device reads cut
+// into up to k parts (btree_split.go).
 //
 // A stream's rank r names the key mapBenchKey(r), so hot keys lie
 // scattered over the tree's leaves. Sizes: 1e6 by default,
@@ -39,6 +46,25 @@ func BenchmarkBTreeTier(b *testing.B) {
 			})
 		}
 	}
+}
+
+// tierBenchScanParts reads VMEM_BENCH_SCAN_PARTS, a comma list of counts
+// of parts (2 to 16) to read Ranges' windows in (btree_split.go): each adds
+// the rows govram-split<k> and notier-split<k>, in the same run as the
+// others.
+func tierBenchScanParts(b *testing.B) []int {
+	var out []int
+	for f := range strings.SplitSeq(os.Getenv("VMEM_BENCH_SCAN_PARTS"), ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		k, err := strconv.Atoi(f)
+		if err != nil || k < 2 || k > 16 {
+			b.Fatalf("VMEM_BENCH_SCAN_PARTS: %q is not a count from 2 to 16", f)
+		}
+		out = append(out, k)
+	}
+	return out
 }
 
 type btTierBenchSet struct {
@@ -96,15 +122,28 @@ func btTierBenchBuild(b *testing.B, n int) *btTierBenchSet {
 
 func btTierBenchImpls(b *testing.B, s *btTierBenchSet, stream []uint32, dist string, scan bool) {
 	n := len(s.sorted)
-	for _, impl := range []string{"gbtree", "govram", "notier"} {
+	impls := []string{"gbtree", "govram", "notier"}
+	for _, k := range tierBenchScanParts(b) {
+		impls = append(impls, fmt.Sprintf("govram-split%d", k), fmt.Sprintf("notier-split%d", k))
+	}
+	for _, impl := range impls {
 		t := s.t
-		if impl == "notier" {
+		if strings.HasPrefix(impl, "notier") {
 			t = s.notier
 		}
 		if (impl == "gbtree" && s.g == nil) || (impl != "gbtree" && t == nil) {
 			continue // a set without this row (BenchmarkBTreeTierBudget)
 		}
+		parts := 1
+		if _, k, ok := strings.Cut(impl, "-split"); ok {
+			parts, _ = strconv.Atoi(k)
+		}
 		b.Run(impl, func(b *testing.B) {
+			if parts > 1 {
+				old := btScanParts
+				btScanParts = parts
+				defer func() { btScanParts = old }()
+			}
 			if t != nil {
 				t.etInvalidate()
 				t.lv.invalidate()

@@ -162,10 +162,31 @@ func Run(parts int, f func(i int)) {
 		}
 		return
 	}
+	if !runKept(parts, f) {
+		Go(parts, f)
+	}
+}
+
+// TryRun is Run where the kept workers are free: otherwise (another job
+// holds them, or there are none) it runs nothing and returns false, and
+// the caller does the work itself. It suits short parts that a goroutine
+// each would cost more than they save: the device reads of one scan.
+func TryRun(parts int, f func(i int)) bool {
+	if parts <= 1 {
+		if parts == 1 {
+			f(0)
+		}
+		return true
+	}
+	return runKept(parts, f)
+}
+
+// runKept runs a job of parts >= 2 on the caller and the kept workers, or
+// returns false at once if they are taken or there are none.
+func runKept(parts int, f func(i int)) bool {
 	startOnce.Do(start)
 	if len(workers) == 0 || !mu.TryLock() {
-		Go(parts, f)
-		return
+		return false
 	}
 	j := &job{f: f, parts: int64(parts)}
 	cur.Store(j)
@@ -192,6 +213,7 @@ func Run(parts int, f func(i int)) {
 	cur.CompareAndSwap(j, nil) // let go of f and what it holds
 	mu.Unlock()
 	j.fault.raise()
+	return true
 }
 
 // Go calls f(i) for every i in [0, parts), each on a goroutine of its own

@@ -84,6 +84,47 @@ func TestRunReleases(t *testing.T) {
 	}
 }
 
+// TestTryRun: with the workers free every part runs once; while another
+// job holds them TryRun runs nothing and says so.
+func TestTryRun(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("no kept workers with one P")
+	}
+	for _, parts := range []int{1, 2, 5, 16} {
+		hits := make([]atomic.Int32, parts)
+		if !TryRun(parts, func(i int) { hits[i].Add(1) }) {
+			t.Fatalf("parts=%d: refused with the workers free", parts)
+		}
+		for i := range hits {
+			if n := hits[i].Load(); n != 1 {
+				t.Fatalf("parts=%d: part %d ran %d times", parts, i, n)
+			}
+		}
+	}
+	release, started := make(chan struct{}), make(chan struct{}, 2)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(2, func(int) {
+			started <- struct{}{}
+			<-release
+		})
+	}()
+	<-started // the job holds the workers until release
+	var ran atomic.Int32
+	if TryRun(3, func(int) { ran.Add(1) }) {
+		t.Fatal("TryRun ran while another job held the workers")
+	}
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("a refused TryRun ran %d parts", n)
+	}
+	close(release)
+	<-done
+	if !TryRun(2, func(int) { ran.Add(1) }) || ran.Load() != 2 {
+		t.Fatalf("after the job: TryRun ran %d parts", ran.Load())
+	}
+}
+
 // goid is the calling goroutine's id, to tell inline calls from others.
 func goid() string {
 	var b [64]byte
