@@ -33,7 +33,8 @@ type btScan struct {
 	buf  []byte
 	base unsafe.Pointer // leaf slot s of the window is at base + (s-min)*leafSize
 	min  uint32
-	lo   uint32 // lowest slot of the window
+	lo   uint32   // lowest slot of the window
+	sp   *btSplit // reading windows in parts (btree_split.go), once it has
 }
 
 type btWin struct {

@@ -56,24 +56,41 @@ func splitWorth(e *btExtent, n, lines int) bool {
 // the scan's buffer, in up to btScanParts runs of leaves read at once. It
 // reports false, having read nothing, if the kept workers are taken.
 func (t *BTree[K, V]) streamSplit(e *btExtent, s *btScan, pick uint64) bool {
-	var idx [64]uint8
-	n := 0
-	for m := pick; m != 0; m &= m - 1 {
-		idx[n] = uint8(bits.TrailingZeros64(m))
-		n++
-	}
-	k := min(btScanParts, n)
-	g := &t.g
-	ok := par.TryRun(k, func(p int) {
-		for _, i := range idx[p*n/k : (p+1)*n/k] {
-			w := s.win[i]
-			t.streamLeaf(e, w, btBytes(s.leaf(g, w.id), g.leafSize))
+	sp := s.sp
+	if sp == nil {
+		// Made once for the scan state (which serves this tree only), so
+		// that a window read in parts allocates nothing.
+		sp = &btSplit{}
+		g := &t.g
+		sp.part = func(p int) {
+			for _, i := range sp.idx[p*sp.n/sp.k : (p+1)*sp.n/sp.k] {
+				w := s.win[i]
+				t.streamLeaf(sp.e, w, btBytes(s.leaf(g, w.id), g.leafSize))
+			}
 		}
-	})
+		s.sp = sp
+	}
+	sp.n, sp.e = 0, e
+	for m := pick; m != 0; m &= m - 1 {
+		sp.idx[sp.n] = uint8(bits.TrailingZeros64(m))
+		sp.n++
+	}
+	sp.k = min(btScanParts, sp.n)
+	ok := par.TryRun(sp.k, sp.part)
+	sp.e = nil
 	if ok && btSplitHook != nil {
 		btSplitHook()
 	}
 	return ok
+}
+
+// btSplit is a scan state's reading of a window in parts: the leaves
+// (indexes into the window) cut into k runs, and par's part function.
+type btSplit struct {
+	idx  [64]uint8
+	n, k int
+	e    *btExtent
+	part func(p int)
 }
 
 // btSplitHook, when set (tests), is called after each window read in

@@ -11,7 +11,8 @@ import (
 )
 
 // TestBTreeScanSplit runs the BTree differential tests (without a tier,
-// with tiny tiers, and with concurrent readers) with every window of
+// with tiny tiers, and with concurrent readers) and the test that scans
+// allocate nothing, with every window of
 // enough lines read in parts on par's workers (VMEM_SCAN_PARTS=4): the
 // answers stay google/btree's and the Go map's, and on Vulkan, where
 // leaves lie in mapped memory, windows were read in parts.
@@ -23,6 +24,7 @@ func TestBTreeScanSplit(t *testing.T) {
 	t.Run("differential", TestBTreeDifferential)
 	t.Run("tier", TestBTreeTierDifferential)
 	t.Run("concurrent", TestBTreeTierConcurrent)
+	t.Run("noallocs", TestBTreeScanNoAllocs)
 	if t.Failed() || runtime.GOMAXPROCS(0) < 2 || !slices.Contains(vmemtest.Backends(), vmem.BackendVulkan) {
 		return // no kept workers, or no mapped device memory to read in parts
 	}

@@ -106,6 +106,12 @@ var (
 	workers   []*worker
 	gen       atomic.Uint64       // bumped when a job is posted
 	cur       atomic.Pointer[job] // the latest job
+	// kept is the job of the kept workers, reused under mu, so that posting
+	// one allocates nothing. A worker that loaded cur stays counted in
+	// inJob until it leaves the job's run: the next job waits for none to
+	// be left before it resets the fields they read.
+	kept  job
+	inJob atomic.Int64
 )
 
 // maxWorkers bounds the kept workers. Callers bound their own parts: bulk
@@ -133,9 +139,11 @@ func (w *worker) loop() {
 				// Only a worker that got a part spins on: workers that
 				// find the job taken park after spinFor, so a stream of
 				// small jobs keeps as many cores busy as it has parts.
+				inJob.Add(1)
 				if j := cur.Load(); j != nil && j.run() {
 					t0, spins = time.Now(), 0
 				}
+				inJob.Add(-1)
 				continue
 			}
 			if spins&255 == 255 && time.Since(t0) > spinFor {
@@ -188,7 +196,18 @@ func runKept(parts int, f func(i int)) bool {
 	if len(workers) == 0 || !mu.TryLock() {
 		return false
 	}
-	j := &job{f: f, parts: int64(parts)}
+	for spins := 0; inJob.Load() != 0; spins++ {
+		// A worker is leaving the last job's run (every part of it is
+		// done: only its claim of none is left). If it was preempted
+		// there, let it run.
+		if spins&255 == 255 {
+			runtime.Gosched()
+		}
+	}
+	j := &kept
+	j.f, j.parts, j.fault = f, int64(parts), fault{}
+	j.next.Store(0)
+	j.done.Store(0)
 	cur.Store(j)
 	gen.Add(1)
 	// Wake sleepers until parts-1 workers are awake; spinning ones count.
@@ -210,9 +229,14 @@ func runKept(parts int, f func(i int)) bool {
 			runtime.Gosched()
 		}
 	}
-	cur.CompareAndSwap(j, nil) // let go of f and what it holds
+	cur.CompareAndSwap(j, nil)
+	j.f = nil // let go of f and what it holds
+	set, val := j.fault.set, j.fault.val
+	j.fault.val = nil
 	mu.Unlock()
-	j.fault.raise()
+	if set {
+		panic(val)
+	}
 	return true
 }
 

@@ -87,8 +87,9 @@ func TestRunReleases(t *testing.T) {
 // TestTryRun: with the workers free every part runs once; while another
 // job holds them TryRun runs nothing and says so.
 func TestTryRun(t *testing.T) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		t.Skip("no kept workers with one P")
+	startOnce.Do(start)
+	if len(workers) == 0 {
+		t.Skip("no kept workers: the package started with one P")
 	}
 	for _, parts := range []int{1, 2, 5, 16} {
 		hits := make([]atomic.Int32, parts)
@@ -122,6 +123,26 @@ func TestTryRun(t *testing.T) {
 	<-done
 	if !TryRun(2, func(int) { ran.Add(1) }) || ran.Load() != 2 {
 		t.Fatalf("after the job: TryRun ran %d parts", ran.Load())
+	}
+}
+
+// TestKeptJobNoAllocs: posting a job to the kept workers allocates
+// nothing (a scan posts one per window it reads in parts).
+func TestKeptJobNoAllocs(t *testing.T) {
+	startOnce.Do(start)
+	if len(workers) == 0 {
+		t.Skip("no kept workers: the package started with one P")
+	}
+	var sum atomic.Int64
+	f := func(i int) { sum.Add(int64(i)) }
+	if n := testing.AllocsPerRun(200, func() { TryRun(4, f) }); n != 0 {
+		t.Errorf("TryRun: %v allocations a call", n)
+	}
+	if n := testing.AllocsPerRun(200, func() { Run(4, f) }); n != 0 {
+		t.Errorf("Run: %v allocations a call", n)
+	}
+	if sum.Load() == 0 {
+		t.Fatal("no part ran")
 	}
 }
 
