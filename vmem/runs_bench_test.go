@@ -20,6 +20,10 @@ import (
 // before, so runs do not overlap one another.
 //
 //	run<L>           one goroutine loads the run (lineio.LoadLines)
+//	run<L>-interleave4
+//	                 one goroutine loads the run's lines in the order of
+//	                 four interleaved quarters (lineio.Gather): whether the
+//	                 order of the addresses, not the core, bounds the rate
 //	run<L>-split<k>  the run cut into k contiguous parts, loaded at once by
 //	                 the caller and k-1 helper goroutines that spin waiting
 //	                 for work: the best a scan could get from lending its
@@ -49,6 +53,9 @@ func BenchmarkLineRuns(b *testing.B) {
 			for _, l := range []int{8, 16, 32, 64} {
 				b.Run(fmt.Sprintf("run%d/%s", l, name), func(b *testing.B) {
 					lineRuns(b, l, 1, idx, addr)
+				})
+				b.Run(fmt.Sprintf("run%d-interleave4/%s", l, name), func(b *testing.B) {
+					lineRunsInterleaved(b, l, idx, addr)
 				})
 				for _, k := range []int{2, 4, 8} {
 					if l/k < 2 || runtime.GOMAXPROCS(0) < 2*k {
@@ -126,6 +133,37 @@ func lineRuns(b *testing.B, l, k int, idx []int, addr func(int) unsafe.Pointer) 
 			}
 		}
 		// The next run's place depends on every line of this one.
+		w = 0
+		for p := 0; p < len(dst); p += 64 {
+			w |= *(*uint64)(unsafe.Pointer(&dst[p]))
+		}
+	}
+	b.StopTimer()
+	sink = w
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(l), "ns/line")
+}
+
+// lineRunsInterleaved is lineRuns with one goroutine loading each run's
+// lines as four interleaved quarters: line 0, l/4, l/2, 3l/4, 1, ...
+func lineRunsInterleaved(b *testing.B, l int, idx []int, addr func(int) unsafe.Pointer) {
+	n := len(idx)
+	dst := make([]byte, l*64)
+	srcs := make([]unsafe.Pointer, l)
+	order := make([]int, 0, l)
+	for i := range l / 4 {
+		for q := range 4 {
+			order = append(order, q*(l/4)+i)
+		}
+	}
+	mask := ^(l - 1)
+	var w uint64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		j := (idx[i&(n-1)] ^ int(w>>63)) & mask
+		for x, o := range order {
+			srcs[x] = addr(j + o)
+		}
+		lineio.Gather(dst, srcs)
 		w = 0
 		for p := 0; p < len(dst); p += 64 {
 			w |= *(*uint64)(unsafe.Pointer(&dst[p]))
