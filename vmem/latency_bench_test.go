@@ -24,35 +24,44 @@ func BenchmarkLineLatency(b *testing.B) {
 		for _, nbytes := range latencyWindows() {
 			n := nbytes / 64
 			idx := randomIndices(n, 1<<20)
-			// The window is made of blocks of at most 1 GiB (one
-			// allocation is limited; VMEM_LAT_BLOCK_MIB sets another
-			// power of two, to see whether the size of the driver's
-			// allocations changes a line's cost); idx becomes a byte
-			// offset into it.
-			per := min(nbytes, latencyBlock())
-			var raws []block.Block
-			var bases []unsafe.Pointer
-			for off := 0; off < nbytes; off += per {
-				raw := touchedRaw(b, d, per)
-				raws = append(raws, raw)
-				bases = append(bases, raw.Ptr())
-			}
-			shift := uint(bitsLen(per) - 1)
-			addr := func(j int) unsafe.Pointer {
-				o := j * 64
-				return unsafe.Add(bases[o>>shift], o&(per-1))
-			}
+			addr, free := lineWindow(b, d, nbytes)
 			name := sizeName(uint64(nbytes))
 			lineLatencyLoads(b, name, idx, addr)
 			lineLatencyGathers(b, name, idx, addr)
-			for _, raw := range raws {
-				kdev(d).Free(raw)
-			}
+			free()
 			s := touched(b, d, n)
 			lineLatencySlice(b, name, idx, s)
 			s.Close()
 		}
 	})
+}
+
+// lineWindow maps a window of nbytes of written mapped memory and returns
+// the address of its line j, and a function that frees it. The window is
+// made of blocks of at most 1 GiB (one allocation is limited;
+// VMEM_LAT_BLOCK_MIB sets another power of two, to see whether the size
+// of the driver's allocations changes a line's cost); an aligned run of
+// up to 64 lines never crosses a block.
+func lineWindow(b *testing.B, d *vmem.Device, nbytes int) (addr func(j int) unsafe.Pointer, free func()) {
+	per := min(nbytes, latencyBlock())
+	var raws []block.Block
+	var bases []unsafe.Pointer
+	for off := 0; off < nbytes; off += per {
+		raw := touchedRaw(b, d, per)
+		raws = append(raws, raw)
+		bases = append(bases, raw.Ptr())
+	}
+	shift := uint(bitsLen(per) - 1)
+	addr = func(j int) unsafe.Pointer {
+		o := j * 64
+		return unsafe.Add(bases[o>>shift], o&(per-1))
+	}
+	free = func() {
+		for _, raw := range raws {
+			kdev(d).Free(raw)
+		}
+	}
+	return addr, free
 }
 
 // timeLineLoads loads b.N random lines of idx into line, one at a time.

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/govram/govram/internal/block"
 	"github.com/govram/govram/internal/lineio"
 	"github.com/govram/govram/vmem"
 )
@@ -33,21 +32,7 @@ import (
 func BenchmarkLineRuns(b *testing.B) {
 	benchEach(b, func(b *testing.B, d *vmem.Device) {
 		for _, nbytes := range latencyWindows() {
-			per := min(nbytes, latencyBlock())
-			var raws []block.Block
-			var bases []unsafe.Pointer
-			for off := 0; off < nbytes; off += per {
-				raw := touchedRaw(b, d, per)
-				raws = append(raws, raw)
-				bases = append(bases, raw.Ptr())
-			}
-			shift := uint(bitsLen(per) - 1)
-			// addr is the address of line j; a run aligned to its length
-			// (at most 64 lines, 4 KiB) never crosses a block.
-			addr := func(j int) unsafe.Pointer {
-				o := j * 64
-				return unsafe.Add(bases[o>>shift], o&(per-1))
-			}
+			addr, free := lineWindow(b, d, nbytes)
 			idx := randomIndices(nbytes/64, 1<<20)
 			name := sizeName(uint64(nbytes))
 			for _, l := range []int{8, 16, 32, 64} {
@@ -66,9 +51,7 @@ func BenchmarkLineRuns(b *testing.B) {
 					})
 				}
 			}
-			for _, raw := range raws {
-				kdev(d).Free(raw)
-			}
+			free()
 		}
 	})
 }
@@ -132,12 +115,23 @@ func lineRuns(b *testing.B, l, k int, idx []int, addr func(int) unsafe.Pointer) 
 			for want := uint64(i+1) * uint64(k-1); h.done.Load() != want; {
 			}
 		}
-		// The next run's place depends on every line of this one.
-		w = 0
-		for p := 0; p < len(dst); p += 64 {
-			w |= *(*uint64)(unsafe.Pointer(&dst[p]))
-		}
+		w = runFold(dst)
 	}
+	runDone(b, w, l)
+}
+
+// runFold returns the first words of the run's lines or-ed together: the
+// next run's place depends on every line of this one.
+func runFold(dst []byte) uint64 {
+	var w uint64
+	for p := 0; p < len(dst); p += 64 {
+		w |= *(*uint64)(unsafe.Pointer(&dst[p]))
+	}
+	return w
+}
+
+// runDone ends a runs row: its result kept, its time a line reported.
+func runDone(b *testing.B, w uint64, l int) {
 	b.StopTimer()
 	sink = w
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(l), "ns/line")
@@ -164,12 +158,7 @@ func lineRunsInterleaved(b *testing.B, l int, idx []int, addr func(int) unsafe.P
 			srcs[x] = addr(j + o)
 		}
 		lineio.Gather(dst, srcs)
-		w = 0
-		for p := 0; p < len(dst); p += 64 {
-			w |= *(*uint64)(unsafe.Pointer(&dst[p]))
-		}
+		w = runFold(dst)
 	}
-	b.StopTimer()
-	sink = w
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(l), "ns/line")
+	runDone(b, w, l)
 }
