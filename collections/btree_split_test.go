@@ -11,11 +11,12 @@ import (
 )
 
 // TestBTreeScanSplit runs the BTree differential tests (without a tier,
-// with tiny tiers, and with concurrent readers) and the test that scans
-// allocate nothing, with every window of
-// enough lines read in parts on par's workers (VMEM_SCAN_PARTS=4): the
-// answers stay google/btree's and the Go map's, and on Vulkan, where
-// leaves lie in mapped memory, windows were read in parts.
+// with tiny tiers, and with concurrent readers), the test that scans
+// allocate nothing and the one of a device lost under a tier, with every
+// window of enough lines read in parts on par's workers
+// (VMEM_SCAN_PARTS=4): the answers stay google/btree's and the Go map's,
+// and on Vulkan, where leaves lie in mapped memory, windows were read in
+// parts.
 func TestBTreeScanSplit(t *testing.T) {
 	old := btScanParts
 	var splits atomic.Int64
@@ -25,6 +26,7 @@ func TestBTreeScanSplit(t *testing.T) {
 	t.Run("tier", TestBTreeTierDifferential)
 	t.Run("concurrent", TestBTreeTierConcurrent)
 	t.Run("noallocs", TestBTreeScanNoAllocs)
+	t.Run("lost", TestBTreeTierDeviceLost)
 	if t.Failed() || runtime.GOMAXPROCS(0) < 2 || !slices.Contains(vmemtest.Backends(), vmem.BackendVulkan) {
 		return // no kept workers, or no mapped device memory to read in parts
 	}

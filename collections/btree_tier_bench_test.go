@@ -256,14 +256,25 @@ func btTierBenchImpls(b *testing.B, s *btTierBenchSet, stream []uint32, dist str
 //
 // Sizes: VMEM_BENCH_BTREE_SIZES (default 1e6); goroutines:
 // VMEM_BENCH_GOROUTINES (default 1,16). VMEM_BENCH_WARM warms each row
-// first, as BenchmarkBTreeTier does.
+// first, as BenchmarkBTreeTier does. VMEM_BENCH_SCAN_PARTS adds rows
+// govram-split<k>: windows read in up to k parts (btree_split.go), the
+// goroutines competing for par's workers.
 func BenchmarkBTreeRangeParallel(b *testing.B) {
 	gs := mapBenchInts(b, "VMEM_BENCH_GOROUTINES", 1, 16)
 	for _, n := range vmemtest.BenchSizesFrom(b, "VMEM_BENCH_BTREE_SIZES", 1e6) {
 		for _, dist := range []string{"uniform", "zipf1.1"} {
 			for _, g := range gs {
-				for _, impl := range []string{"gbtree", "govram"} {
+				impls := []string{"gbtree", "govram"}
+				for _, k := range tierBenchScanParts(b) {
+					impls = append(impls, fmt.Sprintf("govram-split%d", k))
+				}
+				for _, impl := range impls {
 					b.Run(fmt.Sprintf("%s/%s/g=%d/%s", vmemtest.SizeName(n), dist, g, impl), func(b *testing.B) {
+						if _, k, ok := strings.Cut(impl, "-split"); ok {
+							old := btScanParts
+							btScanParts, _ = strconv.Atoi(k)
+							defer func() { btScanParts = old }()
+						}
 						s := btTierBenchBuild(b, n)
 						btRangeParallel(b, s, dist, g, impl == "gbtree")
 					})
