@@ -3,7 +3,6 @@ package collections
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,21 +49,28 @@ func BenchmarkBTreeTier(b *testing.B) {
 
 // tierBenchScanParts reads VMEM_BENCH_SCAN_PARTS, a comma list of counts
 // of parts (2 to 16) to read Ranges' windows in (btree_split.go): each adds
-// the rows govram-split<k> and notier-split<k>, in the same run as the
-// others.
+// split rows (named <impl>-split<k>), in the same run as the others.
 func tierBenchScanParts(b *testing.B) []int {
-	var out []int
-	for f := range strings.SplitSeq(os.Getenv("VMEM_BENCH_SCAN_PARTS"), ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
+	ks := mapBenchInts(b, "VMEM_BENCH_SCAN_PARTS")
+	for _, k := range ks {
+		if k < 2 || k > 16 {
+			b.Fatalf("VMEM_BENCH_SCAN_PARTS: %d is not a count from 2 to 16", k)
 		}
-		k, err := strconv.Atoi(f)
-		if err != nil || k < 2 || k > 16 {
-			b.Fatalf("VMEM_BENCH_SCAN_PARTS: %q is not a count from 2 to 16", f)
-		}
-		out = append(out, k)
 	}
-	return out
+	return ks
+}
+
+// tierBenchSplitRow reads the windows of row impl in parts, up to the k of
+// its name's -split<k>, until the row ends; other rows are left as they
+// are.
+func tierBenchSplitRow(b *testing.B, impl string) {
+	_, k, ok := strings.Cut(impl, "-split")
+	if !ok {
+		return
+	}
+	old := btScanParts
+	btScanParts, _ = strconv.Atoi(k)
+	b.Cleanup(func() { btScanParts = old })
 }
 
 type btTierBenchSet struct {
@@ -134,16 +140,8 @@ func btTierBenchImpls(b *testing.B, s *btTierBenchSet, stream []uint32, dist str
 		if (impl == "gbtree" && s.g == nil) || (impl != "gbtree" && t == nil) {
 			continue // a set without this row (BenchmarkBTreeTierBudget)
 		}
-		parts := 1
-		if _, k, ok := strings.Cut(impl, "-split"); ok {
-			parts, _ = strconv.Atoi(k)
-		}
 		b.Run(impl, func(b *testing.B) {
-			if parts > 1 {
-				old := btScanParts
-				btScanParts = parts
-				defer func() { btScanParts = old }()
-			}
+			tierBenchSplitRow(b, impl)
 			if t != nil {
 				t.etInvalidate()
 				t.lv.invalidate()
@@ -270,11 +268,7 @@ func BenchmarkBTreeRangeParallel(b *testing.B) {
 				}
 				for _, impl := range impls {
 					b.Run(fmt.Sprintf("%s/%s/g=%d/%s", vmemtest.SizeName(n), dist, g, impl), func(b *testing.B) {
-						if _, k, ok := strings.Cut(impl, "-split"); ok {
-							old := btScanParts
-							btScanParts, _ = strconv.Atoi(k)
-							defer func() { btScanParts = old }()
-						}
+						tierBenchSplitRow(b, impl)
 						s := btTierBenchBuild(b, n)
 						btRangeParallel(b, s, dist, g, impl == "gbtree")
 					})
