@@ -177,6 +177,12 @@ type BTree[K, V any] struct {
 	cache     int
 	cacheSet  bool
 	tierEpoch uint64
+	// wOffers counts the writes of leaves the tier did not hold, which
+	// offer their leaf as a miss does (sampled: tierWritten).
+	wOffers uint32
+	// imgReads counts the leaf images read from the device (tests and
+	// benchmarks: the writes a tier spares a round trip).
+	imgReads uint64
 
 	// et is the entry tier (btree_tier.go): copies of hot (key, value)
 	// pairs, keyed by the key's order bits mixed with etSeed. nil unless

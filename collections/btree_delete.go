@@ -94,7 +94,7 @@ func (t *BTree[K, V]) deleteAt(p *btPath, k K, byKey bool, slot int) (K, V, bool
 	b := t.idx.nodes[p.id[0]]
 	ix := int(p.ix[0])
 	id, cnt := b.kids[ix], int(b.cnts[ix])
-	img, err := t.image(id, 0, cnt)
+	img, hot, err := t.writeImage(id, 0, cnt)
 	if err != nil {
 		return zk, zv, false, err
 	}
@@ -133,7 +133,9 @@ func (t *BTree[K, V]) deleteAt(p *btPath, k K, byKey bool, slot int) (K, V, bool
 		if err := t.rebalance(p, img); err != nil {
 			return ok, ov, true, err
 		}
+		return ok, ov, true, nil
 	}
+	t.tierWritten(id, img, cnt-1, hot)
 	return ok, ov, true, nil
 }
 

@@ -62,7 +62,10 @@ import (
 // id; Clear, BulkLoad, a freed extent, a failed write and a lost device
 // drop the whole tier (a generation bump). Writers exclude readers (the
 // BTree's concurrency contract), so a drop needs no more than the set's
-// lock against admissions.
+// lock against admissions. The common writes (an overwrite, an insert
+// into a leaf with room, a delete that leaves it a third full) then put
+// the leaf back with its new bytes (tierWritten, "Writes and the leaf
+// tier" below).
 const (
 	btTierHdr = 8
 	// btTierMaxLeaf: larger leaves are not cached (a slot per leaf of
@@ -458,18 +461,18 @@ func btTierRoom(c *tierCore, p unsafe.Pointer, est uint8) bool {
 }
 
 // btTierInsert copies leaf id (cnt entries, its live lines at the leaf
-// offsets of src) into the set at p. It runs on a reader's miss: a set
-// held by another admission is skipped.
-func btTierInsert(c *tierCore, p unsafe.Pointer, s uint64, id uint32, cnt int, src unsafe.Pointer, g *btGeom, est uint8) {
+// offsets of src) into the set at p and returns its way, or -1. It runs on
+// a reader's miss: a set held by another admission is skipped.
+func btTierInsert(c *tierCore, p unsafe.Pointer, s uint64, id uint32, cnt int, src unsafe.Pointer, g *btGeom, est uint8) int {
 	seq, ok := c.lock(p)
 	if !ok {
-		return
+		return -1
 	}
 	defer c.unlock(p, seq)
 	w, evict := btTierFind(c, p, s, id), false
 	if w >= 0 {
 		if atomic.LoadUint64((*uint64)(c.slotAt(p, w))) == btTierHead(id, cnt) {
-			return // admitted by another reader meanwhile
+			return w // admitted by another reader meanwhile
 		}
 	} else {
 		w, evict = c.victim(p)
@@ -477,7 +480,7 @@ func btTierInsert(c *tierCore, p unsafe.Pointer, s uint64, id uint32, cnt int, s
 			vid := uint32(atomic.LoadUint64((*uint64)(c.slotAt(p, w))))
 			if !tierBeats(est, c.sk.estimate(btTierSpread(vid))) {
 				c.count(s, cntRejects, 1)
-				return
+				return -1
 			}
 			c.drop(p, w)
 		}
@@ -492,6 +495,92 @@ func btTierInsert(c *tierCore, p unsafe.Pointer, s uint64, id uint32, cnt int, s
 	if evict {
 		c.count(s, cntEvicts, 1)
 	}
+	return w
+}
+
+// Writes and the leaf tier. A write changes a leaf through an image of its
+// live lines (btree_write.go). Where the tier holds the leaf, the image is
+// its copy there (tierImage), not a device read: a write to a hot leaf
+// costs no round trip. Every store to the device drops the leaf's copy
+// first, so that a failed write leaves none the device does not confirm;
+// once the write is done, tierWritten puts the new image back where the
+// leaf was held, and otherwise offers the leaf as a miss offers it. So
+// writes to hot keys keep their leaves in the tier (a Range after them
+// still finds them there), and a write-heavy tree with no scans uses the
+// leaf tier for the leaves it writes most. Writers exclude readers, and
+// admissions come from readers only, so none of this races with the sets'
+// other writers; the sets' locks are taken all the same.
+
+// btTierWrites turns the above off (false: a write reads its leaf from
+// the device and drops its copy, as reads' admissions alone fill the
+// tier). A variable: benchmarks compare the two.
+var btTierWrites = true
+
+// tierHolds reports whether the tier holds leaf id with cnt entries.
+// Writers only.
+func (t *BTree[K, V]) tierHolds(id uint32, cnt int) bool {
+	c := t.lv.hot
+	if c == nil || cnt == 0 {
+		return false
+	}
+	s := btTierSpread(id)
+	p := c.set(s)
+	w := btTierFind(c, p, s, id)
+	return w >= 0 && atomic.LoadUint64((*uint64)(c.slotAt(p, w))) == btTierHead(id, cnt)
+}
+
+// tierImage copies the tier's copy of leaf id (cnt > 0 entries), if it
+// holds one, into the writer's image dst and reports whether it did. A
+// write is a use: the copy's reference bit is set, but no hit is counted
+// (Stats' hits and misses are lookups'). Writers only.
+func (t *BTree[K, V]) tierImage(id uint32, cnt int, dst unsafe.Pointer) bool {
+	c := t.lv.hot
+	if c == nil || !btTierWrites || !t.tierUsable(c) {
+		return false
+	}
+	s := btTierSpread(id)
+	p := c.set(s)
+	w := btTierFind(c, p, s, id)
+	if w < 0 || atomic.LoadUint64((*uint64)(c.slotAt(p, w))) != btTierHead(id, cnt) {
+		return false
+	}
+	sp := unsafe.Add(c.slotAt(p, w), btTierHdr)
+	btLiveLines(&t.g, cnt, func(lo, hi uintptr) {
+		copy(btBytes(unsafe.Add(dst, lo), hi-lo), btBytes(unsafe.Add(sp, lo), hi-lo))
+	})
+	c.touch(p, w, s)
+	return true
+}
+
+// tierWritten follows a successful write that left leaf id with cnt
+// entries, img its image (its live lines at their leaf offsets): a leaf
+// the tier held before the write (hot) goes back in with its new bytes,
+// marked as used; any other is offered as a reader's miss is (sampled,
+// the sketch against the set's victim). Writers only.
+func (t *BTree[K, V]) tierWritten(id uint32, img unsafe.Pointer, cnt int, hot bool) {
+	c := t.lv.hot
+	if c == nil || cnt == 0 || !btTierWrites || !t.tierUsable(c) {
+		return
+	}
+	s := btTierSpread(id)
+	p := c.set(s)
+	if hot {
+		// The store dropped the copy, so its set has a free way.
+		if w := btTierInsert(c, p, s, id, cnt, img, &t.g, tierAdmitMin); w >= 0 {
+			atomic.OrUint32(tierRef(p), 1<<w)
+		}
+		return
+	}
+	t.wOffers++
+	if t.wOffers&c.admitMask(s) != 0 {
+		return
+	}
+	est := c.sk.increment(s)
+	if !btTierRoom(c, p, est) {
+		c.count(s, cntRejects, 1)
+		return
+	}
+	btTierInsert(c, p, s, id, cnt, img, &t.g, est)
 }
 
 // readLive reads the live lines of leaf id (cnt entries) into the leaf

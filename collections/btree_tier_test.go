@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/buildconst"
 	"github.com/govram/govram/internal/kern"
 	"github.com/govram/govram/internal/vmemtest"
@@ -438,6 +439,122 @@ func TestBTreeTierSharded(t *testing.T) {
 		st := s.Stats()
 		if st.Cache.Bytes != bytes || st.Cache.Hits < hits || st.Cache.Hits == 0 {
 			t.Fatalf("Stats().Cache = %+v; shards' bytes %d, hits %d", st.Cache, bytes, hits)
+		}
+	})
+}
+
+// btLeafOf returns the id and count of the leaf that holds (or would
+// hold) key k.
+func btLeafOf[K, V any](tr *BTree[K, V], k K) (uint32, int) {
+	var p btPath
+	tr.idx.descend(k, &p)
+	nd := tr.idx.nodes[p.id[0]]
+	return nd.kids[p.ix[0]], int(nd.cnts[p.ix[0]])
+}
+
+// TestBTreeTierWrites: writes to leaves the tier holds (overwrites,
+// deletes that leave the leaf at least a third full, inserts into the room
+// a delete made) take the leaf's image from the tier, not the device, and
+// leave the leaf in the tier with its new bytes; a Range after them is
+// answered by the tier with the new values. A write to a leaf the tier
+// does not hold offers it, as a miss does.
+func TestBTreeTierWrites(t *testing.T) {
+	tierAdmitEvery(t)
+	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
+		tr := btTierTree(t, d, 5000, 1<<20)
+		defer tr.Close()
+		const lo, hi = 2000, 2400 // keys 2000..2398: values 1000..1199
+		rangeOnce := func(want func(k uint64) (uint64, bool)) {
+			t.Helper()
+			n := 0
+			for k, v := range tr.Range(lo, hi) {
+				if w, ok := want(k); !ok || v != w {
+					t.Fatalf("Range: key %d value %d, want %d (present %v)", k, v, w, ok)
+				}
+				n++
+			}
+			for k := uint64(lo); k < hi; k += 2 {
+				if _, ok := want(k); ok {
+					n--
+				}
+			}
+			if n != 0 {
+				t.Fatalf("Range yields %d entries more than the model", n)
+			}
+		}
+		model := map[uint64]uint64{}
+		for k := uint64(lo); k < hi; k += 2 {
+			model[k] = k / 2
+		}
+		want := func(k uint64) (uint64, bool) { v, ok := model[k]; return v, ok }
+		for range 4 {
+			rangeOnce(want)
+		}
+		held := func(k uint64) bool {
+			id, cnt := btLeafOf(tr, k)
+			return tr.tierHolds(id, cnt)
+		}
+		for k := uint64(lo); k < hi; k += 2 {
+			if !held(k) {
+				t.Fatalf("key %d's leaf is not in the tier after four Ranges over it", k)
+			}
+		}
+		reads := tr.imgReads
+		r := rand.New(rand.NewPCG(1, 2))
+		for i := range 300 {
+			k := uint64(lo) + 2*uint64(r.IntN((hi-lo)/2))
+			id, cnt := btLeafOf(tr, k)
+			_, present := model[k]
+			switch {
+			case !present:
+				if cnt == tr.g.cap {
+					continue // a full leaf splits or shares: not this test's path
+				}
+				model[k] = uint64(i)
+				if _, _, err := tr.ReplaceOrInsert(k, uint64(i)); err != nil {
+					t.Fatal(err)
+				}
+			case i%3 == 0 && cnt-1 >= tr.minLeaf():
+				delete(model, k)
+				if _, ok, err := tr.Delete(k); err != nil || !ok {
+					t.Fatalf("Delete(%d) = %v, %v", k, ok, err)
+				}
+			default:
+				model[k] = uint64(i)
+				if _, _, err := tr.ReplaceOrInsert(k, uint64(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if nid, ncnt := btLeafOf(tr, k); nid != id || !tr.tierHolds(nid, ncnt) {
+				t.Fatalf("write %d of key %d: leaf %d (now %d, %d entries) left the tier", i, k, id, nid, ncnt)
+			}
+		}
+		if id, _ := btLeafOf(tr, lo); tr.lv.extentOf(id).Kind != access.Direct && tr.imgReads != reads {
+			t.Fatalf("writes to leaves in the tier read %d leaf images from the device", tr.imgReads-reads)
+		}
+		if err := tr.verify(); err != nil {
+			t.Fatal(err)
+		}
+		m0, h0 := tr.lv.hot.total(cntMisses), tr.lv.hot.total(cntHits)
+		rangeOnce(want)
+		if tr.lv.hot.total(cntMisses) != m0 || tr.lv.hot.total(cntHits) == h0 {
+			t.Fatalf("a Range over the written leaves missed the tier (misses %d -> %d, hits %d -> %d)",
+				m0, tr.lv.hot.total(cntMisses), h0, tr.lv.hot.total(cntHits))
+		}
+		// A leaf the tier does not hold is offered by a write (every offer
+		// admitted here) and then held.
+		cold := uint64(8000)
+		if held(cold) {
+			t.Fatalf("key %d's leaf is in the tier before any read of it", cold)
+		}
+		if _, _, err := tr.ReplaceOrInsert(cold, 1); err != nil {
+			t.Fatal(err)
+		}
+		if !held(cold) {
+			t.Fatalf("a write of key %d did not offer its leaf to the tier", cold)
+		}
+		if err := tr.verify(); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

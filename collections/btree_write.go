@@ -24,7 +24,8 @@ func (t *BTree[K, V]) scratch(w int) unsafe.Pointer {
 	return unsafe.Pointer(unsafe.SliceData(t.img[w]))
 }
 
-// image returns leaf id for changing, with its entries [0, cnt) readable.
+// image returns leaf id for changing, with its entries [0, cnt) readable,
+// read from the device.
 func (t *BTree[K, V]) image(id uint32, w, cnt int) (unsafe.Pointer, error) {
 	if t.lv.extentOf(id).Kind == access.Direct {
 		return t.lv.ptr(id), nil
@@ -33,16 +34,40 @@ func (t *BTree[K, V]) image(id uint32, w, cnt int) (unsafe.Pointer, error) {
 	if cnt == 0 {
 		return img, nil
 	}
+	return img, t.loadImage(id, cnt, img)
+}
+
+// writeImage is image for a write that may keep the leaf in the tier: the
+// leaf's copy there, if the tier holds one, instead of a device read (a
+// write to a hot leaf then costs no round trip). hot reports that the tier
+// held the leaf; the caller passes it to tierWritten once the write is
+// done.
+func (t *BTree[K, V]) writeImage(id uint32, w, cnt int) (img unsafe.Pointer, hot bool, err error) {
+	if t.lv.extentOf(id).Kind == access.Direct {
+		return t.lv.ptr(id), t.tierHolds(id, cnt), nil
+	}
+	img = t.scratch(w)
+	if cnt == 0 {
+		return img, false, nil
+	}
+	if t.tierImage(id, cnt, img) {
+		return img, true, nil
+	}
+	return img, false, t.loadImage(id, cnt, img)
+}
+
+// loadImage reads the live lines of leaf id (cnt > 0 entries) from the
+// device into img.
+func (t *BTree[K, V]) loadImage(id uint32, cnt int, img unsafe.Pointer) error {
+	t.imgReads++
 	g := &t.g
 	if err := t.lv.load(id, img, g.keyAt(0), g.keyAt(cnt)); err != nil {
-		return nil, err
+		return err
 	}
 	if g.vs > 0 {
-		if err := t.lv.load(id, img, g.valAt(0), g.valAt(cnt-1)+g.vs); err != nil {
-			return nil, err
-		}
+		return t.lv.load(id, img, g.valAt(0), g.valAt(cnt-1)+g.vs)
 	}
-	return img, nil
+	return nil
 }
 
 // commit writes entries [a, b) of img back to leaf id.
@@ -167,7 +192,7 @@ func (t *BTree[K, V]) insert(k K, v V, h strarena.Handle, again bool) (V, bool, 
 	b := t.idx.nodes[p.id[0]]
 	ix := int(p.ix[0])
 	id, cnt := b.kids[ix], int(b.cnts[ix])
-	img, err := t.image(id, 0, cnt)
+	img, hot, err := t.writeImage(id, 0, cnt)
 	if err != nil {
 		return zero, false, err
 	}
@@ -181,6 +206,7 @@ func (t *BTree[K, V]) insert(k K, v V, h strarena.Handle, again bool) (V, bool, 
 			*(*strarena.Handle)(vp) = oh
 			return zero, false, err
 		}
+		t.tierWritten(id, img, cnt, hot)
 		old := t.vString(oh)
 		t.arena.Free(oh)
 		return old, true, nil
@@ -193,6 +219,7 @@ func (t *BTree[K, V]) insert(k K, v V, h strarena.Handle, again bool) (V, bool, 
 			*(*V)(vp) = old
 			return zero, false, err
 		}
+		t.tierWritten(id, img, cnt, hot)
 		return old, true, nil
 	}
 	if cnt < g.cap {
@@ -204,6 +231,7 @@ func (t *BTree[K, V]) insert(k K, v V, h strarena.Handle, again bool) (V, bool, 
 		b.cnts[ix]++
 		t.setHint(b, ix, img)
 		t.n++
+		t.tierWritten(id, img, cnt+1, hot)
 		return zero, false, nil
 	}
 	if !again && !(j == g.cap && b.next == btNil && ix == int(b.n)-1) {
