@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/btree"
@@ -16,7 +17,11 @@ import (
 // BenchmarkBTreeTier measures one Get, or one Range of 100 entries, at a
 // time, with keys (Get) or start keys (Range100) drawn uniformly or from
 // Zipf distributions, on trees of n random uint64 keys (BulkLoad of the
-// sorted keys), in one run:
+// sorted keys); Put overwrites a key drawn the same way (ReplaceOrInsert,
+// the value it has, so that the tree stays the same for the other rows),
+// and Range100+Put10 makes every tenth operation of Range100 such a Put
+// (reads mixed with writes: a write changes the leaf the tier holds). In
+// one run:
 //
 //	gbtree   google/btree's BTreeG (degree 32) with the same entries
 //	govram   BTree with its default hot tier (on the Vulkan backend)
@@ -37,12 +42,11 @@ func BenchmarkBTreeTier(b *testing.B) {
 	for _, n := range vmemtest.BenchSizesFrom(b, "VMEM_BENCH_BTREE_SIZES", 1e6) {
 		for _, dist := range []string{"uniform", "zipf0.99", "zipf1.1"} {
 			stream := tierBenchStream(n, dist)
-			b.Run(fmt.Sprintf("%s/Get/%s", vmemtest.SizeName(n), dist), func(b *testing.B) {
-				btTierBenchImpls(b, btTierBenchBuild(b, n), stream, dist, false)
-			})
-			b.Run(fmt.Sprintf("%s/Range100/%s", vmemtest.SizeName(n), dist), func(b *testing.B) {
-				btTierBenchImpls(b, btTierBenchBuild(b, n), stream, dist, true)
-			})
+			for _, op := range []string{"Get", "Range100", "Put", "Range100+Put10"} {
+				b.Run(fmt.Sprintf("%s/%s/%s", vmemtest.SizeName(n), op, dist), func(b *testing.B) {
+					btTierBenchImpls(b, btTierBenchBuild(b, n), stream, dist, op)
+				})
+			}
 		}
 	}
 }
@@ -126,8 +130,13 @@ func btTierBenchBuild(b *testing.B, n int) *btTierBenchSet {
 	return s
 }
 
-func btTierBenchImpls(b *testing.B, s *btTierBenchSet, stream []uint32, dist string, scan bool) {
+// btTierBenchImpls runs operation op (Get, Range100, Put, Range100+Put10:
+// BenchmarkBTreeTier) on each of s's trees, keys from stream.
+func btTierBenchImpls(b *testing.B, s *btTierBenchSet, stream []uint32, dist, op string) {
 	n := len(s.sorted)
+	scan := strings.HasPrefix(op, "Range100")
+	// every writes-th operation is a Put (0: none).
+	writes := map[string]int{"Put": 1, "Range100+Put10": 10}[op]
 	impls := []string{"gbtree", "govram", "notier"}
 	for _, k := range tierBenchScanParts(b) {
 		impls = append(impls, fmt.Sprintf("govram-split%d", k), fmt.Sprintf("notier-split%d", k))
@@ -146,88 +155,96 @@ func btTierBenchImpls(b *testing.B, s *btTierBenchSet, stream []uint32, dist str
 				t.etInvalidate()
 				t.lv.invalidate()
 			}
-			var mu sync.Mutex
-			warm := tierBenchWarmCount(b)
-			if scan {
-				warm /= 10 // a Range reads about a hundred entries
+			// put overwrites key k with the value it has.
+			put := func(k uint64) {
+				if impl == "gbtree" {
+					s.g.ReplaceOrInsert(btItem{k, k ^ 1})
+				} else if _, _, err := t.ReplaceOrInsert(k, k^1); err != nil {
+					b.Fatal(err)
+				}
 			}
-			tierBenchWarm(b, n, dist, warm, func(r uint64) {
-				var acc uint64
-				switch {
-				case !scan && impl == "gbtree":
-					it, _ := s.g.Get(btItem{k: mapBenchKey(r)})
-					acc = it.v
-				case !scan:
-					acc, _ = t.Get(mapBenchKey(r))
-				default:
-					p := int(s.pos[r])
-					lo, hi := s.sorted[p], ^uint64(0)
-					if p+100 < n {
-						hi = s.sorted[p+100]
-					}
-					if impl == "gbtree" {
-						s.g.AscendRange(btItem{k: lo}, btItem{k: hi}, func(it btItem) bool {
-							acc += it.v
-							return true
-						})
-					} else {
-						for _, v := range t.Range(lo, hi) {
-							acc += v
-						}
-					}
-				}
-				if acc == 1 {
-					mu.Lock()
-					mapBenchSink++
-					mu.Unlock()
-				}
-			})
-			var before CacheStats
-			if t != nil {
-				before = t.Stats().Cache
-			}
-			var acc uint64
-			faults := benchFaults(b)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				r := stream[i&(tierStreamLen-1)]
-				if !scan {
-					k := mapBenchKey(uint64(r))
-					if impl == "gbtree" {
-						it, _ := s.g.Get(btItem{k: k})
-						acc += it.v
-					} else {
-						v, _ := t.Get(k)
-						acc += v
-					}
-					continue
-				}
-				p := int(s.pos[r])
-				lo, want := s.sorted[p], min(100, n-p)
-				hi := ^uint64(0)
+			// rng reads Range(100) from the p-th key and returns its sum
+			// and the entries it visited.
+			rng := func(p int) (acc uint64, got int) {
+				lo, hi := s.sorted[p], ^uint64(0)
 				if p+100 < n {
 					hi = s.sorted[p+100]
 				}
-				got := 0
 				if impl == "gbtree" {
 					s.g.AscendRange(btItem{k: lo}, btItem{k: hi}, func(it btItem) bool {
 						acc += it.v
 						got++
 						return true
 					})
+					return acc, got
+				}
+				for _, v := range t.Range(lo, hi) {
+					acc += v
+					got++
+				}
+				return acc, got
+			}
+			get := func(k uint64) uint64 {
+				if impl == "gbtree" {
+					it, _ := s.g.Get(btItem{k: k})
+					return it.v
+				}
+				v, _ := t.Get(k)
+				return v
+			}
+			// The warm-up's goroutines read under rw's read side and write
+			// under its write side: writers exclude readers.
+			var rw sync.RWMutex
+			var warmOps atomic.Uint64
+			warm := tierBenchWarmCount(b)
+			if scan {
+				warm /= 10 // a Range reads about a hundred entries
+			}
+			tierBenchWarm(b, n, dist, warm, func(r uint64) {
+				if writes > 0 && warmOps.Add(1)%uint64(writes) == 0 {
+					rw.Lock()
+					put(mapBenchKey(r))
+					rw.Unlock()
+					return
+				}
+				rw.RLock()
+				var acc uint64
+				if scan {
+					acc, _ = rng(int(s.pos[r]))
 				} else {
-					for _, v := range t.Range(lo, hi) {
-						acc += v
-						got++
+					acc = get(mapBenchKey(r))
+				}
+				rw.RUnlock()
+				if acc == 1 {
+					rw.Lock()
+					mapBenchSink++
+					rw.Unlock()
+				}
+			})
+			var before CacheStats
+			var reads0 uint64
+			if t != nil {
+				before, reads0 = t.Stats().Cache, t.imgReads
+			}
+			var acc uint64
+			faults := benchFaults(b)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r := stream[i&(tierStreamLen-1)]
+				switch {
+				case writes > 0 && i%writes == writes-1:
+					put(mapBenchKey(uint64(r)))
+				case !scan:
+					acc += get(mapBenchKey(uint64(r)))
+				default:
+					p := int(s.pos[r])
+					a, got := rng(p)
+					acc += a
+					// The last key is not below hi = MaxUint64 only if it
+					// is MaxUint64 itself: then count what lies below.
+					if want := min(100, n-p); got != want && p+100 < n {
+						b.Fatalf("Range from %d visited %d entries, want %d", s.sorted[p], got, want)
 					}
-				}
-				if p+100 >= n {
-					// The last key is not below hi = MaxUint64 only if it is
-					// MaxUint64 itself; count what lies below.
-					want = got
-				}
-				if got != want {
-					b.Fatalf("Range from %d visited %d entries, want %d", lo, got, want)
 				}
 			}
 			b.StopTimer()
@@ -241,6 +258,10 @@ func btTierBenchImpls(b *testing.B, s *btTierBenchSet, stream []uint32, dist str
 				}
 				if st.Len > 0 {
 					b.ReportMetric(float64(c.Bytes)/float64(st.Len), "tierB/entry")
+				}
+				if puts := b.N / max(writes, 1); writes > 0 && puts > 0 {
+					// A Put whose leaf the tier holds reads none.
+					b.ReportMetric(float64(t.imgReads-reads0)/float64(puts), "devreads/put")
 				}
 			}
 		})

@@ -33,11 +33,44 @@ import (
 // against rangeideal% says how much of that a better policy could save
 // at this budget, and rangeideal% what no policy can. Sizes:
 // VMEM_BENCH_BTREE_SIZES (default 1e6). Use -benchtime 1000000x.
+//
+// VMEM_BENCH_WRITES=p,... adds rows in which p% of the operations (warm-up
+// and timed) are writes: ReplaceOrInsert of a present key drawn from the
+// same stream, a new value. Row writes<p> is the library's (a write takes
+// its leaf's image from the tier and leaves the leaf there with its new
+// bytes: btree_tier.go, "Writes and the leaf tier"); writes<p>-drop is a
+// write that reads the device and drops the leaf's copy. They add
+//
+//	wtier%       the timed writes whose leaf the tier held (on a GPU, a
+//	             write that reads no device memory)
+//
+// and range%, hit% count the Ranges alone.
 func BenchmarkBTreeTierPolicy(b *testing.B) {
-	tierPolicyEach(b, vmemtest.BenchSizesFrom(b, "VMEM_BENCH_BTREE_SIZES", 1e6), "/Range100", btTierPolicyRun)
+	sizes := vmemtest.BenchSizesFrom(b, "VMEM_BENCH_BTREE_SIZES", 1e6)
+	tierPolicyEach(b, sizes, "/Range100", func(b *testing.B, dev *vmem.Device, n int, s, frac float64) {
+		btTierPolicyRun(b, dev, n, s, frac, 0)
+	})
+	for _, p := range mapBenchInts(b, "VMEM_BENCH_WRITES") {
+		if p < 1 || p > 99 {
+			b.Fatalf("VMEM_BENCH_WRITES: %d is not a percentage from 1 to 99", p)
+		}
+		for _, drop := range []bool{false, true} {
+			op := fmt.Sprintf("/Range100/writes%d", p)
+			if drop {
+				op += "-drop"
+			}
+			tierPolicyEach(b, sizes, op, func(b *testing.B, dev *vmem.Device, n int, s, frac float64) {
+				defer func(old bool) { btTierWrites = old }(btTierWrites)
+				btTierWrites = !drop
+				btTierPolicyRun(b, dev, n, s, frac, p)
+			})
+		}
+	}
 }
 
-func btTierPolicyRun(b *testing.B, dev *vmem.Device, n int, s float64, frac float64) {
+// btTierPolicyRun runs BenchmarkBTreeTierPolicy's row of n keys, Zipf
+// exponent s, a tier of frac of the device bytes and writes% writes.
+func btTierPolicyRun(b *testing.B, dev *vmem.Device, n int, s float64, frac float64, writes int) {
 	b.StopTimer()
 	defer func(old uint32) { tierHitSample = old }(tierHitSample)
 	tierHitSample = 1 // exact hit counts
@@ -141,8 +174,24 @@ func btTierPolicyRun(b *testing.B, dev *vmem.Device, n int, s float64, frac floa
 	}
 
 	next := tierBenchSampler(n, fmt.Sprintf("zipf%g", s))(rand.New(rand.NewPCG(7, 8)))
+	wr := rand.New(rand.NewPCG(9, 10))
 	var sink uint64
-	one := func() bool {
+	var nw, nwHeld int // writes, and those whose leaf the tier held
+	// one runs an operation: a Range, reporting whether it read no leaf
+	// from the device (ok), or a write (isRange false).
+	one := func() (ok, isRange bool) {
+		if writes > 0 && wr.IntN(100) < writes {
+			k := mapBenchKey(next())
+			id, cnt := btLeafOf(t, k)
+			if t.tierHolds(id, cnt) {
+				nwHeld++
+			}
+			nw++
+			if _, _, err := t.ReplaceOrInsert(k, uint64(nw)); err != nil {
+				b.Fatal(err)
+			}
+			return false, false
+		}
 		p := pos(next())
 		hi := ^uint64(0)
 		if p+100 < n {
@@ -152,7 +201,7 @@ func btTierPolicyRun(b *testing.B, dev *vmem.Device, n int, s float64, frac floa
 		for _, v := range t.Range(sorted[p], hi) {
 			sink += v
 		}
-		return c.total(cntMisses) == m0
+		return c.total(cntMisses) == m0, true
 	}
 	warm := n / 10
 	if w := tierBenchWarmCount(b); w > 0 {
@@ -162,21 +211,29 @@ func btTierPolicyRun(b *testing.B, dev *vmem.Device, n int, s float64, frac floa
 		one()
 	}
 	before := c.stats()
-	clean := 0
+	clean, ranges := 0, 0
+	nw, nwHeld = 0, 0
 	b.StartTimer()
 	for range b.N {
-		if one() {
+		ok, isRange := one()
+		if isRange {
+			ranges++
+		}
+		if ok {
 			clean++
 		}
 	}
 	b.StopTimer()
 	after := c.stats()
+	if nw > 0 {
+		b.ReportMetric(100*float64(nwHeld)/float64(nw), "wtier%")
+	}
 	mapBenchSink += sink
 	if hm := after.Hits - before.Hits + after.Misses - before.Misses; hm > 0 {
 		b.ReportMetric(100*float64(after.Hits-before.Hits)/float64(hm), "hit%")
 	}
 	b.ReportMetric(100*heldReads/leafReads, "ideal%")
-	b.ReportMetric(100*float64(clean)/float64(b.N), "range%")
+	b.ReportMetric(100*float64(clean)/float64(max(ranges, 1)), "range%")
 	b.ReportMetric(100*rangeIdeal, "rangeideal%")
 	b.ReportMetric(leafReads, "leaves/range")
 	b.ReportMetric(0, "ns/op") // the time is the host tree's, not the policy's

@@ -114,7 +114,7 @@ func BenchmarkBTreeTierBudget(b *testing.B) {
 			for _, op := range []string{"Get", "Range100"} {
 				b.Run(fmt.Sprintf("%s/%s/%s", vmemtest.SizeName(n), op, dist), func(b *testing.B) {
 					s := btTierBenchBuild(b, n)
-					btTierBenchImpls(b, &btTierBenchSet{sorted: s.sorted, pos: s.pos, g: s.g}, stream, dist, op == "Range100")
+					btTierBenchImpls(b, &btTierBenchSet{sorted: s.sorted, pos: s.pos, g: s.g}, stream, dist, op)
 					dev := s.notier.Stats().DeviceBytes
 					for _, f := range budgets {
 						b.Run(fmt.Sprintf("tier=%g", f), func(b *testing.B) {
@@ -122,7 +122,7 @@ func BenchmarkBTreeTierBudget(b *testing.B) {
 							t := btTierBenchTree(b, s, WithHostCache(int(f*float64(dev))))
 							defer t.Close()
 							b.StartTimer()
-							btTierBenchImpls(b, &btTierBenchSet{sorted: s.sorted, pos: s.pos, t: t}, stream, dist, op == "Range100")
+							btTierBenchImpls(b, &btTierBenchSet{sorted: s.sorted, pos: s.pos, t: t}, stream, dist, op)
 						})
 					}
 				})
