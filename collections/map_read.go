@@ -92,6 +92,20 @@ func (m *Map[K, V]) get(kp *K, h uint64) (V, bool) {
 				rp = unsafe.Pointer(&line)
 			default:
 				rp = unsafe.Add(sg.Base, uintptr(j)*m.r.bucket)
+				if m.r.p == 1 {
+					// One record a bucket (strings, large records): its
+					// address does not depend on which slot matched, so
+					// compare it at once; its cache miss then overlaps the
+					// control bytes' one under the predicted branch.
+					if !m.strK {
+						if *(*K)(unsafe.Add(rp, m.r.keyOff)) == k {
+							return m.valueAt(rp), true
+						}
+					} else if m.keyMatches(rp, &k, h) {
+						return m.valueAt(rp), true
+					}
+					mt = 0
+				}
 			}
 			for ; mt != 0; mt &= mt - 1 {
 				sp := unsafe.Add(rp, uintptr(bits.TrailingZeros64(mt)>>3)*m.r.stride)
