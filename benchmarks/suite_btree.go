@@ -27,6 +27,7 @@ func btreeSuite() *suite {
 		Ops: []opDoc{
 			{"build", "insert the entries one by one in ascending key order (measured once, per entry; govram/bulk: BulkLoad of runs of 65536 sorted entries into a fresh tree, repeated like the other cases)"},
 			{"get", "look up a present key, random order"},
+			{"put", "overwrite the value of a present key, random order (ReplaceOrInsert; the value it has, so the tree stays the same)"},
 			{"insert", "insert an absent key at a random place (batches of 4096, deleted again untimed)"},
 			{"delete", "delete a present key at a random place (batches of 4096, put back untimed)"},
 			{"range", "visit the 100 entries from a random key on (govram: a loop over Ascend(key) that breaks after 100; google/btree: AscendGreaterOrEqual); one operation is the whole range"},
@@ -68,7 +69,7 @@ type btOps struct {
 }
 
 // btDistOps are the operations run under every -dist distribution.
-var btDistOps = []string{"get", "range"}
+var btDistOps = []string{"get", "put", "range"}
 
 // btHits returns govram's hot tier counters of t when -dist was given.
 func btHits(e *env, t *collections.BTree[uint64, uint64]) hitCounter {
@@ -109,6 +110,21 @@ func (o btOps) add(e *env, fx *fixture, n int, hits hitCounter) {
 			hits.report(b, m)
 			sink += sum
 			return checkHits(missed, b.N)
+		})
+	}
+	for i, d := range e.dists() {
+		if o.put == nil {
+			break
+		}
+		hit := hitOf[i]
+		fx.add(d.op("put"), func(b *B) error {
+			for i := range b.N {
+				k := hit[i&(len(hit)-1)]
+				if err := o.put(k, k/2-1); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	}
 	if o.put != nil {
@@ -192,7 +208,7 @@ func batchOp(batch int, do, undo func(j int) error) benchFunc {
 
 func btGovram(e *env, n int) *impl {
 	return &impl{
-		Name: "govram", Role: RoleGovram, Ops: distOps([]string{"build", "build#bulk", "get", "insert", "delete", "range", "scan"}, e.dists(), btDistOps...),
+		Name: "govram", Role: RoleGovram, Ops: distOps([]string{"build", "build#bulk", "get", "put", "insert", "delete", "range", "scan"}, e.dists(), btDistOps...),
 		Need: func() (uint64, uint64) { return uint64(n) * 4, uint64(n) * 80 },
 		Setup: func() (*fixture, error) {
 			t, err := collections.NewBTreeOrdered[uint64, uint64](e.dev, e.btreeOpts()...)
@@ -280,7 +296,7 @@ func btLess(a, b btItem) bool { return a.k < b.k }
 
 func btGoogle(e *env, n int) *impl {
 	return &impl{
-		Name: "google/btree", Role: RoleBaseline, Ops: distOps([]string{"build", "get", "insert", "delete", "range", "scan"}, e.dists(), btDistOps...),
+		Name: "google/btree", Role: RoleBaseline, Ops: distOps([]string{"build", "get", "put", "insert", "delete", "range", "scan"}, e.dists(), btDistOps...),
 		Need: func() (uint64, uint64) { return uint64(n) * 40, 0 },
 		Setup: func() (*fixture, error) {
 			start := time.Now()
