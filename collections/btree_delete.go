@@ -158,10 +158,10 @@ func (t *BTree[K, V]) rebalance(p *btPath, img unsafe.Pointer) error {
 	var err error
 	if li == ix {
 		limg = img
-		rimg, err = t.image(rid, 1, rc)
+		rimg, _, err = t.writeImage(rid, 1, rc)
 	} else {
 		rimg = img
-		limg, err = t.image(lid, 1, lc)
+		limg, _, err = t.writeImage(lid, 1, lc)
 	}
 	if err != nil {
 		return err
@@ -231,10 +231,10 @@ func (t *BTree[K, V]) share(p *btPath, img unsafe.Pointer) (bool, error) {
 	switch {
 	case ix+1 < int(b.n) && b.cnts[ix+1] <= limit:
 		li, limg = ix, img
-		rimg, err = t.image(b.kids[ix+1], 1, int(b.cnts[ix+1]))
+		rimg, _, err = t.writeImage(b.kids[ix+1], 1, int(b.cnts[ix+1]))
 	case ix > 0 && b.cnts[ix-1] <= limit:
 		li, rimg = ix-1, img
-		limg, err = t.image(b.kids[ix-1], 1, int(b.cnts[ix-1]))
+		limg, _, err = t.writeImage(b.kids[ix-1], 1, int(b.cnts[ix-1]))
 	default:
 		return false, nil
 	}

@@ -37,11 +37,11 @@ func (t *BTree[K, V]) image(id uint32, w, cnt int) (unsafe.Pointer, error) {
 	return img, t.loadImage(id, cnt, img)
 }
 
-// writeImage is image for a write that may keep the leaf in the tier: the
-// leaf's copy there, if the tier holds one, instead of a device read (a
-// write to a hot leaf then costs no round trip). hot reports that the tier
-// held the leaf; the caller passes it to tierWritten once the write is
-// done.
+// writeImage is image for a write: the leaf's copy in the tier, if the
+// tier holds one, instead of a device read (a write to a hot leaf, or to
+// its neighbour when they even out, then costs no round trip). hot reports
+// that the tier held the leaf; a write that keeps the leaf passes it to
+// tierWritten once it is done.
 func (t *BTree[K, V]) writeImage(id uint32, w, cnt int) (img unsafe.Pointer, hot bool, err error) {
 	if t.lv.extentOf(id).Kind == access.Direct {
 		return t.lv.ptr(id), t.tierHolds(id, cnt), nil
