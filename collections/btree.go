@@ -180,8 +180,8 @@ type BTree[K, V any] struct {
 	// wOffers counts the writes of leaves the tier did not hold, which
 	// offer their leaf as a miss does (sampled: tierWritten).
 	wOffers uint32
-	// imgReads counts the leaf images read from the device (tests and
-	// benchmarks: the writes a tier spares a round trip).
+	// imgReads counts the leaf images writes read from the device (tests
+	// and benchmarks: the reads the tier spares writes).
 	imgReads uint64
 
 	// et is the entry tier (btree_tier.go): copies of hot (key, value)

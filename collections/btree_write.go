@@ -53,13 +53,13 @@ func (t *BTree[K, V]) writeImage(id uint32, w, cnt int) (img unsafe.Pointer, hot
 	if t.tierImage(id, cnt, img) {
 		return img, true, nil
 	}
+	t.imgReads++
 	return img, false, t.loadImage(id, cnt, img)
 }
 
 // loadImage reads the live lines of leaf id (cnt > 0 entries) from the
 // device into img.
 func (t *BTree[K, V]) loadImage(id uint32, cnt int, img unsafe.Pointer) error {
-	t.imgReads++
 	g := &t.g
 	if err := t.lv.load(id, img, g.keyAt(0), g.keyAt(cnt)); err != nil {
 		return err
