@@ -5,7 +5,10 @@
 # the test binaries into .devrun/bin; `cd benchmarks && go build -o
 # ../.devrun/bin/bench .` the program, which is a module of its own). Usage, from the project root on that machine:
 #
-#   source .devrun/gpu-env.sh && bash benchmarks/h200.sh report|tests OUTDIR
+#   source .devrun/gpu-env.sh && bash benchmarks/h200.sh report|tests|tier OUTDIR
+#
+# tier: the BTree's hot tier rows of docs/btree.md (Ranges read in parts
+# over several cores, writes mixed with Ranges), about 9 minutes.
 #
 # Each step has its own time limit, so one slow step cannot stop the rest.
 set -u
@@ -49,5 +52,18 @@ tests)
 		-test.bench 'ShardedMapGetBatch'
 	VMEM_BENCH_SIZES=1.6e7 step 130 "$bin/collections.test" -test.run X -test.benchtime 1s \
 		-test.bench 'BTree(Get|Scan|BulkLoad)$'
+	;;
+tier)
+	cd "$root/vmem"
+	VMEM_LAT_MIB=16,1024 step 60 "$bin/vmem.test" -test.run X -test.benchtime 100000x \
+		-test.bench 'LineRuns/vulkan/'
+	cd "$root/collections"
+	export VMEM_BENCH_SIZES=1 VMEM_BENCH_BTREE_SIZES=1.6e7 VMEM_BENCH_WARM=3.2e7
+	VMEM_BENCH_SCAN_PARTS=2,4,8 step 260 "$bin/collections.test" -test.run X -test.benchtime 300000x \
+		-test.count 2 -test.bench 'BTreeTier$/1.6e7/Range100/(uniform|zipf1.1)'
+	step 150 "$bin/collections.test" -test.run X -test.benchtime 300000x \
+		-test.bench 'BTreeTier$/1.6e7/(Put|Range100\+Put10)/(uniform|zipf1.1)'
+	VMEM_BENCH_GOROUTINES=1,16 VMEM_BENCH_SCAN_PARTS=4 step 100 "$bin/collections.test" -test.run X \
+		-test.benchtime 300000x -test.bench 'BTreeRangeParallel$/1.6e7/'
 	;;
 esac
