@@ -6,6 +6,7 @@ import (
 
 	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/buildconst"
+	"github.com/govram/govram/internal/prefetch"
 )
 
 // writeDone ends a batch write (deferred): on a normal return the write
@@ -39,6 +40,13 @@ type mapFound struct {
 // findW looks k up for a writer: pending stores are seen.
 func (m *Map[K, V]) findW(t *mapTable, k *K, h uint64) (f mapFound, err error) {
 	pat := (h & 0x7f) * mapLSB
+	if t.allDirect && m.r.p == 1 {
+		// One record a bucket, in host memory: the home record's address
+		// is known from the hash, so its lines (to compare, or to store a
+		// new record into) are fetched while the control bytes are.
+		sg, j := t.seg(mapHome(h, t.nb))
+		prefetch.Span(unsafe.Add(sg.Base, uintptr(j)*m.r.bucket), m.r.bucket)
+	}
 	for b := mapHome(h, t.nb); b < t.nbAll; b++ {
 		sg, j := t.seg(b)
 		g := mapGroup(sg.fp, j, m.r.p)
