@@ -102,6 +102,15 @@ func TestFaultLoseDevice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A Slice with room for more: an Append of one element that needs
+		// no growth must see the loss too.
+		room, err := vmem.NewSlice[uint64](d, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := room.Append(1); err != nil || room.Cap() < 2 {
+			t.Fatalf("Append to an empty Slice: %v, capacity %d", err, room.Cap())
+		}
 		if err := d.Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -116,8 +125,14 @@ func TestFaultLoseDevice(t *testing.T) {
 		if err := s.Append(1); !errors.Is(err, vmem.ErrDeviceLost) {
 			t.Errorf("Slice.Append on a lost device: %v", err)
 		}
+		if err := room.Append(2); !errors.Is(err, vmem.ErrDeviceLost) || room.Len() != 1 {
+			t.Errorf("Slice.Append with room on a lost device: %v, Len %d", err, room.Len())
+		}
 		if err := s.CopyFrom(make([]uint64, 10), 0); !errors.Is(err, vmem.ErrDeviceLost) {
 			t.Errorf("Slice.CopyFrom on a lost device: %v", err)
+		}
+		if err := room.Close(); err != nil {
+			t.Errorf("Slice.Close on a lost device: %v", err)
 		}
 		if err := s.Close(); err != nil {
 			t.Errorf("Slice.Close on a lost device: %v", err)

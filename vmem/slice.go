@@ -331,7 +331,9 @@ func (s *Slice[T]) setLen(n int) {
 		sg := &s.segs[0]
 		switch {
 		case sg.Kind == access.Direct:
-			s.fast = unsafe.Slice((*T)(sg.Base), min(n, sg.cap))
+			// Its capacity is the segment's: Append of one element
+			// stores into it while there is room.
+			s.fast = unsafe.Slice((*T)(sg.Base), sg.cap)[:min(n, sg.cap)]
 		case sg.Kind == access.WC && s.size <= recs.LineSize:
 			s.wcN, s.base0 = uint(min(n, sg.cap)), sg.Base
 		}

@@ -342,6 +342,21 @@ func TestSliceClose(t *testing.T) {
 		if err := s.Append(1); !errors.Is(err, vmem.ErrClosed) {
 			t.Fatalf("Append after Close: %v", err)
 		}
+		// Closed with room to spare: Append of one element needs no
+		// growth, and must still refuse.
+		r, err := vmem.NewSlice[e8](d, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Append(1); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Append(2); !errors.Is(err, vmem.ErrClosed) || r.Len() != 0 {
+			t.Fatalf("Append after Close of a Slice with room: %v, Len %d", err, r.Len())
+		}
 		defer func() {
 			if recover() == nil {
 				t.Fatal("Get after Close did not panic")

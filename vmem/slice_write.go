@@ -52,6 +52,14 @@ func (s *Slice[T]) set(i int, v T) {
 // Append adds vs at the end, growing the Slice as needed. On error the
 // Slice is unchanged.
 func (s *Slice[T]) Append(vs ...T) error {
+	if len(vs) == 1 && len(s.fast) == s.n && s.n < cap(s.fast) && s.dev.Err() == nil {
+		// One element into the host memory of the first segment, with
+		// room: a store, as Go's append makes (s.fast is nil once closed).
+		s.fast = s.fast[:s.n+1]
+		s.fast[s.n] = vs[0]
+		s.n++
+		return nil
+	}
 	if s.sh != nil {
 		return s.synced(s.sh.Append(vs...))
 	}
