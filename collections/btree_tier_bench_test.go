@@ -156,12 +156,13 @@ func btTierBenchImpls(b *testing.B, s *btTierBenchSet, stream []uint32, dist, op
 				t.lv.invalidate()
 			}
 			// put overwrites key k with the value it has.
-			put := func(k uint64) {
+			put := func(k uint64) error {
 				if impl == "gbtree" {
 					s.g.ReplaceOrInsert(btItem{k, k ^ 1})
-				} else if _, _, err := t.ReplaceOrInsert(k, k^1); err != nil {
-					b.Fatal(err)
+					return nil
 				}
+				_, _, err := t.ReplaceOrInsert(k, k^1)
+				return err
 			}
 			// rng reads Range(100) from the p-th key and returns its sum
 			// and the entries it visited.
@@ -199,13 +200,15 @@ func btTierBenchImpls(b *testing.B, s *btTierBenchSet, stream []uint32, dist, op
 			warm := tierBenchWarmCount(b)
 			if scan || writes == 1 {
 				// A Range reads about a hundred entries; Puts exclude one
-				// another, so a Put row's warm-up runs on one core.
+				// another, so a Put row's warm-up runs one at a time.
 				warm /= 10
 			}
 			tierBenchWarm(b, n, dist, warm, func(r uint64) {
 				if writes > 0 && warmOps.Add(1)%uint64(writes) == 0 {
 					rw.Lock()
-					put(mapBenchKey(r))
+					if err := put(mapBenchKey(r)); err != nil {
+						b.Error(err) // a warm-up goroutine: no Fatal here
+					}
 					rw.Unlock()
 					return
 				}
@@ -235,7 +238,9 @@ func btTierBenchImpls(b *testing.B, s *btTierBenchSet, stream []uint32, dist, op
 				r := stream[i&(tierStreamLen-1)]
 				switch {
 				case writes > 0 && i%writes == writes-1:
-					put(mapBenchKey(uint64(r)))
+					if err := put(mapBenchKey(uint64(r))); err != nil {
+						b.Fatal(err)
+					}
 				case !scan:
 					acc += get(mapBenchKey(uint64(r)))
 				default:

@@ -41,8 +41,9 @@ import (
 // bytes: btree_tier.go, "Writes and the leaf tier"); writes<p>-drop is a
 // write that reads the device and drops the leaf's copy. They add
 //
-//	wtier%       the timed writes whose leaf the tier held (on a GPU, a
-//	             write that reads no device memory)
+//	wtier%       the timed writes whose leaf the tier held (in writes<p>
+//	             rows, on a GPU, a write that reads no device memory; in
+//	             -drop rows the write reads the device all the same)
 //
 // and range%, hit% count the Ranges alone.
 func BenchmarkBTreeTierPolicy(b *testing.B) {
