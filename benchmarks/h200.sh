@@ -5,7 +5,7 @@
 # the test binaries into .devrun/bin; `cd benchmarks && go build -o
 # ../.devrun/bin/bench .` the program, which is a module of its own). Usage, from the project root on that machine:
 #
-#   source .devrun/gpu-env.sh && bash benchmarks/h200.sh report|tests|tier OUTDIR
+#   source .devrun/gpu-env.sh && bash benchmarks/h200.sh report|tests|tier|split OUTDIR
 #
 # tier: the BTree's hot tier rows of docs/btree.md (Ranges read in parts
 # over several cores, writes mixed with Ranges), about 5 minutes at most.
@@ -61,5 +61,13 @@ tier)
 	# Put$ and Range100+Put10$ anchored: a level's regexp is unanchored.
 	VMEM_BENCH_WARM=1.6e7 step 150 "$bin/collections.test" -test.run X -test.benchtime 200000x \
 		-test.bench 'BTreeTier$/1.6e7/(Put|Range100\+Put10)$/zipf1.1'
+	;;
+split)
+	# The default cutting of scan windows (btree_split.go) against none
+	# (govram-split1), one and sixteen goroutines, twice; about 3 minutes.
+	cd "$root/collections"
+	VMEM_BENCH_SIZES=1 VMEM_BENCH_BTREE_SIZES=1.6e7 VMEM_BENCH_WARM=3.2e7 VMEM_BENCH_GOROUTINES=1,16 \
+		VMEM_BENCH_SCAN_PARTS=1 step 170 "$bin/collections.test" -test.run X -test.benchtime 300000x \
+		-test.count 2 -test.bench 'BTreeRangeParallel$/1.6e7/'
 	;;
 esac

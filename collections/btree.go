@@ -157,6 +157,10 @@ type BTree[K, V any] struct {
 	err   error // first error met by a method without an error result
 
 	scans btScans // scan states with pinned buffers, reused
+	// reading counts the windows whose leaves are being streamed from the
+	// device now, by any goroutine: a window is read in parts only while
+	// few are (btree_split.go).
+	reading atomic.Int32
 
 	img    [3][]uint64 // writer scratch: leaf images (only when not in place)
 	closed bool

@@ -213,12 +213,13 @@ func (t *BTree[K, V]) fetch(s *btScan) bool {
 	buf := t.buffer(s, span)
 	s.base, s.min = unsafe.Pointer(unsafe.SliceData(buf)), lo
 	if e.Kind == access.WC && planStreams(lines, int(span)) {
-		if len(s.win) <= 64 && splitWorth(e, len(s.win), lines) && t.streamSplit(e, s, btWinMask(len(s.win))) {
-			return true
+		r := t.reading.Add(1)
+		if !(len(s.win) <= 64 && splitWorth(e, len(s.win), lines, r) && t.streamSplit(e, s, btWinMask(len(s.win)))) {
+			for _, w := range s.win {
+				t.streamLeaf(e, w, buf[uintptr((w.id&g.xMask)-lo)*g.leafSize:])
+			}
 		}
-		for _, w := range s.win {
-			t.streamLeaf(e, w, buf[uintptr((w.id&g.xMask)-lo)*g.leafSize:])
-		}
+		t.reading.Add(-1)
 		return true
 	}
 	if e.Kind == access.DMA && len(s.win) == 1 {

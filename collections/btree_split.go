@@ -3,6 +3,7 @@ package collections
 import (
 	"math/bits"
 	"os"
+	"runtime"
 	"strconv"
 
 	"github.com/govram/govram/internal/access"
@@ -16,39 +17,64 @@ import (
 // costs a round trip plus about 0.2 µs a line: a Range of 100 uint64 pairs
 // reads about 33 lines, some 8 µs, where google/btree takes 2-4 µs.
 // Sixteen cores stream 3.5 GB/s, and the lines of different leaves do not
-// depend on one another: with VMEM_SCAN_PARTS=k (2 to 16), a streamed
-// window of at least btSplitMinLines lines is cut into up to k runs of
-// whole leaves, read at once by the scan's goroutine and par's kept
-// workers (par.TryRun). When the workers are busy with another job the
-// scan reads its leaves itself, as without the setting. Off by default:
-// whether the cores the workers take pay for themselves has to be
-// measured on a GPU (vmem's BenchmarkLineRuns, collections'
-// BenchmarkBTreeTier with VMEM_BENCH_SCAN_PARTS).
+// depend on one another: a streamed window of at least btSplitMinLines
+// lines is cut into up to btScanParts runs of whole leaves, read at once
+// by the scan's goroutine and par's kept workers (par.TryRun). On an H200
+// four parts cut a lone goroutine's Range(100) of Zipf 1.1 starts from
+// 3.2-7.9 µs to 4.5-5.0 µs and of uniform starts from 6.5-13.1 µs to
+// 7.3-8.7 µs (docs/btree.md). Scans of many goroutines at once already
+// keep the link busy, and the workers' cores are theirs: a window is cut
+// only while at most btSplitReaders windows of the tree are being read.
+// When the workers are busy with another job the scan reads its leaves
+// itself. VMEM_SCAN_PARTS=k sets the parts (1: never cut); the default is
+// four where GOMAXPROCS is at least eight, otherwise none.
 
 const envScanParts = "VMEM_SCAN_PARTS"
 
 // btScanParts is the most parts a window's device reads are cut into (1:
 // not cut). Tests and benchmarks set it.
-var btScanParts = scanPartsFrom(os.Getenv(envScanParts))
+var btScanParts = scanPartsFrom(os.Getenv(envScanParts), btProcs)
+
+// btProcs is GOMAXPROCS when the package started, as par's kept workers
+// are counted.
+var btProcs = runtime.GOMAXPROCS(0)
 
 // btSplitMinLines: a window of fewer lines is read by its scan alone (a
 // part of a line or two would cost its hand-off and gain nothing).
 const btSplitMinLines = 16
 
-// scanPartsFrom parses VMEM_SCAN_PARTS: 1 (off) unless it is a count from 2
-// to 16.
-func scanPartsFrom(env string) int {
+// btSplitAuto is the default parts where GOMAXPROCS is at least
+// btSplitAutoProcs (BenchmarkLineRuns on an H200: runs of 32 lines read in
+// 4 parts took 3.3 µs, in 2 4.1, in 8 4.1, in one 5.4).
+const (
+	btSplitAuto      = 4
+	btSplitAutoProcs = 8
+)
+
+// scanPartsFrom parses VMEM_SCAN_PARTS for procs cores: a count from 1 to
+// 16 (1: off); unset or not a count, the default.
+func scanPartsFrom(env string, procs int) int {
 	k, err := strconv.Atoi(env)
-	if err != nil || k < 2 {
+	if err != nil || k < 1 {
+		if procs >= btSplitAutoProcs {
+			return btSplitAuto
+		}
 		return 1
 	}
 	return min(k, 16)
 }
 
+// btSplitReaders is how many windows of one tree may be in reading, this
+// one included, for this one to be cut: half the cores shared by k parts
+// each, at least one.
+func btSplitReaders(k int) int32 { return int32(max(1, btProcs/(2*k))) }
+
 // splitWorth reports whether a window of n leaves and lines live lines on
-// mapped VRAM is read in parts.
-func splitWorth(e *btExtent, n, lines int) bool {
-	return btScanParts >= 2 && n >= 2 && lines >= btSplitMinLines && e.Kind == access.WC
+// mapped VRAM is read in parts, reading the number of the tree's windows
+// in reading, this one's included.
+func splitWorth(e *btExtent, n, lines int, reading int32) bool {
+	k := btScanParts
+	return k >= 2 && n >= 2 && lines >= btSplitMinLines && e.Kind == access.WC && reading <= btSplitReaders(k)
 }
 
 // streamSplit streams the live lines of the window's leaves whose bit is

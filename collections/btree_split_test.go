@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/govram/govram/internal/access"
 	"github.com/govram/govram/internal/vmemtest"
 	"github.com/govram/govram/vmem"
 )
@@ -40,9 +41,49 @@ func TestBTreeScanSplit(t *testing.T) {
 }
 
 func TestScanPartsFrom(t *testing.T) {
-	for env, want := range map[string]int{"": 1, "0": 1, "1": 1, "2": 2, "4": 4, "16": 16, "64": 16, "-3": 1, "x": 1} {
-		if got := scanPartsFrom(env); got != want {
-			t.Errorf("VMEM_SCAN_PARTS=%q: %d parts, want %d", env, got, want)
+	for _, c := range []struct {
+		env         string
+		procs, want int
+	}{
+		{"", 2, 1}, {"", 7, 1}, {"", 8, btSplitAuto}, {"", 64, btSplitAuto},
+		{"x", 2, 1}, {"x", 16, btSplitAuto}, {"0", 16, btSplitAuto}, {"-3", 16, btSplitAuto},
+		{"1", 16, 1}, {"2", 2, 2}, {"4", 16, 4}, {"16", 2, 16}, {"64", 2, 16},
+	} {
+		if got := scanPartsFrom(c.env, c.procs); got != c.want {
+			t.Errorf("VMEM_SCAN_PARTS=%q, GOMAXPROCS %d: %d parts, want %d", c.env, c.procs, got, c.want)
 		}
+	}
+}
+
+// TestBTreeSplitReaders checks that a window is cut only while few of
+// the tree's windows are being read: a lone scan's is, one among as many
+// as the cores is not.
+func TestBTreeSplitReaders(t *testing.T) {
+	e := &btExtent{}
+	e.Kind = access.WC
+	old, oldProcs := btScanParts, btProcs
+	t.Cleanup(func() { btScanParts, btProcs = old, oldProcs })
+	btScanParts, btProcs = 4, 16
+	if !splitWorth(e, 4, 32, 1) || !splitWorth(e, 4, 32, 2) {
+		t.Error("a window read by one of two readers on 16 cores is not cut")
+	}
+	if splitWorth(e, 4, 32, 3) || splitWorth(e, 4, 32, 16) {
+		t.Error("a window read by one of three or more readers on 16 cores is cut")
+	}
+	if splitWorth(e, 4, btSplitMinLines-1, 1) || splitWorth(e, 1, 32, 1) {
+		t.Error("a window of too few lines or of one leaf is cut")
+	}
+	btProcs = 2
+	if !splitWorth(e, 4, 32, 1) || splitWorth(e, 4, 32, 2) {
+		t.Error("on 2 cores, a lone reader's window is not cut, or a second reader's is")
+	}
+	btScanParts = 1
+	if splitWorth(e, 4, 32, 1) {
+		t.Error("a window is cut with VMEM_SCAN_PARTS=1")
+	}
+	e.Kind = access.Direct
+	btScanParts = 4
+	if splitWorth(e, 4, 32, 1) {
+		t.Error("a window of ordinary memory is cut")
 	}
 }

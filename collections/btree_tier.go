@@ -642,22 +642,27 @@ func (t *BTree[K, V]) fetchTiered(c *tierCore, s *btScan) bool {
 		missed |= 1 << min(i, 63)
 	}
 	split := false
-	if btScanParts >= 2 && len(s.win) < 64 && missed&(missed-1) != 0 {
-		lines := 0
-		for m := missed; m != 0; m &= m - 1 {
-			lines += g.liveLines(int(s.win[bits.TrailingZeros64(m)].cnt))
+	if missed != 0 {
+		r := t.reading.Add(1)
+		if btScanParts >= 2 && len(s.win) < 64 && missed&(missed-1) != 0 {
+			lines := 0
+			for m := missed; m != 0; m &= m - 1 {
+				lines += g.liveLines(int(s.win[bits.TrailingZeros64(m)].cnt))
+			}
+			e := t.lv.extentOf(s.win[0].id)
+			split = splitWorth(e, bits.OnesCount64(missed), lines, r) && t.streamSplit(e, s, missed)
 		}
-		e := t.lv.extentOf(s.win[0].id)
-		split = splitWorth(e, bits.OnesCount64(missed), lines) && t.streamSplit(e, s, missed)
-	}
-	for i, w := range s.win {
-		if split || w.cnt == 0 || missed&(1<<min(i, 63)) == 0 {
-			continue
+		for i, w := range s.win {
+			if split || w.cnt == 0 || missed&(1<<min(i, 63)) == 0 {
+				continue
+			}
+			if err := t.readLive(w.id, int(w.cnt), dstOf(w)); err != nil {
+				t.reading.Add(-1)
+				t.noteErr(err)
+				return false
+			}
 		}
-		if err := t.readLive(w.id, int(w.cnt), dstOf(w)); err != nil {
-			t.noteErr(err)
-			return false
-		}
+		t.reading.Add(-1)
 	}
 	if c == nil {
 		return true

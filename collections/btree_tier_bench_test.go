@@ -52,13 +52,14 @@ func BenchmarkBTreeTier(b *testing.B) {
 }
 
 // tierBenchScanParts reads VMEM_BENCH_SCAN_PARTS, a comma list of counts
-// of parts (2 to 16) to read Ranges' windows in (btree_split.go): each adds
-// split rows (named <impl>-split<k>), in the same run as the others.
+// of parts (1 to 16; 1: never cut) to read Ranges' windows in
+// (btree_split.go): each adds split rows (named <impl>-split<k>), in the
+// same run as the others, whose rows keep the default.
 func tierBenchScanParts(b *testing.B) []int {
 	ks := mapBenchInts(b, "VMEM_BENCH_SCAN_PARTS")
 	for _, k := range ks {
-		if k < 2 || k > 16 {
-			b.Fatalf("VMEM_BENCH_SCAN_PARTS: %d is not a count from 2 to 16", k)
+		if k < 1 || k > 16 {
+			b.Fatalf("VMEM_BENCH_SCAN_PARTS: %d is not a count from 1 to 16", k)
 		}
 	}
 	return ks
@@ -283,8 +284,8 @@ func btTierBenchImpls(b *testing.B, s *btTierBenchSet, stream []uint32, dist, op
 // Sizes: VMEM_BENCH_BTREE_SIZES (default 1e6); goroutines:
 // VMEM_BENCH_GOROUTINES (default 1,16). VMEM_BENCH_WARM warms each row
 // first, as BenchmarkBTreeTier does. VMEM_BENCH_SCAN_PARTS adds rows
-// govram-split<k>: windows read in up to k parts (btree_split.go), the
-// goroutines competing for par's workers.
+// govram-split<k>: windows read in up to k parts (btree_split.go; 1: never
+// cut), the goroutines competing for par's workers.
 func BenchmarkBTreeRangeParallel(b *testing.B) {
 	gs := mapBenchInts(b, "VMEM_BENCH_GOROUTINES", 1, 16)
 	for _, n := range vmemtest.BenchSizesFrom(b, "VMEM_BENCH_BTREE_SIZES", 1e6) {
