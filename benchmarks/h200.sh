@@ -56,7 +56,7 @@ tests)
 tier)
 	cd "$root/collections"
 	export VMEM_BENCH_SIZES=1 VMEM_BENCH_BTREE_SIZES=1.6e7 VMEM_BENCH_WARM=3.2e7
-	VMEM_BENCH_GOROUTINES=1 VMEM_BENCH_SCAN_PARTS=4 step 120 "$bin/collections.test" -test.run X \
+	VMEM_BENCH_GOROUTINES=1 VMEM_BENCH_SCAN_PARTS=1,4 step 150 "$bin/collections.test" -test.run X \
 		-test.benchtime 300000x -test.count 2 -test.bench 'BTreeRangeParallel$/1.6e7/'
 	# Put$ and Range100+Put10$ anchored: a level's regexp is unanchored.
 	VMEM_BENCH_WARM=1.6e7 step 150 "$bin/collections.test" -test.run X -test.benchtime 200000x \
