@@ -20,14 +20,15 @@ import (
 // depend on one another: a streamed window of at least btSplitMinLines
 // lines is cut into up to btScanParts runs of whole leaves, read at once
 // by the scan's goroutine and par's kept workers (par.TryRun). On an H200
-// four parts cut a lone goroutine's Range(100) of Zipf 1.1 starts from
-// 3.2-7.9 µs to 4.5-5.0 µs and of uniform starts from 6.5-13.1 µs to
-// 7.3-8.7 µs (docs/btree.md). Scans of many goroutines at once already
-// keep the link busy, and the workers' cores are theirs: a window is cut
-// only while at most btSplitReaders windows of the tree are being read.
-// When the workers are busy with another job the scan reads its leaves
-// itself. VMEM_SCAN_PARTS=k sets the parts (1: never cut); the default is
-// four where GOMAXPROCS is at least eight, otherwise none.
+// a lone goroutine's Range(100) of Zipf 1.1 starts took 4.5-5.0 µs in four
+// parts in three processes, 3.2-7.9 µs on one core; of uniform starts
+// 7.3-8.7 µs against 6.5-13.1 (docs/btree.md). Scans of many goroutines
+// at once already keep the link busy, and the workers' cores are theirs:
+// a window is cut only while at most btSplitReaders windows of the tree
+// are being read. When the workers are busy with another job the scan
+// reads its leaves itself. VMEM_SCAN_PARTS=k sets the parts (1: never
+// cut); the default is four where GOMAXPROCS is at least eight, otherwise
+// none.
 
 const envScanParts = "VMEM_SCAN_PARTS"
 
