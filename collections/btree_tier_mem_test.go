@@ -19,9 +19,7 @@ func TestBTreeTierMemory(t *testing.T) {
 	const budget = 4 << 20
 	vmemtest.Each(t, vmem.Options{}, func(t *testing.T, d *vmem.Device) {
 		for _, n := range []int{1 << 14, 1 << 18} {
-			runtime.GC()
-			var before runtime.MemStats
-			runtime.ReadMemStats(&before)
+			before := liveHeap()
 			tr, err := NewBTreeOrdered[uint64, uint64](d, WithHostCache(budget))
 			if err != nil {
 				t.Fatal(err)
@@ -55,10 +53,7 @@ func TestBTreeTierMemory(t *testing.T) {
 				}
 			}
 			st := tr.Stats()
-			runtime.GC()
-			var after runtime.MemStats
-			runtime.ReadMemStats(&after)
-			if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 1<<20 {
+			if grew := liveHeap() - before; grew > 1<<20 {
 				t.Errorf("n=%d: Go heap grew by %d bytes with the tree alive", n, grew)
 			}
 			if st.Cache.Bytes == 0 || st.Cache.Bytes > budget || st.Cache.Hits == 0 {
