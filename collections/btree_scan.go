@@ -213,13 +213,21 @@ func (t *BTree[K, V]) fetch(s *btScan) bool {
 	buf := t.buffer(s, span)
 	s.base, s.min = unsafe.Pointer(unsafe.SliceData(buf)), lo
 	if e.Kind == access.WC && planStreams(lines, int(span)) {
-		r := t.reading.Add(1)
+		// Windows are counted only where one may be cut: the count is two
+		// locked instructions a window.
+		count := btScanParts >= 2
+		var r int32
+		if count {
+			r = t.reading.Add(1)
+		}
 		if !(len(s.win) <= 64 && splitWorth(e, len(s.win), lines, r) && t.streamSplit(e, s, btWinMask(len(s.win)))) {
 			for _, w := range s.win {
 				t.streamLeaf(e, w, buf[uintptr((w.id&g.xMask)-lo)*g.leafSize:])
 			}
 		}
-		t.reading.Add(-1)
+		if count {
+			t.reading.Add(-1)
+		}
 		return true
 	}
 	if e.Kind == access.DMA && len(s.win) == 1 {

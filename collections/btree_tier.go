@@ -643,8 +643,13 @@ func (t *BTree[K, V]) fetchTiered(c *tierCore, s *btScan) bool {
 	}
 	split := false
 	if missed != 0 {
-		r := t.reading.Add(1)
-		if btScanParts >= 2 && len(s.win) < 64 && missed&(missed-1) != 0 {
+		// Counted only where a window may be cut (fetch says why).
+		count := btScanParts >= 2
+		var r int32
+		if count {
+			r = t.reading.Add(1)
+		}
+		if count && len(s.win) < 64 && missed&(missed-1) != 0 {
 			lines := 0
 			for m := missed; m != 0; m &= m - 1 {
 				lines += g.liveLines(int(s.win[bits.TrailingZeros64(m)].cnt))
@@ -657,12 +662,16 @@ func (t *BTree[K, V]) fetchTiered(c *tierCore, s *btScan) bool {
 				continue
 			}
 			if err := t.readLive(w.id, int(w.cnt), dstOf(w)); err != nil {
-				t.reading.Add(-1)
+				if count {
+					t.reading.Add(-1)
+				}
 				t.noteErr(err)
 				return false
 			}
 		}
-		t.reading.Add(-1)
+		if count {
+			t.reading.Add(-1)
+		}
 	}
 	if c == nil {
 		return true
